@@ -1,0 +1,23 @@
+//! Hummingbird (seed 000): flyover bandwidth reservations on SCION path type 5.
+//!
+//! - [`path`]: the wire format (meta header, hop and flyover hop fields), reversal.
+//! - [`crypto`]: SV, A_K and FlyoverMAC.
+//! - [`bw`]: the bandwidth codecs.
+//! - [`reservation`]: ASes of a path and building a reserved path (crossover rule).
+//! - [`router`]: border-router processing (Alg. 1-4) returning a verdict.
+//! - [`source`]: per-packet stamping at the source.
+
+pub mod bw;
+pub mod crypto;
+pub mod path;
+pub mod reservation;
+pub mod router;
+pub mod source;
+pub mod testbed;
+
+pub use bw::BwCodec;
+pub use crypto::{derive_sv, AuthKey, ResInfo, SecretValue};
+pub use path::{Flyover, HbirdHop, HbirdPath};
+pub use reservation::{as_hops, build_path, AsHop, Reservation};
+pub use router::{PolicingMode, Router, RouterParams};
+pub use source::Source;

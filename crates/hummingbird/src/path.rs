@@ -1,0 +1,402 @@
+//! Path type 5 (seed 000, App. A): a 12-byte meta header, up to three info fields and hop
+//! fields of 12 bytes or flyover hop fields of 20 bytes. CurrHF and SegLen count 4-byte
+//! lines.
+//!
+//! ```text
+//! Meta:    | C(2) | CurrHF(8) | r | Seg0Len(7) | Seg1Len(7) | Seg2Len(7) |
+//!          | BaseTimestamp(32)                                          |
+//!          | MillisTimestamp(10) | Counter(22)                          |
+//! Flyover: | hop field with AggMAC (12 B) | ResID(22) | BW(10) | ResStartOffset(16) | ResDuration(16) |
+//! ```
+
+use aviary_qos::DropReason;
+use aviary_scion::path::{num_info_fields, segment_of, HOP_LEN, INFO_LEN};
+use aviary_scion::{HopField, InfoField, StandardPath};
+use thiserror::Error;
+
+use crate::crypto::{MAX_COUNTER, MAX_MILLIS, MAX_RES_ID};
+
+pub const META_LEN: usize = 12;
+pub const FLYOVER_LEN: usize = 20;
+/// Lines (4 bytes) of a hop field and of a flyover hop field.
+pub const HOP_LINES: usize = 3;
+pub const FLYOVER_LINES: usize = 5;
+/// Bit of byte 0 of a hop field that marks a flyover.
+pub const FLYOVER_BIT: u8 = 0x80;
+/// Largest SegLen (7 bits).
+pub const MAX_SEG_LINES: usize = 127;
+
+#[derive(Clone, Copy, Debug, Error, PartialEq, Eq)]
+pub enum HbirdPathError {
+    #[error("path buffer too short")]
+    Truncated,
+    #[error("segment lengths {0:?} leave a gap, describe no segment, or exceed 127 lines")]
+    BadSegLens([u8; 3]),
+    #[error("path length {actual} does not match the {expected} bytes its meta header describes")]
+    LengthMismatch { expected: usize, actual: usize },
+    #[error("hop fields do not tile segment {0} exactly")]
+    Misaligned(usize),
+    #[error("CurrINF/CurrHF do not point at a hop field of the current segment")]
+    IndexOutOfRange,
+    #[error("CurrHF {0} exceeds the 8-bit field")]
+    CurrHfTooLarge(usize),
+    #[error("{field} value {value} exceeds its bit width")]
+    FieldOverflow { field: &'static str, value: u32 },
+}
+
+impl From<HbirdPathError> for DropReason {
+    fn from(e: HbirdPathError) -> Self {
+        match e {
+            HbirdPathError::IndexOutOfRange => DropReason::PathIndexOutOfRange,
+            _ => DropReason::MalformedPath,
+        }
+    }
+}
+
+/// `(offset of the first hop field, number of hop-field lines)` of a path whose length
+/// matches its meta header.
+pub fn hop_area(path: &[u8]) -> Option<(usize, usize)> {
+    if path.len() < META_LEN {
+        return None;
+    }
+    let meta = MetaHdr::decode(path);
+    let ninf = num_info_fields(meta.seg_len).ok().filter(|n| *n > 0)?;
+    let lines: usize = meta.seg_len.iter().map(|l| usize::from(*l)).sum();
+    let base = META_LEN + INFO_LEN * ninf;
+    (path.len() == base + 4 * lines).then_some((base, lines))
+}
+
+/// The 12-byte meta header.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MetaHdr {
+    pub curr_inf: u8,
+    /// Current hop field, in 4-byte lines.
+    pub curr_hf: u8,
+    /// Segment lengths in 4-byte lines.
+    pub seg_len: [u8; 3],
+    pub base_ts: u32,
+    /// 10 bits.
+    pub millis: u16,
+    /// 22 bits.
+    pub counter: u32,
+}
+
+impl MetaHdr {
+    pub fn decode(b: &[u8]) -> Self {
+        let w = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+        let t = u32::from_be_bytes([b[8], b[9], b[10], b[11]]);
+        Self {
+            curr_inf: (w >> 30) as u8,
+            curr_hf: (w >> 22) as u8,
+            seg_len: [((w >> 14) & 0x7f) as u8, ((w >> 7) & 0x7f) as u8, (w & 0x7f) as u8],
+            base_ts: u32::from_be_bytes([b[4], b[5], b[6], b[7]]),
+            millis: (t >> 22) as u16,
+            counter: t & MAX_COUNTER,
+        }
+    }
+    /// The first word (indices and segment lengths) alone.
+    pub fn encode_word0(&self) -> [u8; 4] {
+        let w = (u32::from(self.curr_inf & 3) << 30)
+            | (u32::from(self.curr_hf) << 22)
+            | (u32::from(self.seg_len[0] & 0x7f) << 14)
+            | (u32::from(self.seg_len[1] & 0x7f) << 7)
+            | u32::from(self.seg_len[2] & 0x7f);
+        w.to_be_bytes()
+    }
+    pub fn emit(&self, out: &mut [u8]) {
+        out[0..4].copy_from_slice(&self.encode_word0());
+        out[4..8].copy_from_slice(&self.base_ts.to_be_bytes());
+        let t = (u32::from(self.millis & MAX_MILLIS) << 22) | (self.counter & MAX_COUNTER);
+        out[8..12].copy_from_slice(&t.to_be_bytes());
+    }
+}
+
+/// The reservation part of a flyover hop field.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Flyover {
+    pub res_id: u32,
+    pub bw: u16,
+    /// BaseTimestamp − ResStart, seconds.
+    pub res_start_offset: u16,
+    pub res_duration: u16,
+}
+
+impl Flyover {
+    pub fn parse(b: &[u8]) -> Self {
+        let w = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+        Self {
+            res_id: w >> 10,
+            bw: (w & 0x3ff) as u16,
+            res_start_offset: u16::from_be_bytes([b[4], b[5]]),
+            res_duration: u16::from_be_bytes([b[6], b[7]]),
+        }
+    }
+    pub fn emit(&self, out: &mut [u8]) {
+        out[0..4].copy_from_slice(&(((self.res_id & MAX_RES_ID) << 10) | u32::from(self.bw & 0x3ff)).to_be_bytes());
+        out[4..6].copy_from_slice(&self.res_start_offset.to_be_bytes());
+        out[6..8].copy_from_slice(&self.res_duration.to_be_bytes());
+    }
+    fn check(&self) -> Result<(), HbirdPathError> {
+        if self.res_id > MAX_RES_ID {
+            return Err(HbirdPathError::FieldOverflow { field: "ResID", value: self.res_id });
+        }
+        if self.bw > 0x3ff {
+            return Err(HbirdPathError::FieldOverflow { field: "BW", value: self.bw.into() });
+        }
+        Ok(())
+    }
+}
+
+/// A hop field, with its reservation if it is a flyover. For a flyover, `hop.mac` holds
+/// what is on the wire: the AggMAC in flight, the plain hop-field MAC once processed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct HbirdHop {
+    pub hop: HopField,
+    pub flyover: Option<Flyover>,
+}
+
+impl HbirdHop {
+    pub fn lines(&self) -> usize {
+        if self.flyover.is_some() {
+            FLYOVER_LINES
+        } else {
+            HOP_LINES
+        }
+    }
+    pub fn parse(b: &[u8]) -> Self {
+        let hop = HopField::parse(b);
+        let flyover = (b[0] & FLYOVER_BIT != 0).then(|| Flyover::parse(&b[HOP_LEN..]));
+        Self { hop, flyover }
+    }
+    pub fn emit(&self, out: &mut [u8]) {
+        self.hop.emit(out);
+        if let Some(f) = &self.flyover {
+            out[0] |= FLYOVER_BIT;
+            f.emit(&mut out[HOP_LEN..]);
+        }
+    }
+}
+
+/// Owned Hummingbird path.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HbirdPath {
+    pub curr_inf: u8,
+    /// Current hop field in lines.
+    pub curr_hf: u8,
+    pub base_ts: u32,
+    pub millis: u16,
+    pub counter: u32,
+    pub info: Vec<InfoField>,
+    /// Hop fields per segment.
+    pub segments: Vec<Vec<HbirdHop>>,
+}
+
+fn seg_lines(hops: &[HbirdHop]) -> usize {
+    hops.iter().map(HbirdHop::lines).sum()
+}
+
+impl HbirdPath {
+    pub fn seg_len(&self) -> [u8; 3] {
+        let mut s = [0u8; 3];
+        for (i, seg) in self.segments.iter().enumerate().take(3) {
+            s[i] = seg_lines(seg).min(255) as u8;
+        }
+        s
+    }
+    pub fn len(&self) -> usize {
+        META_LEN + INFO_LEN * self.info.len() + 4 * self.segments.iter().map(|s| seg_lines(s)).sum::<usize>()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.segments.iter().all(Vec::is_empty)
+    }
+    pub fn hops(&self) -> impl Iterator<Item = &HbirdHop> {
+        self.segments.iter().flatten()
+    }
+
+    /// Line offset of every hop field, in path order, with its segment.
+    fn hop_lines(&self) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        let mut line = 0;
+        for (s, seg) in self.segments.iter().enumerate() {
+            for h in seg {
+                out.push((line, s));
+                line += h.lines();
+            }
+        }
+        out
+    }
+
+    pub fn validate(&self) -> Result<(), HbirdPathError> {
+        let n = self.segments.len();
+        if n == 0 || n > 3 || self.info.len() != n || self.segments.iter().any(Vec::is_empty) {
+            return Err(HbirdPathError::BadSegLens(self.seg_len()));
+        }
+        if self.segments.iter().any(|s| seg_lines(s) > MAX_SEG_LINES) {
+            return Err(HbirdPathError::BadSegLens(self.seg_len()));
+        }
+        for f in self.hops().filter_map(|h| h.flyover.as_ref()) {
+            f.check()?;
+        }
+        if self.millis > MAX_MILLIS {
+            return Err(HbirdPathError::FieldOverflow { field: "MillisTimestamp", value: self.millis.into() });
+        }
+        if self.counter > MAX_COUNTER {
+            return Err(HbirdPathError::FieldOverflow { field: "Counter", value: self.counter });
+        }
+        let lines = self.hop_lines();
+        let last = lines.last().map(|l| l.0).unwrap_or(0);
+        if last > 255 {
+            return Err(HbirdPathError::CurrHfTooLarge(last));
+        }
+        match lines.iter().find(|(l, _)| *l == usize::from(self.curr_hf)) {
+            Some((_, s)) if *s == usize::from(self.curr_inf) => Ok(()),
+            _ => Err(HbirdPathError::IndexOutOfRange),
+        }
+    }
+
+    /// Parses a path that fills `b` exactly.
+    pub fn parse(b: &[u8]) -> Result<Self, HbirdPathError> {
+        if b.len() < META_LEN {
+            return Err(HbirdPathError::Truncated);
+        }
+        let meta = MetaHdr::decode(b);
+        let ninf = num_info_fields(meta.seg_len).map_err(|_| HbirdPathError::BadSegLens(meta.seg_len))?;
+        if ninf == 0 {
+            return Err(HbirdPathError::BadSegLens(meta.seg_len));
+        }
+        let total: usize = meta.seg_len.iter().map(|l| usize::from(*l)).sum();
+        let expected = META_LEN + INFO_LEN * ninf + 4 * total;
+        if b.len() != expected {
+            return Err(HbirdPathError::LengthMismatch { expected, actual: b.len() });
+        }
+        let info = (0..ninf).map(|i| InfoField::parse(&b[META_LEN + INFO_LEN * i..])).collect();
+        let base = META_LEN + INFO_LEN * ninf;
+        let mut segments = Vec::with_capacity(ninf);
+        let mut line = 0;
+        for (s, len) in meta.seg_len[..ninf].iter().enumerate() {
+            let end = line + usize::from(*len);
+            let mut hops = Vec::new();
+            while line < end {
+                let lines = if b[base + 4 * line] & FLYOVER_BIT != 0 { FLYOVER_LINES } else { HOP_LINES };
+                if line + lines > end {
+                    return Err(HbirdPathError::Misaligned(s));
+                }
+                hops.push(HbirdHop::parse(&b[base + 4 * line..]));
+                line += lines;
+            }
+            segments.push(hops);
+        }
+        let path = Self {
+            curr_inf: meta.curr_inf,
+            curr_hf: meta.curr_hf,
+            base_ts: meta.base_ts,
+            millis: meta.millis,
+            counter: meta.counter,
+            info,
+            segments,
+        };
+        // Index and alignment checks; field widths hold by construction.
+        let (ci, ch) = (usize::from(path.curr_inf), usize::from(path.curr_hf));
+        if ci >= ninf || segment_of(meta.seg_len, ch) != ci || !path.hop_lines().iter().any(|(l, _)| *l == ch) {
+            return Err(HbirdPathError::IndexOutOfRange);
+        }
+        Ok(path)
+    }
+
+    pub fn emit(&self, out: &mut [u8]) -> Result<usize, HbirdPathError> {
+        self.validate()?;
+        let len = self.len();
+        if out.len() < len {
+            return Err(HbirdPathError::Truncated);
+        }
+        let meta = MetaHdr {
+            curr_inf: self.curr_inf,
+            curr_hf: self.curr_hf,
+            seg_len: self.seg_len(),
+            base_ts: self.base_ts,
+            millis: self.millis,
+            counter: self.counter,
+        };
+        meta.emit(out);
+        let mut off = META_LEN;
+        for i in &self.info {
+            i.emit(&mut out[off..]);
+            off += INFO_LEN;
+        }
+        for h in self.hops() {
+            h.emit(&mut out[off..]);
+            off += 4 * h.lines();
+        }
+        Ok(len)
+    }
+
+    pub fn to_bytes(&self) -> Result<Vec<u8>, HbirdPathError> {
+        let mut v = vec![0; self.len()];
+        self.emit(&mut v)?;
+        Ok(v)
+    }
+
+    /// Index (in path order) of the current hop field.
+    pub fn curr_hop_index(&self) -> Option<usize> {
+        self.hop_lines().iter().position(|(l, _)| *l == usize::from(self.curr_hf))
+    }
+
+    /// Path reversal (A.8): flyovers become plain hop fields, then segments, hop fields,
+    /// C flags and indices are reversed as for the standard path. Timestamps are kept.
+    pub fn reverse(&mut self) -> Result<(), HbirdPathError> {
+        self.validate()?;
+        let curr = self.curr_hop_index().ok_or(HbirdPathError::IndexOutOfRange)?;
+        let nhops = self.hops().count();
+        for h in self.segments.iter_mut().flatten() {
+            h.flyover = None;
+        }
+        self.segments.reverse();
+        for s in &mut self.segments {
+            s.reverse();
+        }
+        self.info.reverse();
+        for i in &mut self.info {
+            i.cons_dir = !i.cons_dir;
+        }
+        let new_curr = nhops - 1 - curr;
+        self.curr_hf = (HOP_LINES * new_curr) as u8;
+        self.curr_inf = (self.info.len() - 1) as u8 - self.curr_inf;
+        Ok(())
+    }
+
+    /// The same path as a standard SCION path (flyover fields dropped).
+    pub fn to_standard(&self) -> Result<StandardPath, HbirdPathError> {
+        self.validate()?;
+        let mut seg_len = [0u8; 3];
+        for (i, s) in self.segments.iter().enumerate() {
+            seg_len[i] = s.len() as u8;
+        }
+        let p = StandardPath {
+            curr_inf: self.curr_inf,
+            curr_hf: self.curr_hop_index().ok_or(HbirdPathError::IndexOutOfRange)? as u8,
+            seg_len,
+            info: self.info.clone(),
+            hops: self.hops().map(|h| h.hop).collect(),
+        };
+        p.validate().map_err(|_| HbirdPathError::BadSegLens(self.seg_len()))?;
+        Ok(p)
+    }
+
+    /// A Hummingbird path without reservations that follows `p`.
+    pub fn from_standard(p: &StandardPath) -> Self {
+        let mut segments = Vec::new();
+        let mut idx = 0;
+        for len in p.seg_len.iter().take(p.info.len()) {
+            let n = usize::from(*len);
+            segments.push(p.hops[idx..idx + n].iter().map(|h| HbirdHop { hop: *h, flyover: None }).collect());
+            idx += n;
+        }
+        Self {
+            curr_inf: p.curr_inf,
+            curr_hf: (HOP_LINES * usize::from(p.curr_hf)) as u8,
+            info: p.info.clone(),
+            segments,
+            ..Default::default()
+        }
+    }
+}

@@ -1,0 +1,333 @@
+//! SCION common header and address header: a zero-copy view for routers and an owned
+//! representation for endpoints.
+//!
+//! ```text
+//!  0       4               12                      32
+//! |Version|  TrafficClass |         FlowID        |
+//! |    NextHdr    |    HdrLen     |          PayloadLen           |
+//! |    PathType   |DT |DL |ST |SL |              RSV              |
+//! |            DstISD             |            DstAS ...          |
+//! |            SrcISD             |            SrcAS ...          |
+//! |   DstHostAddr (4/16 B)  |  SrcHostAddr (4/16 B)  |  Path ...   |
+//! ```
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use aviary_qos::DropReason;
+use thiserror::Error;
+
+use crate::IsdAsn;
+
+/// Length of the common header.
+pub const COMMON_LEN: usize = 12;
+/// Offset of the address header (and of DstISD).
+pub const ADDR_OFFSET: usize = 12;
+/// Length of the ISD-AS part of the address header.
+pub const IA_PAIR_LEN: usize = 16;
+/// Largest header the 8-bit HdrLen (4-byte units) can describe.
+pub const MAX_HDR_LEN: usize = 255 * 4;
+
+/// Path type numbers of the common header.
+pub mod path_type {
+    pub const EMPTY: u8 = 0;
+    pub const SCION: u8 = 1;
+    pub const ONE_HOP: u8 = 2;
+    pub const EPIC: u8 = 3;
+    pub const COLIBRI: u8 = 4;
+    pub const HUMMINGBIRD: u8 = 5;
+}
+
+#[derive(Clone, Copy, Debug, Error, PartialEq, Eq)]
+pub enum HeaderError {
+    #[error("buffer too short for the SCION header")]
+    Truncated,
+    #[error("unsupported SCION version {0}")]
+    BadVersion(u8),
+    #[error("HdrLen and PayloadLen do not add up to the packet length")]
+    LengthMismatch,
+    #[error("unsupported host address type/length {0:#x}")]
+    BadAddressType(u8),
+    #[error("path of {0} bytes is not a multiple of 4 or makes the header exceed 1020 bytes")]
+    BadPathLength(usize),
+    #[error("payload of {0} bytes exceeds 65535")]
+    PayloadTooLong(usize),
+}
+
+impl From<HeaderError> for DropReason {
+    fn from(e: HeaderError) -> Self {
+        match e {
+            HeaderError::Truncated => DropReason::Truncated,
+            HeaderError::BadVersion(_) => DropReason::BadVersion,
+            HeaderError::LengthMismatch | HeaderError::PayloadTooLong(_) => DropReason::LengthMismatch,
+            HeaderError::BadAddressType(_) => DropReason::BadAddressType,
+            HeaderError::BadPathLength(_) => DropReason::MalformedPath,
+        }
+    }
+}
+
+/// A host address in the address header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HostAddr {
+    V4(Ipv4Addr),
+    V6(Ipv6Addr),
+    /// A service address (anycast/multicast to an AS service), 2 bytes + 2 bytes padding.
+    Svc(u16),
+}
+
+impl HostAddr {
+    /// The 4-bit type/length code (T << 2 | L).
+    pub const fn type_len(&self) -> u8 {
+        match self {
+            HostAddr::V4(_) => 0x0,
+            HostAddr::V6(_) => 0x3,
+            HostAddr::Svc(_) => 0x4,
+        }
+    }
+    pub const fn wire_len(&self) -> usize {
+        match self {
+            HostAddr::V6(_) => 16,
+            _ => 4,
+        }
+    }
+    fn emit(&self, out: &mut [u8]) {
+        match self {
+            HostAddr::V4(a) => out[..4].copy_from_slice(&a.octets()),
+            HostAddr::V6(a) => out[..16].copy_from_slice(&a.octets()),
+            HostAddr::Svc(s) => {
+                out[..2].copy_from_slice(&s.to_be_bytes());
+                out[2..4].fill(0);
+            }
+        }
+    }
+    fn parse(type_len: u8, b: &[u8]) -> Self {
+        match type_len {
+            0x0 => HostAddr::V4(Ipv4Addr::new(b[0], b[1], b[2], b[3])),
+            0x3 => HostAddr::V6(Ipv6Addr::from(<[u8; 16]>::try_from(&b[..16]).unwrap())),
+            _ => HostAddr::Svc(u16::from_be_bytes([b[0], b[1]])),
+        }
+    }
+}
+
+/// Host address length in bytes for a type/length code, if supported.
+const fn host_len(type_len: u8) -> Option<usize> {
+    match type_len {
+        0x0 | 0x4 => Some(4),
+        0x3 => Some(16),
+        _ => None,
+    }
+}
+
+/// Zero-copy view over a whole SCION packet whose header lengths have been checked:
+/// every accessor is in bounds.
+#[derive(Clone, Copy, Debug)]
+pub struct ScionView<T> {
+    buf: T,
+    path_offset: usize,
+    hdr_len: usize,
+}
+
+impl<T: AsRef<[u8]>> ScionView<T> {
+    /// Checks version, address types and that HdrLen and PayloadLen match the buffer.
+    pub fn new_checked(buf: T) -> Result<Self, HeaderError> {
+        let b = buf.as_ref();
+        if b.len() < ADDR_OFFSET + IA_PAIR_LEN {
+            return Err(HeaderError::Truncated);
+        }
+        if b[0] >> 4 != 0 {
+            return Err(HeaderError::BadVersion(b[0] >> 4));
+        }
+        let hdr_len = usize::from(b[5]) * 4;
+        let payload_len = usize::from(u16::from_be_bytes([b[6], b[7]]));
+        let (dt, st) = (b[9] >> 4, b[9] & 0xf);
+        let dl = host_len(dt).ok_or(HeaderError::BadAddressType(dt))?;
+        let sl = host_len(st).ok_or(HeaderError::BadAddressType(st))?;
+        let path_offset = ADDR_OFFSET + IA_PAIR_LEN + dl + sl;
+        if hdr_len < path_offset || b.len() < path_offset {
+            return Err(HeaderError::Truncated);
+        }
+        if hdr_len + payload_len != b.len() {
+            return Err(HeaderError::LengthMismatch);
+        }
+        Ok(Self { buf, path_offset, hdr_len })
+    }
+
+    pub fn into_inner(self) -> T {
+        self.buf
+    }
+    fn b(&self) -> &[u8] {
+        self.buf.as_ref()
+    }
+    pub fn traffic_class(&self) -> u8 {
+        (self.b()[0] << 4) | (self.b()[1] >> 4)
+    }
+    pub fn flow_id(&self) -> u32 {
+        u32::from_be_bytes([0, self.b()[1] & 0xf, self.b()[2], self.b()[3]])
+    }
+    pub fn next_hdr(&self) -> u8 {
+        self.b()[4]
+    }
+    /// Header length in bytes (HdrLen × 4).
+    pub fn hdr_len(&self) -> usize {
+        self.hdr_len
+    }
+    pub fn payload_len(&self) -> u16 {
+        u16::from_be_bytes([self.b()[6], self.b()[7]])
+    }
+    /// The whole packet length as the Hummingbird MAC sees it, `PayloadLen + 4·HdrLen`;
+    /// `None` when it does not fit in 16 bits.
+    pub fn pkt_len_u16(&self) -> Option<u16> {
+        self.payload_len().checked_add(self.hdr_len as u16)
+    }
+    pub fn path_type(&self) -> u8 {
+        self.b()[8]
+    }
+    pub fn dst_ia(&self) -> IsdAsn {
+        IsdAsn::from_bytes(self.b()[12..20].try_into().unwrap())
+    }
+    /// The raw DstISD|DstAS bytes, as they enter the flyover MAC.
+    pub fn dst_ia_bytes(&self) -> [u8; 8] {
+        self.b()[12..20].try_into().unwrap()
+    }
+    pub fn src_ia(&self) -> IsdAsn {
+        IsdAsn::from_bytes(self.b()[20..28].try_into().unwrap())
+    }
+    pub fn dst_host(&self) -> HostAddr {
+        HostAddr::parse(self.b()[9] >> 4, &self.b()[28..])
+    }
+    pub fn src_host(&self) -> HostAddr {
+        let dl = host_len(self.b()[9] >> 4).unwrap();
+        HostAddr::parse(self.b()[9] & 0xf, &self.b()[28 + dl..])
+    }
+    /// Byte range of the path header within the packet.
+    pub fn path_range(&self) -> std::ops::Range<usize> {
+        self.path_offset..self.hdr_len
+    }
+    pub fn path(&self) -> &[u8] {
+        &self.b()[self.path_offset..self.hdr_len]
+    }
+    pub fn payload(&self) -> &[u8] {
+        &self.b()[self.hdr_len..]
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> ScionView<T> {
+    pub fn path_mut(&mut self) -> &mut [u8] {
+        let r = self.path_offset..self.hdr_len;
+        &mut self.buf.as_mut()[r]
+    }
+    pub fn payload_mut(&mut self) -> &mut [u8] {
+        let h = self.hdr_len;
+        &mut self.buf.as_mut()[h..]
+    }
+}
+
+/// Owned SCION header (common + address header) with the raw path bytes; the path is
+/// decoded by the crate of its path type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScionHeader {
+    pub traffic_class: u8,
+    /// 20-bit flow label.
+    pub flow_id: u32,
+    pub next_hdr: u8,
+    pub path_type: u8,
+    pub dst_ia: IsdAsn,
+    pub src_ia: IsdAsn,
+    pub dst_host: HostAddr,
+    pub src_host: HostAddr,
+    pub path: Vec<u8>,
+}
+
+impl ScionHeader {
+    /// Header length in bytes.
+    pub fn len(&self) -> usize {
+        ADDR_OFFSET + IA_PAIR_LEN + self.dst_host.wire_len() + self.src_host.wire_len() + self.path.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    fn check(&self, payload_len: usize) -> Result<(), HeaderError> {
+        if self.path.len() % 4 != 0 || self.len() > MAX_HDR_LEN {
+            return Err(HeaderError::BadPathLength(self.path.len()));
+        }
+        if payload_len > usize::from(u16::MAX) {
+            return Err(HeaderError::PayloadTooLong(payload_len));
+        }
+        Ok(())
+    }
+
+    /// Writes the header for a payload of `payload_len` bytes into `out[..self.len()]`.
+    pub fn emit(&self, payload_len: usize, out: &mut [u8]) -> Result<(), HeaderError> {
+        self.check(payload_len)?;
+        let len = self.len();
+        if out.len() < len {
+            return Err(HeaderError::Truncated);
+        }
+        let fl = self.flow_id & 0xf_ffff;
+        out[0] = self.traffic_class >> 4;
+        out[1] = (self.traffic_class << 4) | (fl >> 16) as u8;
+        out[2..4].copy_from_slice(&(fl as u16).to_be_bytes());
+        out[4] = self.next_hdr;
+        out[5] = (len / 4) as u8;
+        out[6..8].copy_from_slice(&(payload_len as u16).to_be_bytes());
+        out[8] = self.path_type;
+        out[9] = (self.dst_host.type_len() << 4) | self.src_host.type_len();
+        out[10..12].fill(0);
+        out[12..20].copy_from_slice(&self.dst_ia.to_bytes());
+        out[20..28].copy_from_slice(&self.src_ia.to_bytes());
+        let dl = self.dst_host.wire_len();
+        self.dst_host.emit(&mut out[28..]);
+        self.src_host.emit(&mut out[28 + dl..]);
+        out[len - self.path.len()..len].copy_from_slice(&self.path);
+        Ok(())
+    }
+
+    pub fn parse<T: AsRef<[u8]>>(v: &ScionView<T>) -> Self {
+        Self {
+            traffic_class: v.traffic_class(),
+            flow_id: v.flow_id(),
+            next_hdr: v.next_hdr(),
+            path_type: v.path_type(),
+            dst_ia: v.dst_ia(),
+            src_ia: v.src_ia(),
+            dst_host: v.dst_host(),
+            src_host: v.src_host(),
+            path: v.path().to_vec(),
+        }
+    }
+}
+
+/// An owned SCION packet: header plus payload (the L4 header is part of the payload).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScionPacket {
+    pub header: ScionHeader,
+    pub payload: Vec<u8>,
+}
+
+impl ScionPacket {
+    pub fn parse(buf: &[u8]) -> Result<Self, HeaderError> {
+        let v = ScionView::new_checked(buf)?;
+        Ok(Self { header: ScionHeader::parse(&v), payload: v.payload().to_vec() })
+    }
+    pub fn len(&self) -> usize {
+        self.header.len() + self.payload.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+    pub fn emit(&self, out: &mut [u8]) -> Result<usize, HeaderError> {
+        let h = self.header.len();
+        if out.len() < h + self.payload.len() {
+            return Err(HeaderError::Truncated);
+        }
+        self.header.emit(self.payload.len(), out)?;
+        out[h..h + self.payload.len()].copy_from_slice(&self.payload);
+        Ok(h + self.payload.len())
+    }
+    pub fn to_bytes(&self) -> Result<Vec<u8>, HeaderError> {
+        let mut v = vec![0; self.len()];
+        self.emit(&mut v)?;
+        Ok(v)
+    }
+}

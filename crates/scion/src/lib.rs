@@ -1,0 +1,20 @@
+//! SCION itself: ISD-AS addresses, the common and address header, the standard path
+//! (type 1), hop-field MACs with SegID chaining, path reversal, and border-router
+//! processing of standard paths.
+//!
+//! Hot paths use zero-copy views ([`ScionView`]) over byte buffers; endpoints build packets
+//! from owned representations ([`ScionPacket`], [`StandardPath`]) with `parse`/`emit`.
+
+pub mod header;
+pub mod ia;
+pub mod mac;
+pub mod path;
+pub mod router;
+pub mod segment;
+
+pub use header::{path_type, HeaderError, HostAddr, ScionHeader, ScionPacket, ScionView};
+pub use ia::{IaParseError, IsdAsn};
+pub use mac::{derive_forwarding_key, derive_key, HopMacKey};
+pub use path::{HopField, InfoField, PathError, StandardPath};
+pub use router::{AsForwarding, InterfaceSet};
+pub use segment::{combine, Segment};

@@ -1,0 +1,295 @@
+//! The standard SCION path (path type 1): meta header, info fields, hop fields.
+//!
+//! ```text
+//! PathMetaHdr: | C(2) | CurrHF(6) | RSV(6) | Seg0Len(6) | Seg1Len(6) | Seg2Len(6) |
+//! InfoField:   |r r r r r r P C| RSV | SegID(16) | Timestamp(32) |
+//! HopField:    |r r r r r r I E| ExpTime | ConsIngress(16) | ConsEgress(16) | MAC(48) |
+//! ```
+
+use aviary_qos::DropReason;
+use thiserror::Error;
+
+use crate::mac::{HopMacKey, MAC_LEN};
+
+pub const META_LEN: usize = 4;
+pub const INFO_LEN: usize = 8;
+pub const HOP_LEN: usize = 12;
+/// Maximum number of hop fields in a standard path (6-bit CurrHF and SegLen).
+pub const MAX_HOPS: usize = 63;
+
+/// Unit of ExpTime: 24 h / 256 = 337.5 s, in ns.
+pub const EXP_TIME_UNIT_NS: u64 = 337_500_000_000;
+
+#[derive(Clone, Copy, Debug, Error, PartialEq, Eq)]
+pub enum PathError {
+    #[error("path buffer too short")]
+    Truncated,
+    #[error("segment lengths {0:?} leave a gap or describe no segment")]
+    BadSegLens([u8; 3]),
+    #[error("path length {actual} does not match the {expected} bytes its meta header describes")]
+    LengthMismatch { expected: usize, actual: usize },
+    #[error("CurrINF/CurrHF point outside the path or into different segments")]
+    IndexOutOfRange,
+    #[error("path has {0} hop fields, more than the format allows")]
+    TooManyHops(usize),
+    #[error("peering flag set on a path that is not a two-segment peering path")]
+    BadPeering,
+    #[error("cannot reverse a path whose hop or info count is zero")]
+    Empty,
+}
+
+impl From<PathError> for DropReason {
+    fn from(e: PathError) -> Self {
+        match e {
+            PathError::IndexOutOfRange => DropReason::PathIndexOutOfRange,
+            _ => DropReason::MalformedPath,
+        }
+    }
+}
+
+/// Number of info fields implied by the segment lengths; errors on a gap (`Seg1Len = 0`
+/// with `Seg2Len > 0`, ...).
+pub fn num_info_fields(seg_len: [u8; 3]) -> Result<usize, PathError> {
+    match seg_len {
+        [0, 0, 0] => Ok(0),
+        [a, 0, 0] if a > 0 => Ok(1),
+        [a, b, 0] if a > 0 && b > 0 => Ok(2),
+        [a, b, c] if a > 0 && b > 0 && c > 0 => Ok(3),
+        _ => Err(PathError::BadSegLens(seg_len)),
+    }
+}
+
+/// Index of the segment that contains unit offset `hf` (hop index for the standard path,
+/// 4-byte line for Hummingbird), given segment lengths in the same unit.
+#[inline]
+pub fn segment_of(seg_len: [u8; 3], hf: usize) -> usize {
+    let (a, b) = (usize::from(seg_len[0]), usize::from(seg_len[1]));
+    if hf < a {
+        0
+    } else if hf < a + b {
+        1
+    } else {
+        2
+    }
+}
+
+/// Absolute expiry of a hop field in ns since the Unix epoch.
+#[inline]
+pub fn hop_expiry_ns(info_timestamp: u32, exp_time: u8) -> u64 {
+    u64::from(info_timestamp) * 1_000_000_000 + (u64::from(exp_time) + 1) * EXP_TIME_UNIT_NS
+}
+
+/// Standard path meta header.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MetaHdr {
+    pub curr_inf: u8,
+    pub curr_hf: u8,
+    pub seg_len: [u8; 3],
+}
+
+impl MetaHdr {
+    pub fn decode(b: [u8; 4]) -> Self {
+        let v = u32::from_be_bytes(b);
+        Self {
+            curr_inf: (v >> 30) as u8,
+            curr_hf: ((v >> 24) & 0x3f) as u8,
+            seg_len: [((v >> 12) & 0x3f) as u8, ((v >> 6) & 0x3f) as u8, (v & 0x3f) as u8],
+        }
+    }
+    pub fn encode(&self) -> [u8; 4] {
+        let v = (u32::from(self.curr_inf & 3) << 30)
+            | (u32::from(self.curr_hf & 0x3f) << 24)
+            | (u32::from(self.seg_len[0] & 0x3f) << 12)
+            | (u32::from(self.seg_len[1] & 0x3f) << 6)
+            | u32::from(self.seg_len[2] & 0x3f);
+        v.to_be_bytes()
+    }
+}
+
+/// An info field; the same in standard and Hummingbird paths.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct InfoField {
+    pub peering: bool,
+    /// C: hop fields are in construction direction.
+    pub cons_dir: bool,
+    pub seg_id: u16,
+    pub timestamp: u32,
+}
+
+impl InfoField {
+    pub fn parse(b: &[u8]) -> Self {
+        Self {
+            peering: b[0] & 0x02 != 0,
+            cons_dir: b[0] & 0x01 != 0,
+            seg_id: u16::from_be_bytes([b[2], b[3]]),
+            timestamp: u32::from_be_bytes([b[4], b[5], b[6], b[7]]),
+        }
+    }
+    pub fn emit(&self, out: &mut [u8]) {
+        out[0] = (u8::from(self.peering) << 1) | u8::from(self.cons_dir);
+        out[1] = 0;
+        out[2..4].copy_from_slice(&self.seg_id.to_be_bytes());
+        out[4..8].copy_from_slice(&self.timestamp.to_be_bytes());
+    }
+}
+
+/// A hop field; the same 12 bytes open a Hummingbird (flyover) hop field.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct HopField {
+    pub ingress_alert: bool,
+    pub egress_alert: bool,
+    pub exp_time: u8,
+    pub cons_ingress: u16,
+    pub cons_egress: u16,
+    pub mac: [u8; MAC_LEN],
+}
+
+impl HopField {
+    /// Parses the first 12 bytes of `b`; reserved flag bits are ignored.
+    pub fn parse(b: &[u8]) -> Self {
+        Self {
+            ingress_alert: b[0] & 0x02 != 0,
+            egress_alert: b[0] & 0x01 != 0,
+            exp_time: b[1],
+            cons_ingress: u16::from_be_bytes([b[2], b[3]]),
+            cons_egress: u16::from_be_bytes([b[4], b[5]]),
+            mac: b[6..12].try_into().unwrap(),
+        }
+    }
+    pub fn emit(&self, out: &mut [u8]) {
+        out[0] = (u8::from(self.ingress_alert) << 1) | u8::from(self.egress_alert);
+        out[1] = self.exp_time;
+        out[2..4].copy_from_slice(&self.cons_ingress.to_be_bytes());
+        out[4..6].copy_from_slice(&self.cons_egress.to_be_bytes());
+        out[6..12].copy_from_slice(&self.mac);
+    }
+    /// `(ingress, egress)` in the direction of travel.
+    pub fn travel_interfaces(&self, cons_dir: bool) -> (u16, u16) {
+        if cons_dir {
+            (self.cons_ingress, self.cons_egress)
+        } else {
+            (self.cons_egress, self.cons_ingress)
+        }
+    }
+    /// The MAC this hop field must carry under `seg_id` and the info field's timestamp.
+    pub fn compute_mac(&self, key: &HopMacKey, seg_id: u16, timestamp: u32) -> [u8; MAC_LEN] {
+        key.hop_mac(seg_id, timestamp, self.exp_time, self.cons_ingress, self.cons_egress)
+    }
+}
+
+/// SegID chaining: the SegID after (construction direction) hop `mac`.
+#[inline]
+pub fn chain_seg_id(seg_id: u16, mac: &[u8; MAC_LEN]) -> u16 {
+    seg_id ^ u16::from_be_bytes([mac[0], mac[1]])
+}
+
+/// Owned standard path.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StandardPath {
+    pub curr_inf: u8,
+    pub curr_hf: u8,
+    /// Hop fields per segment.
+    pub seg_len: [u8; 3],
+    pub info: Vec<InfoField>,
+    pub hops: Vec<HopField>,
+}
+
+impl StandardPath {
+    pub fn len(&self) -> usize {
+        META_LEN + INFO_LEN * self.info.len() + HOP_LEN * self.hops.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.hops.is_empty()
+    }
+
+    /// Parses a path that fills `b` exactly (as the header's path bytes do).
+    pub fn parse(b: &[u8]) -> Result<Self, PathError> {
+        if b.len() < META_LEN {
+            return Err(PathError::Truncated);
+        }
+        let meta = MetaHdr::decode(b[..4].try_into().unwrap());
+        let ninf = num_info_fields(meta.seg_len)?;
+        if ninf == 0 {
+            return Err(PathError::BadSegLens(meta.seg_len));
+        }
+        let nhf: usize = meta.seg_len.iter().map(|l| usize::from(*l)).sum();
+        if nhf > MAX_HOPS {
+            return Err(PathError::TooManyHops(nhf));
+        }
+        let expected = META_LEN + INFO_LEN * ninf + HOP_LEN * nhf;
+        if b.len() != expected {
+            return Err(PathError::LengthMismatch { expected, actual: b.len() });
+        }
+        let (ci, ch) = (usize::from(meta.curr_inf), usize::from(meta.curr_hf));
+        if ch >= nhf || ci >= ninf || segment_of(meta.seg_len, ch) != ci {
+            return Err(PathError::IndexOutOfRange);
+        }
+        let info = (0..ninf).map(|i| InfoField::parse(&b[META_LEN + INFO_LEN * i..])).collect();
+        let hop_base = META_LEN + INFO_LEN * ninf;
+        let hops = (0..nhf).map(|i| HopField::parse(&b[hop_base + HOP_LEN * i..])).collect();
+        Ok(Self { curr_inf: meta.curr_inf, curr_hf: meta.curr_hf, seg_len: meta.seg_len, info, hops })
+    }
+
+    /// Checks the invariants that [`parse`](Self::parse) enforces.
+    pub fn validate(&self) -> Result<(), PathError> {
+        let ninf = num_info_fields(self.seg_len)?;
+        let nhf: usize = self.seg_len.iter().map(|l| usize::from(*l)).sum();
+        if ninf == 0 || ninf != self.info.len() || nhf != self.hops.len() {
+            return Err(PathError::BadSegLens(self.seg_len));
+        }
+        if nhf > MAX_HOPS {
+            return Err(PathError::TooManyHops(nhf));
+        }
+        let (ci, ch) = (usize::from(self.curr_inf), usize::from(self.curr_hf));
+        if ch >= nhf || ci >= ninf || segment_of(self.seg_len, ch) != ci {
+            return Err(PathError::IndexOutOfRange);
+        }
+        Ok(())
+    }
+
+    pub fn emit(&self, out: &mut [u8]) -> Result<usize, PathError> {
+        self.validate()?;
+        let len = self.len();
+        if out.len() < len {
+            return Err(PathError::Truncated);
+        }
+        let meta = MetaHdr { curr_inf: self.curr_inf, curr_hf: self.curr_hf, seg_len: self.seg_len };
+        out[..4].copy_from_slice(&meta.encode());
+        let mut off = META_LEN;
+        for i in &self.info {
+            i.emit(&mut out[off..]);
+            off += INFO_LEN;
+        }
+        for h in &self.hops {
+            h.emit(&mut out[off..]);
+            off += HOP_LEN;
+        }
+        Ok(len)
+    }
+
+    pub fn to_bytes(&self) -> Result<Vec<u8>, PathError> {
+        let mut v = vec![0; self.len()];
+        self.emit(&mut v)?;
+        Ok(v)
+    }
+
+    /// Reverses the path for the way back: segments and hop fields in reverse order, the
+    /// C flag of every info field flipped, the current indices mirrored.
+    pub fn reverse(&mut self) -> Result<(), PathError> {
+        self.validate()?;
+        let ninf = self.info.len();
+        self.info.reverse();
+        for i in &mut self.info {
+            i.cons_dir = !i.cons_dir;
+        }
+        self.hops.reverse();
+        let mut seg_len = [0u8; 3];
+        for (i, l) in self.seg_len[..ninf].iter().rev().enumerate() {
+            seg_len[i] = *l;
+        }
+        self.seg_len = seg_len;
+        self.curr_inf = (ninf - 1) as u8 - self.curr_inf;
+        self.curr_hf = (self.hops.len() - 1) as u8 - self.curr_hf;
+        Ok(())
+    }
+}
