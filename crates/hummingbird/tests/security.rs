@@ -213,10 +213,11 @@ fn traffic_within_the_reservation_always_gets_priority() {
     let s = setup(160, T0 - 10, 600); // 64 kB/s
     let mut r = s.router();
     let mut src = s.source(NOW);
+    let header = s.packet_at(NOW, 0, &mut src).len();
     for k in 0..300u64 {
         let now = NOW + k * 16 * MS; // 1000 B every 16 ms = 62.5 kB/s
-        let pkt = s.packet_at(now, 1000 - 100, &mut src);
-        assert!(pkt.len() <= 1000);
+        let pkt = s.packet_at(now, 1000 - header, &mut src);
+        assert_eq!(pkt.len(), 1000);
         assert!(is_priority(at(now, &mut r, &pkt)), "packet {k}");
     }
 }
