@@ -73,7 +73,7 @@ mod tests {
         assert_eq!(c.decode_bps(32), 32_000); // e = 1, s = 0: 32 << 0
         assert_eq!(c.decode_bps(33), 33_000);
         assert_eq!(c.decode_bps(64), 64_000); // e = 2: 32 << 1
-        // e = 31, s = 31: 63 << 30 kbit/s, just under 2^36 kbit/s.
+                                              // e = 31, s = 31: 63 << 30 kbit/s, just under 2^36 kbit/s.
         assert_eq!(c.decode_bps(1023), (63u64 << 30) * 1000);
     }
 

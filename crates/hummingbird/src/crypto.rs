@@ -131,7 +131,14 @@ mod tests {
 
     #[test]
     fn blocks_have_the_specified_layout() {
-        let r = ResInfo { ingress: 0x0102, egress: 0x0304, res_id: MAX_RES_ID, bw: 0x3ff, start: 0x0a0b0c0d, duration: 0x0e0f };
+        let r = ResInfo {
+            ingress: 0x0102,
+            egress: 0x0304,
+            res_id: MAX_RES_ID,
+            bw: 0x3ff,
+            start: 0x0a0b0c0d,
+            duration: 0x0e0f,
+        };
         assert_eq!(hex::encode(r.block()), "01020304ffffffff0a0b0c0d0e0f0000");
         let r = ResInfo { res_id: 1, bw: 2, ..r };
         assert_eq!(&r.block()[4..8], &[0, 0, 4, 2]);

@@ -86,7 +86,11 @@ struct FlyoverCheck {
 }
 
 impl Router {
-    pub fn new(fwd: AsForwarding, sv: SecretValue, params: RouterParams) -> Result<Self, aviary_qos::PolicerConfigError> {
+    pub fn new(
+        fwd: AsForwarding,
+        sv: SecretValue,
+        params: RouterParams,
+    ) -> Result<Self, aviary_qos::PolicerConfigError> {
         let mut ingress: Vec<u16> = fwd.interfaces.iter().collect();
         ingress.push(0);
         let policers = ingress
@@ -94,7 +98,14 @@ impl Router {
             .map(|i| Ok((i, ReservationPolicer::new(params.max_res_id, params.burst_ns)?)))
             .collect::<Result<_, _>>()?;
         let codec = params.codec;
-        Ok(Self { fwd, sv, params, policers, inv_table: InverseRateTable::new(|c| codec.decode_bps(c)), drops: DropCounters::default() })
+        Ok(Self {
+            fwd,
+            sv,
+            params,
+            policers,
+            inv_table: InverseRateTable::new(|c| codec.decode_bps(c)),
+            drops: DropCounters::default(),
+        })
     }
 
     pub fn params(&self) -> &RouterParams {
@@ -243,7 +254,12 @@ impl Router {
         if ingress != 0 && ingress != hop_in {
             return Err(DropReason::BadIngress);
         }
-        self.fwd.check_src_dst(src, dst, ingress, PathEnds { first_hop: ch == 0, last_hop: ch + hop_lines == lines })?;
+        self.fwd.check_src_dst(
+            src,
+            dst,
+            ingress,
+            PathEnds { first_hop: ch == 0, last_hop: ch + hop_lines == lines },
+        )?;
 
         // The next hop field, when this AS is a crossover: its egress closes the flyover's
         // interface pair (A.5) and it is verified too.

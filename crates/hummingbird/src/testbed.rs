@@ -11,7 +11,9 @@
 use std::net::Ipv4Addr;
 
 use aviary_scion::header::path_type;
-use aviary_scion::{combine, AsForwarding, HopMacKey, HostAddr, IsdAsn, ScionHeader, ScionPacket, Segment, StandardPath};
+use aviary_scion::{
+    combine, AsForwarding, HopMacKey, HostAddr, IsdAsn, ScionHeader, ScionPacket, Segment, StandardPath,
+};
 
 use crate::crypto::{ResInfo, SecretValue};
 use crate::reservation::{as_hops, build_path, BuildError, Reservation};
@@ -144,7 +146,12 @@ impl Chain {
 
     /// A Hummingbird packet with flyovers at the given ASes (reservation per AS hop),
     /// not yet stamped.
-    pub fn hbird_packet(&self, reservations: &[(usize, Reservation)], base_ts: u32, payload_len: usize) -> Result<Vec<u8>, BuildError> {
+    pub fn hbird_packet(
+        &self,
+        reservations: &[(usize, Reservation)],
+        base_ts: u32,
+        payload_len: usize,
+    ) -> Result<Vec<u8>, BuildError> {
         let res: Vec<(usize, ResInfo)> = reservations.iter().map(|(i, r)| (*i, r.info)).collect();
         let path = build_path(&self.path, &res, base_ts)?;
         Ok(self.packet(path_type::HUMMINGBIRD, path.to_bytes()?, vec![0xab; payload_len]))

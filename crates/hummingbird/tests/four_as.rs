@@ -24,7 +24,8 @@ fn reserved_hops_get_priority_and_the_reversed_path_travels_back() {
     let chain = Chain::new(4, NOW_S - 60);
     // Flyovers on ASes 1 and 2: both are segment crossovers, so this also checks A.5.
     // ResID 100000 is the last slot of the default policing array.
-    let reservations = [(1, chain.grant(1, 7, 600, NOW_S - 10, 3600)), (2, chain.grant(2, 100_000, 600, NOW_S - 30, 120))];
+    let reservations =
+        [(1, chain.grant(1, 7, 600, NOW_S - 10, 3600)), (2, chain.grant(2, 100_000, 600, NOW_S - 30, 120))];
     let mut pkt = chain.hbird_packet(&reservations, NOW_S, 500).unwrap();
     let plain_macs: Vec<[u8; 6]> = hbird_path(&pkt).hops().map(|h| h.hop.mac).collect();
     let mut src = Source::new(&pkt, &[reservations[0].1, reservations[1].1]).unwrap();

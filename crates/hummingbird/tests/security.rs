@@ -31,7 +31,10 @@ impl Setup {
     fn packet_at(&self, sent_ns: u64, payload: usize, src: &mut Source) -> Vec<u8> {
         let mut pkt = self.chain.hbird_packet(&[(AS, self.res)], (sent_ns / S) as u32, payload).unwrap();
         src.stamp(&mut pkt, sent_ns).unwrap();
-        assert_eq!(self.chain.router(0, RouterParams::default()).process(&mut pkt, 0, sent_ns), Verdict::best_effort(IF_NEXT));
+        assert_eq!(
+            self.chain.router(0, RouterParams::default()).process(&mut pkt, 0, sent_ns),
+            Verdict::best_effort(IF_NEXT)
+        );
         pkt
     }
     fn source(&self, sent_ns: u64) -> Source {
@@ -284,7 +287,10 @@ fn standard_hop_checks_drop_forged_expired_and_misrouted_packets() {
     // Expired hop fields (ExpTime 63 → 64 × 337.5 s = 6 h after the info timestamp).
     let mut p = ok.clone();
     let late = (T0 as u64 - 3600 + 6 * 3600 + 1) * S;
-    assert_eq!(chain.router(1, RouterParams::default()).process(&mut p, 2, late), Verdict::Drop(DropReason::ExpiredHop));
+    assert_eq!(
+        chain.router(1, RouterParams::default()).process(&mut p, 2, late),
+        Verdict::Drop(DropReason::ExpiredHop)
+    );
     // A flipped MAC bit.
     let v = ScionView::new_checked(&ok[..]).unwrap();
     let mac_at = v.path_range().start + 4 + 8 * 2 + 12 + 6;

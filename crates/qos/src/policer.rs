@@ -144,10 +144,7 @@ mod tests {
     #[test]
     fn rejects_res_id_space_overflow() {
         assert!(ReservationPolicer::new((1 << 22) - 1, 0).is_ok());
-        assert_eq!(
-            ReservationPolicer::new(1 << 22, 0).unwrap_err(),
-            PolicerConfigError::MaxResIdTooLarge(1 << 22)
-        );
+        assert_eq!(ReservationPolicer::new(1 << 22, 0).unwrap_err(), PolicerConfigError::MaxResIdTooLarge(1 << 22));
     }
 
     #[test]

@@ -86,7 +86,14 @@ impl HopMacKey {
 
     /// The hop-field MAC of the given fields.
     #[inline]
-    pub fn hop_mac(&self, seg_id: u16, timestamp: u32, exp_time: u8, cons_ingress: u16, cons_egress: u16) -> [u8; MAC_LEN] {
+    pub fn hop_mac(
+        &self,
+        seg_id: u16,
+        timestamp: u32,
+        exp_time: u8,
+        cons_ingress: u16,
+        cons_egress: u16,
+    ) -> [u8; MAC_LEN] {
         self.mac(&mac_input(seg_id, timestamp, exp_time, cons_ingress, cons_egress))
     }
 

@@ -235,7 +235,12 @@ fn write_seg_id(path: &mut [u8], info_off: usize, seg_id: u16) {
 /// Whether the current hop field is one of the two peering hops of a peering path: the
 /// last of segment 0 or the first of segment 1. A peering path has exactly two segments.
 #[inline]
-pub fn is_peering(info: &InfoField, seg_len: [u8; 3], last_of_seg0: bool, first_of_seg1: bool) -> Result<bool, DropReason> {
+pub fn is_peering(
+    info: &InfoField,
+    seg_len: [u8; 3],
+    last_of_seg0: bool,
+    first_of_seg1: bool,
+) -> Result<bool, DropReason> {
     if !info.peering {
         return Ok(false);
     }

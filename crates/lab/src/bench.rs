@@ -1,0 +1,213 @@
+//! Per-packet cost of the data plane on one core, beside the figures of seed 000
+//! (Tables 3 and 4: DPDK on a 2.1 GHz Xeon).
+//!
+//! Each row processes the same packet repeatedly. Routers mutate packets (CurrHF, SegID,
+//! MAC write-back), so before each run the path header is restored from a template: a
+//! copy of ~100 bytes that is included in the figures. Source rows include writing the
+//! header template and copying the payload, as the paper's Table 4 does.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use aviary_hummingbird::testbed::Chain;
+use aviary_hummingbird::{Router, RouterParams, Source};
+use aviary_qos::Verdict;
+use aviary_scion::ScionView;
+use serde::Serialize;
+
+/// Batch size of the batched rows.
+pub const BATCH: usize = 32;
+const S: u64 = 1_000_000_000;
+const T0: u32 = 1_750_000_000;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    pub name: String,
+    pub ns_per_packet: f64,
+    pub mpps: f64,
+    pub batch: usize,
+    pub payload_bytes: usize,
+    /// The paper's per-packet figure for the same operation, where it has one.
+    pub paper_ns: Option<f64>,
+}
+
+/// Measurement effort.
+#[derive(Clone, Copy, Debug)]
+pub struct Effort {
+    /// Packets per measurement.
+    pub packets: u64,
+    /// Measurements per row; the fastest is reported (least disturbed by the machine).
+    pub repeats: usize,
+}
+
+impl Effort {
+    pub const FULL: Effort = Effort { packets: 400_000, repeats: 5 };
+    pub const QUICK: Effort = Effort { packets: 4_000, repeats: 1 };
+}
+
+fn row(name: &str, batch: usize, payload: usize, paper: Option<f64>, ns: f64) -> Row {
+    Row { name: name.into(), ns_per_packet: ns, mpps: 1e3 / ns, batch, payload_bytes: payload, paper_ns: paper }
+}
+
+/// Runs `f(i)` `effort.packets` times per repeat and returns the best ns per call.
+fn time_per_call(effort: Effort, per_call: u64, mut f: impl FnMut(u64)) -> f64 {
+    let calls = (effort.packets / per_call).max(1);
+    (0..effort.repeats)
+        .map(|_| {
+            let t = Instant::now();
+            for i in 0..calls {
+                f(i);
+            }
+            t.elapsed().as_nanos() as f64 / (calls * per_call) as f64
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// A router and a packet positioned at it: `path` is the byte range to restore.
+struct RouterCase {
+    router: Router,
+    ingress: u16,
+    pkt: Vec<u8>,
+    path: std::ops::Range<usize>,
+    now: u64,
+}
+
+impl RouterCase {
+    fn expect(&mut self, want: fn(&Verdict) -> bool) {
+        let mut p = self.pkt.clone();
+        let v = self.router.process(&mut p, self.ingress, self.now);
+        assert!(want(&v), "benchmark packet not processed as intended: {v:?}");
+    }
+
+    fn single(&mut self, effort: Effort) -> f64 {
+        let template = self.pkt[self.path.clone()].to_vec();
+        let mut pkt = self.pkt.clone();
+        let (range, ingress, now) = (self.path.clone(), self.ingress, self.now);
+        let router = &mut self.router;
+        time_per_call(effort, 1, |i| {
+            pkt[range.clone()].copy_from_slice(&template);
+            // 100 ns apart, so the policer sees time pass and the packet stays fresh.
+            black_box(router.process(black_box(&mut pkt), ingress, now + i * 100));
+        })
+    }
+
+    fn batch(&mut self, effort: Effort) -> f64 {
+        let template = self.pkt[self.path.clone()].to_vec();
+        let mut pkts: Vec<Vec<u8>> = vec![self.pkt.clone(); BATCH];
+        let mut refs: Vec<&mut [u8]> = pkts.iter_mut().map(|p| p.as_mut_slice()).collect();
+        let mut verdicts = [Verdict::Deliver; BATCH];
+        let (range, ingress, now) = (self.path.clone(), self.ingress, self.now);
+        let router = &mut self.router;
+        time_per_call(effort, BATCH as u64, |i| {
+            for p in refs.iter_mut() {
+                p[range.clone()].copy_from_slice(&template);
+            }
+            router.process_batch(&mut refs, ingress, now + i * 100 * BATCH as u64, &mut verdicts);
+            black_box(&verdicts);
+        })
+    }
+}
+
+/// AS 2 of a five-AS chain is a plain transit hop of the core segment.
+const TRANSIT: usize = 2;
+
+fn standard_case(now: u64) -> RouterCase {
+    let chain = Chain::new(5, T0 - 60);
+    let mut pkt = chain.standard_packet(100);
+    for i in 0..TRANSIT {
+        chain.router(i, RouterParams::default()).process(&mut pkt, Chain::forward_ingress(i), now);
+    }
+    let path = ScionView::new_checked(&pkt[..]).unwrap().path_range();
+    RouterCase {
+        router: chain.router(TRANSIT, RouterParams::default()),
+        ingress: Chain::forward_ingress(TRANSIT),
+        pkt,
+        path,
+        now,
+    }
+}
+
+fn flyover_case(now: u64) -> RouterCase {
+    let chain = Chain::new(5, T0 - 60);
+    // Largest bandwidth: the benchmark measures the work, not the policing outcome.
+    let res = [(TRANSIT, chain.grant(TRANSIT, 77, 1023, T0 - 10, 3600))];
+    let mut pkt = chain.hbird_packet(&res, T0, 100).unwrap();
+    Source::new(&pkt, &[res[0].1]).unwrap().stamp(&mut pkt, now).unwrap();
+    for i in 0..TRANSIT {
+        chain.router(i, RouterParams::default()).process(&mut pkt, Chain::forward_ingress(i), now);
+    }
+    let path = ScionView::new_checked(&pkt[..]).unwrap().path_range();
+    RouterCase {
+        router: chain.router(TRANSIT, RouterParams::default()),
+        ingress: Chain::forward_ingress(TRANSIT),
+        pkt,
+        path,
+        now,
+    }
+}
+
+/// Source: header template + payload copy + stamping, for `flyovers` reserved hops.
+fn source_row(flyovers: usize, payload: usize, effort: Effort) -> Row {
+    let chain = Chain::new(flyovers.max(2), T0 - 60);
+    let res: Vec<_> = (0..flyovers).map(|i| (i, chain.grant(i, i as u32, 800, T0 - 10, 3600))).collect();
+    let template = chain.hbird_packet(&res, T0, payload).unwrap();
+    let hdr = ScionView::new_checked(&template[..]).unwrap().hdr_len();
+    let mut src = Source::new(&template, &res.iter().map(|r| r.1).collect::<Vec<_>>()).unwrap();
+    let body = vec![0x5a; payload];
+    let mut buf = vec![0u8; template.len()];
+    let now = u64::from(T0) * S;
+    let ns = time_per_call(effort, 1, |i| {
+        buf[..hdr].copy_from_slice(&template[..hdr]);
+        buf[hdr..].copy_from_slice(&body);
+        src.stamp(black_box(&mut buf), now + i * 100).unwrap();
+    });
+    // Table 4 of seed 000 is for four on-path ASes with 500 B and 1500 B payloads.
+    let paper = match (flyovers, payload) {
+        (4, 500) => Some(494.0),
+        (4, 1500) => Some(519.0),
+        _ => None,
+    };
+    row(
+        &format!("hummingbird source, {flyovers} flyover{}", if flyovers == 1 { "" } else { "s" }),
+        1,
+        payload,
+        paper,
+        ns,
+    )
+}
+
+/// All rows of the table.
+pub fn run(effort: Effort) -> Vec<Row> {
+    let now = u64::from(T0) * S + 200_000_000;
+    let mut rows = Vec::new();
+    let mut std_case = standard_case(now);
+    std_case.expect(|v| matches!(v, Verdict::Forward { .. }));
+    rows.push(row("scion hop, router", 1, 100, Some(123.0), std_case.single(effort)));
+    rows.push(row("scion hop, router", BATCH, 100, Some(123.0), std_case.batch(effort)));
+    let mut fly = flyover_case(now);
+    fly.expect(|v| *v == Verdict::priority(aviary_hummingbird::testbed::IF_NEXT));
+    rows.push(row("hummingbird flyover hop, router", 1, 100, Some(308.0), fly.single(effort)));
+    rows.push(row("hummingbird flyover hop, router", BATCH, 100, Some(308.0), fly.batch(effort)));
+    for flyovers in [1, 2, 4, 8] {
+        for payload in [100, 500, 1500] {
+            rows.push(source_row(flyovers, payload, effort));
+        }
+    }
+    rows
+}
+
+/// The table for a person.
+pub fn table(rows: &[Row]) -> String {
+    let mut out = format!(
+        "{:<34} {:>5} {:>8} {:>10} {:>8} {:>10}\n",
+        "operation (one core)", "batch", "payload", "ns/packet", "Mpps", "paper ns"
+    );
+    for r in rows {
+        let paper = r.paper_ns.map(|p| format!("{p:.0}")).unwrap_or_else(|| "-".into());
+        out += &format!(
+            "{:<34} {:>5} {:>8} {:>10.1} {:>8.2} {:>10}\n",
+            r.name, r.batch, r.payload_bytes, r.ns_per_packet, r.mpps, paper
+        );
+    }
+    out
+}
