@@ -3,7 +3,7 @@
 //! `FlyoverMAC = AES_{A_K}(DstIA | PktLen | ResStartOffset | Millis·2^22 + Counter)[:6]`.
 
 use aes::cipher::{generic_array::GenericArray, BlockEncrypt, KeyInit};
-use aes::Aes128;
+use aes::Aes128Enc;
 use serde::{Deserialize, Serialize};
 
 use aviary_scion::mac::derive_key;
@@ -60,7 +60,7 @@ impl ResInfo {
 
 /// An AS's expanded secret value.
 #[derive(Clone)]
-pub struct SecretValue(Aes128);
+pub struct SecretValue(Aes128Enc);
 
 impl std::fmt::Debug for SecretValue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -70,7 +70,7 @@ impl std::fmt::Debug for SecretValue {
 
 impl SecretValue {
     pub fn new(sv: &[u8; 16]) -> Self {
-        Self(Aes128::new(GenericArray::from_slice(sv)))
+        Self(Aes128Enc::new(GenericArray::from_slice(sv)))
     }
     pub fn from_master_secret(master_secret: &[u8]) -> Self {
         Self::new(&derive_sv(master_secret))
@@ -103,7 +103,7 @@ pub const fn high_res_ts(millis: u16, counter: u32) -> u32 {
 
 /// An expanded authentication key A_K (kept by a source for the reservation's lifetime).
 #[derive(Clone)]
-pub struct AuthKey(Aes128);
+pub struct AuthKey(Aes128Enc);
 
 impl std::fmt::Debug for AuthKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -114,7 +114,7 @@ impl std::fmt::Debug for AuthKey {
 impl AuthKey {
     #[inline]
     pub fn new(ak: &[u8; 16]) -> Self {
-        Self(Aes128::new(GenericArray::from_slice(ak)))
+        Self(Aes128Enc::new(GenericArray::from_slice(ak)))
     }
     /// The 6-byte FlyoverMAC of one input block (Eq. 7a).
     #[inline]

@@ -6,7 +6,7 @@
 //! block; [`HopMacKey::macs`] runs several blocks through AES-NI at once.
 
 use aes::cipher::{generic_array::GenericArray, BlockEncrypt, KeyInit};
-use aes::Aes128;
+use aes::Aes128Enc;
 
 /// Salt of the PBKDF2 derivation of the hop-field (forwarding) key.
 pub const FORWARDING_KEY_SALT: &[u8] = b"Derive OF Key";
@@ -43,7 +43,7 @@ pub fn mac_input(seg_id: u16, timestamp: u32, exp_time: u8, cons_ingress: u16, c
 /// An expanded hop-field MAC key with its CMAC subkey.
 #[derive(Clone)]
 pub struct HopMacKey {
-    cipher: Aes128,
+    cipher: Aes128Enc,
     k1: u128,
 }
 
@@ -55,7 +55,7 @@ impl std::fmt::Debug for HopMacKey {
 
 impl HopMacKey {
     pub fn new(key: &[u8; 16]) -> Self {
-        let cipher = Aes128::new(GenericArray::from_slice(key));
+        let cipher = Aes128Enc::new(GenericArray::from_slice(key));
         let mut l = GenericArray::default();
         cipher.encrypt_block(&mut l);
         let l = u128::from_be_bytes(l.into());
@@ -124,7 +124,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn reference_cmac(key: &[u8; 16], block: &[u8; 16]) -> [u8; 16] {
-        let mut m = <Cmac<Aes128> as Mac>::new_from_slice(key).unwrap();
+        let mut m = <Cmac<aes::Aes128> as Mac>::new_from_slice(key).unwrap();
         m.update(block);
         m.finalize().into_bytes().into()
     }
