@@ -2,8 +2,7 @@
 //! authentication key `A_K = AES_SV(ResInfo)` and the per-packet
 //! `FlyoverMAC = AES_{A_K}(DstIA | PktLen | ResStartOffset | Millis·2^22 + Counter)[:6]`.
 
-use aes::cipher::{generic_array::GenericArray, BlockEncrypt, KeyInit};
-use aes::Aes128Enc;
+use aviary_scion::aes::Aes128;
 use serde::{Deserialize, Serialize};
 
 use aviary_scion::mac::derive_key;
@@ -60,7 +59,7 @@ impl ResInfo {
 
 /// An AS's expanded secret value.
 #[derive(Clone)]
-pub struct SecretValue(Aes128Enc);
+pub struct SecretValue(Aes128);
 
 impl std::fmt::Debug for SecretValue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -70,7 +69,7 @@ impl std::fmt::Debug for SecretValue {
 
 impl SecretValue {
     pub fn new(sv: &[u8; 16]) -> Self {
-        Self(Aes128Enc::new(GenericArray::from_slice(sv)))
+        Self(Aes128::new(sv))
     }
     pub fn from_master_secret(master_secret: &[u8]) -> Self {
         Self::new(&derive_sv(master_secret))
@@ -78,9 +77,7 @@ impl SecretValue {
     /// A_K for a reservation (Eq. 2).
     #[inline]
     pub fn auth_key(&self, res: &ResInfo) -> [u8; 16] {
-        let mut b = GenericArray::from(res.block());
-        self.0.encrypt_block(&mut b);
-        b.into()
+        self.0.encrypt(&res.block())
     }
 }
 
@@ -103,7 +100,7 @@ pub const fn high_res_ts(millis: u16, counter: u32) -> u32 {
 
 /// An expanded authentication key A_K (kept by a source for the reservation's lifetime).
 #[derive(Clone)]
-pub struct AuthKey(Aes128Enc);
+pub struct AuthKey(Aes128);
 
 impl std::fmt::Debug for AuthKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -114,14 +111,12 @@ impl std::fmt::Debug for AuthKey {
 impl AuthKey {
     #[inline]
     pub fn new(ak: &[u8; 16]) -> Self {
-        Self(Aes128Enc::new(GenericArray::from_slice(ak)))
+        Self(Aes128::new(ak))
     }
     /// The 6-byte FlyoverMAC of one input block (Eq. 7a).
     #[inline]
     pub fn flyover_mac(&self, block: &[u8; 16]) -> [u8; 6] {
-        let mut b = GenericArray::from(*block);
-        self.0.encrypt_block(&mut b);
-        b[..6].try_into().unwrap()
+        self.0.encrypt(block)[..6].try_into().unwrap()
     }
 }
 

@@ -5,6 +5,7 @@
 //! Hot paths use zero-copy views ([`ScionView`]) over byte buffers; endpoints build packets
 //! from owned representations ([`ScionPacket`], [`StandardPath`]) with `parse`/`emit`.
 
+pub mod aes;
 pub mod header;
 pub mod ia;
 pub mod mac;

@@ -5,8 +5,7 @@
 //! `K1 = dbl(AES_K(0))`. The subkey is computed once per key, so a hop MAC costs one AES
 //! block; [`HopMacKey::macs`] runs several blocks through AES-NI at once.
 
-use aes::cipher::{generic_array::GenericArray, BlockEncrypt, KeyInit};
-use aes::Aes128Enc;
+use crate::aes::Aes128;
 
 /// Salt of the PBKDF2 derivation of the hop-field (forwarding) key.
 pub const FORWARDING_KEY_SALT: &[u8] = b"Derive OF Key";
@@ -43,7 +42,7 @@ pub fn mac_input(seg_id: u16, timestamp: u32, exp_time: u8, cons_ingress: u16, c
 /// An expanded hop-field MAC key with its CMAC subkey.
 #[derive(Clone)]
 pub struct HopMacKey {
-    cipher: Aes128Enc,
+    cipher: Aes128,
     k1: u128,
 }
 
@@ -55,10 +54,8 @@ impl std::fmt::Debug for HopMacKey {
 
 impl HopMacKey {
     pub fn new(key: &[u8; 16]) -> Self {
-        let cipher = Aes128Enc::new(GenericArray::from_slice(key));
-        let mut l = GenericArray::default();
-        cipher.encrypt_block(&mut l);
-        let l = u128::from_be_bytes(l.into());
+        let cipher = Aes128::new(key);
+        let l = u128::from_be_bytes(cipher.encrypt(&[0; 16]));
         // dbl(): shift left by one, reduce with x^128 + x^7 + x^2 + x + 1.
         let k1 = (l << 1) ^ if l >> 127 == 1 { 0x87 } else { 0 };
         Self { cipher, k1 }
@@ -72,10 +69,7 @@ impl HopMacKey {
     /// Full 16-byte CMAC of one block.
     #[inline]
     pub fn cmac_block(&self, block: &[u8; 16]) -> [u8; 16] {
-        let x = u128::from_be_bytes(*block) ^ self.k1;
-        let mut b = GenericArray::from(x.to_be_bytes());
-        self.cipher.encrypt_block(&mut b);
-        b.into()
+        self.cipher.encrypt(&(u128::from_be_bytes(*block) ^ self.k1).to_be_bytes())
     }
 
     /// The 6-byte hop-field MAC of one MAC input block.
@@ -103,11 +97,7 @@ impl HopMacKey {
         for b in blocks.iter_mut() {
             *b = (u128::from_be_bytes(*b) ^ self.k1).to_be_bytes();
         }
-        // SAFETY: GenericArray<u8, U16> is repr(transparent) over [u8; 16], so the slices
-        // have the same layout and length.
-        let ga: &mut [GenericArray<u8, aes::cipher::consts::U16>] =
-            unsafe { std::slice::from_raw_parts_mut(blocks.as_mut_ptr().cast(), blocks.len()) };
-        self.cipher.encrypt_blocks(ga);
+        self.cipher.encrypt_many(blocks);
     }
 }
 
@@ -120,6 +110,7 @@ pub fn mac_eq(a: &[u8], b: &[u8; MAC_LEN]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use aes::cipher::KeyInit;
     use cmac::{Cmac, Mac};
     use proptest::prelude::*;
 

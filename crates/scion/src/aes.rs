@@ -1,0 +1,148 @@
+//! AES-128 encryption of single blocks with a fast key schedule.
+//!
+//! Hummingbird routers expand a fresh key (A_K) for every flyover packet, so the key
+//! schedule is on the per-packet path. On x86-64 with AES-NI enabled at compile time this
+//! module expands keys with `AESENCLAST` (the byte shuffle + SubWord trick), which avoids
+//! the slow `AESKEYGENASSIST` chain; elsewhere it uses the RustCrypto `aes` crate. Both
+//! are checked against each other and against FIPS-197 in the tests.
+
+#[cfg(all(target_arch = "x86_64", target_feature = "aes", target_feature = "ssse3"))]
+mod imp {
+    use std::arch::x86_64::*;
+
+    /// Expanded AES-128 encryption key: 11 round keys.
+    #[derive(Clone, Copy)]
+    pub struct Aes128(pub(super) [__m128i; 11]);
+
+    impl Aes128 {
+        #[inline]
+        pub fn new(key: &[u8; 16]) -> Self {
+            // SAFETY: the cfg guarantees AES-NI and SSSE3; loads are unaligned-safe.
+            unsafe {
+                let mut k = _mm_loadu_si128(key.as_ptr().cast());
+                let mut rk = [k; 11];
+                // Rotate word 3 and broadcast it to all four lanes.
+                let rot = _mm_set1_epi32(0x0c0f0e0d);
+                let mut rcon = _mm_set1_epi32(1);
+                for slot in rk.iter_mut().skip(1) {
+                    // AESENCLAST with a broadcast input: ShiftRows is a no-op across equal
+                    // columns, SubBytes gives SubWord, the round key adds Rcon.
+                    let t = _mm_aesenclast_si128(_mm_shuffle_epi8(k, rot), rcon);
+                    rcon = _mm_slli_epi32(rcon, 1);
+                    if _mm_extract_epi32(rcon, 0) == 0x100 {
+                        rcon = _mm_set1_epi32(0x1b);
+                    }
+                    let mut s = _mm_xor_si128(k, _mm_slli_si128(k, 4));
+                    s = _mm_xor_si128(s, _mm_slli_si128(s, 8));
+                    k = _mm_xor_si128(s, t);
+                    *slot = k;
+                }
+                Self(rk)
+            }
+        }
+
+        #[inline]
+        pub fn encrypt(&self, block: &[u8; 16]) -> [u8; 16] {
+            // SAFETY: as above.
+            unsafe {
+                let mut b = _mm_xor_si128(_mm_loadu_si128(block.as_ptr().cast()), self.0[0]);
+                for rk in &self.0[1..10] {
+                    b = _mm_aesenc_si128(b, *rk);
+                }
+                b = _mm_aesenclast_si128(b, self.0[10]);
+                let mut out = [0u8; 16];
+                _mm_storeu_si128(out.as_mut_ptr().cast(), b);
+                out
+            }
+        }
+
+        /// Encrypts several blocks under this key with their rounds interleaved.
+        #[inline]
+        pub fn encrypt_many(&self, blocks: &mut [[u8; 16]]) {
+            let mut chunks = blocks.chunks_exact_mut(4);
+            for c in &mut chunks {
+                // SAFETY: as above.
+                unsafe {
+                    let mut b = [_mm_setzero_si128(); 4];
+                    for (x, src) in b.iter_mut().zip(c.iter()) {
+                        *x = _mm_xor_si128(_mm_loadu_si128(src.as_ptr().cast()), self.0[0]);
+                    }
+                    for rk in &self.0[1..10] {
+                        for x in b.iter_mut() {
+                            *x = _mm_aesenc_si128(*x, *rk);
+                        }
+                    }
+                    for (x, dst) in b.iter().zip(c.iter_mut()) {
+                        _mm_storeu_si128(dst.as_mut_ptr().cast(), _mm_aesenclast_si128(*x, self.0[10]));
+                    }
+                }
+            }
+            for b in chunks.into_remainder() {
+                *b = self.encrypt(b);
+            }
+        }
+    }
+}
+
+#[cfg(not(all(target_arch = "x86_64", target_feature = "aes", target_feature = "ssse3")))]
+mod imp {
+    use aes::cipher::{generic_array::GenericArray, BlockEncrypt, KeyInit};
+
+    /// Expanded AES-128 encryption key.
+    #[derive(Clone)]
+    pub struct Aes128(aes::Aes128Enc);
+
+    impl Aes128 {
+        pub fn new(key: &[u8; 16]) -> Self {
+            Self(aes::Aes128Enc::new(GenericArray::from_slice(key)))
+        }
+        pub fn encrypt(&self, block: &[u8; 16]) -> [u8; 16] {
+            let mut b = GenericArray::from(*block);
+            self.0.encrypt_block(&mut b);
+            b.into()
+        }
+        pub fn encrypt_many(&self, blocks: &mut [[u8; 16]]) {
+            for b in blocks {
+                *b = self.encrypt(b);
+            }
+        }
+    }
+}
+
+pub use imp::Aes128;
+
+impl std::fmt::Debug for Aes128 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Aes128(..)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aes::cipher::{generic_array::GenericArray, BlockEncrypt, KeyInit};
+    use proptest::prelude::*;
+
+    #[test]
+    fn fips197_appendix_c1() {
+        let key: [u8; 16] = hex::decode("000102030405060708090a0b0c0d0e0f").unwrap().try_into().unwrap();
+        let pt: [u8; 16] = hex::decode("00112233445566778899aabbccddeeff").unwrap().try_into().unwrap();
+        assert_eq!(hex::encode(Aes128::new(&key).encrypt(&pt)), "69c4e0d86a7b0430d8cdb78070b4c55a");
+    }
+
+    proptest! {
+        #[test]
+        fn matches_rustcrypto(key: [u8; 16], blocks in proptest::collection::vec(any::<[u8; 16]>(), 0..11)) {
+            let reference = aes::Aes128Enc::new(GenericArray::from_slice(&key));
+            let ours = Aes128::new(&key);
+            let mut many = blocks.clone();
+            ours.encrypt_many(&mut many);
+            for (b, m) in blocks.iter().zip(&many) {
+                let mut r = GenericArray::from(*b);
+                reference.encrypt_block(&mut r);
+                prop_assert_eq!(ours.encrypt(b), <[u8; 16]>::from(r));
+                prop_assert_eq!(*m, <[u8; 16]>::from(r));
+            }
+        }
+    }
+}
