@@ -310,7 +310,7 @@ impl Router {
         if ch + step >= lines {
             return Err(DropReason::PathIndexOutOfRange);
         }
-        // Only a packet that will be forwarded is charged to its reservation.
+        // Charged only now that every check has passed: a dropped packet costs nothing.
         let class = self.charge(ingress, flyover.as_ref(), now_ns);
         if info.cons_dir && !peering {
             info.seg_id = chain_seg_id(info.seg_id, &hop.mac);
