@@ -10,6 +10,7 @@
 pub mod bw;
 pub mod crypto;
 pub mod path;
+mod prepare;
 pub mod reservation;
 pub mod router;
 pub mod source;

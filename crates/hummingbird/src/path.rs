@@ -296,8 +296,12 @@ impl HbirdPath {
             segments,
         };
         // Index and alignment checks; field widths hold by construction.
+        let hop_lines = path.hop_lines();
+        if let Some((last, _)) = hop_lines.last().filter(|(l, _)| *l > 255) {
+            return Err(HbirdPathError::CurrHfTooLarge(*last));
+        }
         let (ci, ch) = (usize::from(path.curr_inf), usize::from(path.curr_hf));
-        if ci >= ninf || segment_of(meta.seg_len, ch) != ci || !path.hop_lines().iter().any(|(l, _)| *l == ch) {
+        if ci >= ninf || segment_of(meta.seg_len, ch) != ci || !hop_lines.iter().any(|(l, _)| *l == ch) {
             return Err(HbirdPathError::IndexOutOfRange);
         }
         Ok(path)

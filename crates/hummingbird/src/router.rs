@@ -8,17 +8,23 @@
 //! a wrong candidate, so the packet is dropped). A valid flyover gets priority only when
 //! the packet is fresh, the reservation is active and the policer admits it; otherwise it
 //! is forwarded best effort. The plain hop-field MAC is written back over the AggMAC.
+//!
+//! Packets are processed in batches, in stages: parse and check without cryptography
+//! (`prepare`), then each AES step for all packets of the batch together (A_K under the
+//! one SV, the per-packet A_K schedules and FlyoverMACs four at a time, the hop-field MACs
+//! under the one AS key), then verify, police and write back. A single packet is a batch
+//! of one.
 
 use aviary_qos::{Class, DropCounters, DropReason, InverseRateTable, ReservationPolicer, Verdict};
+use aviary_scion::aes::Aes128;
 use aviary_scion::header::{path_type, ScionView};
-use aviary_scion::path::{chain_seg_id, num_info_fields, segment_of, HOP_LEN, INFO_LEN};
-use aviary_scion::router::{is_peering, PathEnds};
-use aviary_scion::{AsForwarding, HopField, InfoField};
+use aviary_scion::router::HopWork;
+use aviary_scion::{AsForwarding, IsdAsn};
 use serde::{Deserialize, Serialize};
 
 use crate::bw::BwCodec;
-use crate::crypto::{flyover_block, AuthKey, ResInfo, SecretValue};
-use crate::path::{Flyover, MetaHdr, FLYOVER_BIT, FLYOVER_LINES, HOP_LINES, META_LEN};
+use crate::crypto::SecretValue;
+use crate::prepare::{prepare_hbird, FlyoverWork};
 
 const NS: u64 = 1_000_000_000;
 const MS: u64 = 1_000_000;
@@ -63,6 +69,9 @@ impl Default for RouterParams {
     }
 }
 
+/// Packets processed together (stack-allocated state per packet).
+pub const MAX_BATCH: usize = 32;
+
 /// A Hummingbird-capable border router of one AS (all its interfaces).
 #[derive(Clone, Debug)]
 pub struct Router {
@@ -75,14 +84,12 @@ pub struct Router {
     drops: DropCounters,
 }
 
-/// What the flyover part of a hop decided before the hop field itself is verified.
+/// A packet between the stages of the pipeline.
 #[derive(Clone, Copy)]
-struct FlyoverCheck {
-    /// Fresh and active: eligible for priority if the policer agrees.
-    eligible: bool,
-    pkt_len: u16,
-    res_id: u32,
-    bw: u16,
+struct Work {
+    path_start: usize,
+    hop: HopWork,
+    flyover: Option<FlyoverWork>,
 }
 
 impl Router {
@@ -127,199 +134,160 @@ impl Router {
 
     /// Processes one packet; drops are counted.
     pub fn process(&mut self, pkt: &mut [u8], ingress: u16, now_ns: u64) -> Verdict {
-        let v = self.process_uncounted(pkt, ingress, now_ns);
-        if let Verdict::Drop(r) = v {
-            self.drops.count(r);
-        }
-        v
+        let mut v = [Verdict::Deliver];
+        self.process_batch(&mut [pkt], ingress, now_ns, &mut v);
+        v[0]
     }
 
-    /// Processes packets that arrived on the same interface at the same time.
+    /// Processes packets that arrived on the same interface at the same time; drops are
+    /// counted. `verdicts[i]` is the verdict of `pkts[i]`.
     pub fn process_batch(&mut self, pkts: &mut [&mut [u8]], ingress: u16, now_ns: u64, verdicts: &mut [Verdict]) {
-        for (p, v) in pkts.iter_mut().zip(verdicts.iter_mut()) {
-            *v = self.process(p, ingress, now_ns);
+        for (p, v) in pkts.chunks_mut(MAX_BATCH).zip(verdicts.chunks_mut(MAX_BATCH)) {
+            self.process_chunk(p, ingress, now_ns, v);
         }
     }
 
-    fn process_uncounted(&mut self, pkt: &mut [u8], ingress: u16, now_ns: u64) -> Verdict {
-        let mut view = match ScionView::new_checked(pkt) {
-            Ok(v) => v,
-            Err(e) => return Verdict::Drop(e.into()),
-        };
-        match view.path_type() {
-            path_type::HUMMINGBIRD => {
-                let (src, dst, dst_bytes) = (view.src_ia(), view.dst_ia(), view.dst_ia_bytes());
-                let pkt_len = view.pkt_len_u16();
-                match self.hbird(view.path_mut(), src, dst, dst_bytes, pkt_len, ingress, now_ns) {
-                    Ok(v) => v,
-                    Err(r) => Verdict::Drop(r),
+    fn process_chunk(&mut self, pkts: &mut [&mut [u8]], ingress: u16, now_ns: u64, verdicts: &mut [Verdict]) {
+        let n = pkts.len().min(verdicts.len());
+        let mut work: [Option<Work>; MAX_BATCH] = [None; MAX_BATCH];
+
+        // Stage 1: parse and check everything that needs no cryptography.
+        for i in 0..n {
+            match self.prepare(pkts[i], ingress) {
+                Ok(w) => work[i] = Some(w),
+                Err(v) => verdicts[i] = v,
+            }
+        }
+
+        // Stage 2: A_K = AES_SV(ResInfo) for every flyover, under the one SV.
+        let mut fly_idx = [0usize; MAX_BATCH];
+        let mut keys = [[0u8; 16]; MAX_BATCH];
+        let mut nf = 0;
+        for (i, w) in work[..n].iter().enumerate() {
+            if let Some(f) = w.as_ref().and_then(|w| w.flyover.as_ref()) {
+                fly_idx[nf] = i;
+                keys[nf] = f.res_block;
+                nf += 1;
+            }
+        }
+        self.sv.auth_keys_in_place(&mut keys[..nf]);
+
+        // Stage 3: FlyoverMAC = AES_{A_K}(...), key schedules interleaved; the candidate
+        // hop-field MAC is AggMAC ⊕ FlyoverMAC.
+        let mut fly_macs = [[0u8; 16]; MAX_BATCH];
+        for k in 0..nf {
+            fly_macs[k] = work[fly_idx[k]].as_ref().and_then(|w| w.flyover.as_ref()).map(|f| f.mac_block).unwrap();
+        }
+        Aes128::encrypt_fresh_keys(&keys[..nf], &mut fly_macs[..nf]);
+        for k in 0..nf {
+            let w = work[fly_idx[k]].as_mut().unwrap();
+            let mut cand = w.hop.hop.mac;
+            for (c, f) in cand.iter_mut().zip(&fly_macs[k]) {
+                *c ^= f;
+            }
+            w.hop.set_mac(cand);
+        }
+
+        // Stage 4: hop-field MACs (and crossover MACs) under the AS key.
+        let mut blocks = [[0u8; 16]; 2 * MAX_BATCH];
+        let mut owner = [(0usize, false); 2 * MAX_BATCH];
+        let mut nb = 0;
+        for (i, w) in work[..n].iter().enumerate() {
+            if let Some(w) = w {
+                let (b1, b2) = w.hop.mac_blocks();
+                blocks[nb] = b1;
+                owner[nb] = (i, false);
+                nb += 1;
+                if let Some(b2) = b2 {
+                    blocks[nb] = b2;
+                    owner[nb] = (i, true);
+                    nb += 1;
                 }
             }
-            _ => self.fwd.process(view.into_inner(), ingress, now_ns),
+        }
+        self.fwd.mac_key.macs(&mut blocks[..nb]);
+        let mut macs = [([0u8; 6], None); MAX_BATCH];
+        for (b, (i, second)) in blocks[..nb].iter().zip(&owner[..nb]) {
+            let m: [u8; 6] = b[..6].try_into().unwrap();
+            if *second {
+                macs[*i].1 = Some(m);
+            } else {
+                macs[*i].0 = m;
+            }
+        }
+
+        // Stage 5: verify, police, write back.
+        for i in 0..n {
+            let Some(w) = work[i] else { continue };
+            let (mac, next_mac) = macs[i];
+            let pkt = &mut *pkts[i];
+            let path = &mut pkt[w.path_start..];
+            verdicts[i] = match self.fwd.finish(path, &w.hop, mac, next_mac, now_ns) {
+                Err(r) => Verdict::Drop(r),
+                Ok(egress) => {
+                    if let Some(f) = &w.flyover {
+                        // The plain hop-field MAC replaces the AggMAC, so the path can be reversed.
+                        path[f.mac_off..f.mac_off + 6].copy_from_slice(&w.hop.hop.mac);
+                    }
+                    let class = self.charge(ingress, w.flyover.as_ref(), now_ns);
+                    match egress {
+                        Some(egress) => Verdict::Forward { egress, class },
+                        None => Verdict::Deliver,
+                    }
+                }
+            };
+        }
+        for v in &verdicts[..n] {
+            if let Verdict::Drop(r) = v {
+                self.drops.count(*r);
+            }
         }
     }
 
-    /// Alg. 3 up to the candidate hop-field MAC: returns it with the flyover's status.
-    #[allow(clippy::too_many_arguments)]
-    fn flyover(
-        &self,
-        fly: &Flyover,
-        agg_mac: &[u8; 6],
-        travel: (u16, u16),
-        meta: &MetaHdr,
-        dst_ia: [u8; 8],
-        pkt_len: Option<u16>,
-        now_ns: u64,
-    ) -> Result<([u8; 6], FlyoverCheck), DropReason> {
-        let pkt_len = pkt_len.ok_or(DropReason::PktLenOverflow)?;
-        let res = ResInfo {
-            ingress: travel.0,
-            egress: travel.1,
-            res_id: fly.res_id,
-            bw: fly.bw,
-            start: meta.base_ts.wrapping_sub(u32::from(fly.res_start_offset)),
-            duration: fly.res_duration,
-        };
-        let ak = AuthKey::new(&self.sv.auth_key(&res));
-        let fm = ak.flyover_mac(&flyover_block(dst_ia, pkt_len, fly.res_start_offset, meta.millis, meta.counter));
-        let mut cand = *agg_mac;
-        for (c, f) in cand.iter_mut().zip(fm) {
-            *c ^= f;
+    /// Stage 1 for one packet; `Err` is its final verdict (a drop, or local delivery on
+    /// the empty path).
+    fn prepare(&self, pkt: &[u8], ingress: u16) -> Result<Work, Verdict> {
+        let view = ScionView::new_checked(pkt).map_err(|e| Verdict::Drop(e.into()))?;
+        let (src, dst): (IsdAsn, IsdAsn) = (view.src_ia(), view.dst_ia());
+        let path_start = view.path_range().start;
+        match view.path_type() {
+            path_type::HUMMINGBIRD => {
+                let (hop, flyover) =
+                    prepare_hbird(&self.fwd, view.path(), src, dst, view.dst_ia_bytes(), view.pkt_len_u16(), ingress)
+                        .map_err(Verdict::Drop)?;
+                Ok(Work { path_start, hop, flyover })
+            }
+            path_type::SCION => {
+                let hop = self.fwd.prepare_standard(view.path(), src, dst, ingress).map_err(Verdict::Drop)?;
+                Ok(Work { path_start, hop, flyover: None })
+            }
+            path_type::EMPTY => Err(self.fwd.process_empty(src, dst, ingress)),
+            _ => Err(Verdict::Drop(DropReason::UnsupportedPathType)),
         }
-        let sent_ns = (u64::from(meta.base_ts) * 1000 + u64::from(meta.millis)) * MS;
-        let fresh = sent_ns <= now_ns.saturating_add(self.params.max_skew_ns)
-            && now_ns <= sent_ns + self.params.max_age_ns + self.params.max_skew_ns;
-        let eligible = fresh && res.active_at(now_ns);
-        Ok((cand, FlyoverCheck { eligible, pkt_len, res_id: fly.res_id, bw: fly.bw }))
     }
 
-    /// Alg. 1 for an eligible flyover; everything else is best effort.
-    fn charge(&mut self, ingress: u16, c: Option<&FlyoverCheck>, now_ns: u64) -> Class {
-        let Some(c) = c.filter(|c| c.eligible) else {
+    /// Alg. 1 for a flyover that is fresh and active; everything else is best effort.
+    /// Called only once every check has passed: a dropped packet costs nothing.
+    fn charge(&mut self, ingress: u16, f: Option<&FlyoverWork>, now_ns: u64) -> Class {
+        let fresh = f.filter(|f| {
+            f.sent_ns <= now_ns.saturating_add(self.params.max_skew_ns)
+                && now_ns <= f.sent_ns + self.params.max_age_ns + self.params.max_skew_ns
+                && f.res.active_at(now_ns)
+        });
+        let Some(f) = fresh else {
             return Class::BestEffort;
         };
         let Some((_, p)) = self.policers.iter_mut().find(|(i, _)| *i == ingress) else {
             return Class::BestEffort;
         };
         let admitted = match self.params.policing {
-            PolicingMode::Division => p.admit(c.res_id, c.pkt_len, self.params.codec.decode_bps(c.bw), now_ns),
-            PolicingMode::Table => p.admit_table(c.res_id, c.pkt_len, c.bw, &self.inv_table, now_ns),
+            PolicingMode::Division => p.admit(f.res.res_id, f.pkt_len, self.params.codec.decode_bps(f.res.bw), now_ns),
+            PolicingMode::Table => p.admit_table(f.res.res_id, f.pkt_len, f.res.bw, &self.inv_table, now_ns),
         };
         if admitted {
             Class::Priority
         } else {
             Class::BestEffort
         }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn hbird(
-        &mut self,
-        path: &mut [u8],
-        src: aviary_scion::IsdAsn,
-        dst: aviary_scion::IsdAsn,
-        dst_bytes: [u8; 8],
-        pkt_len: Option<u16>,
-        ingress: u16,
-        now_ns: u64,
-    ) -> Result<Verdict, DropReason> {
-        if path.len() < META_LEN {
-            return Err(DropReason::MalformedPath);
-        }
-        let mut meta = MetaHdr::decode(path);
-        let ninf = num_info_fields(meta.seg_len).map_err(|_| DropReason::MalformedPath)?;
-        let lines: usize = meta.seg_len.iter().map(|l| usize::from(*l)).sum();
-        if ninf == 0 || path.len() != META_LEN + INFO_LEN * ninf + 4 * lines {
-            return Err(DropReason::MalformedPath);
-        }
-        let (mut ci, mut ch) = (usize::from(meta.curr_inf), usize::from(meta.curr_hf));
-        if ch >= lines || ci >= ninf || segment_of(meta.seg_len, ch) != ci {
-            return Err(DropReason::PathIndexOutOfRange);
-        }
-        let seg_end = |s: usize| meta.seg_len[..=s].iter().map(|l| usize::from(*l)).sum::<usize>();
-        let hop_base = META_LEN + INFO_LEN * ninf;
-        let info_at = |i: usize| META_LEN + INFO_LEN * i;
-        let hop_at = |line: usize| hop_base + 4 * line;
-
-        let mut info = InfoField::parse(&path[info_at(ci)..]);
-        let flyover_bit = path[hop_at(ch)] & FLYOVER_BIT != 0;
-        let hop_lines = if flyover_bit { FLYOVER_LINES } else { HOP_LINES };
-        if ch + hop_lines > seg_end(ci) {
-            return Err(DropReason::MalformedPath);
-        }
-        let mut hop = HopField::parse(&path[hop_at(ch)..]);
-        let peering = is_peering(&info, meta.seg_len, ch + hop_lines == seg_end(0), ch == seg_end(0))?;
-        let xover = ch + hop_lines == seg_end(ci) && ci + 1 < ninf && !peering;
-        let (hop_in, mut egress) = hop.travel_interfaces(info.cons_dir);
-        if ingress != 0 && ingress != hop_in {
-            return Err(DropReason::BadIngress);
-        }
-        self.fwd.check_src_dst(
-            src,
-            dst,
-            ingress,
-            PathEnds { first_hop: ch == 0, last_hop: ch + hop_lines == lines },
-        )?;
-
-        // The next hop field, when this AS is a crossover: its egress closes the flyover's
-        // interface pair (A.5) and it is verified too.
-        let next = if xover {
-            let next_line = ch + hop_lines;
-            if next_line + HOP_LINES > seg_end(ci + 1) || path[hop_at(next_line)] & FLYOVER_BIT != 0 {
-                return Err(DropReason::MalformedPath);
-            }
-            let ninfo = InfoField::parse(&path[info_at(ci + 1)..]);
-            let nhop = HopField::parse(&path[hop_at(next_line)..]);
-            egress = nhop.travel_interfaces(ninfo.cons_dir).1;
-            Some((next_line, ninfo, nhop))
-        } else {
-            None
-        };
-
-        let mut flyover = None;
-        if flyover_bit {
-            let fly = Flyover::parse(&path[hop_at(ch) + HOP_LEN..]);
-            let (cand, check) = self.flyover(&fly, &hop.mac, (hop_in, egress), &meta, dst_bytes, pkt_len, now_ns)?;
-            hop.mac = cand;
-            flyover = Some(check);
-        }
-        if !info.cons_dir && ingress != 0 && !peering {
-            info.seg_id = chain_seg_id(info.seg_id, &hop.mac);
-        }
-        self.fwd.verify_hop(&hop, &info, info.seg_id, now_ns)?;
-        if flyover.is_some() {
-            // Write the plain hop-field MAC back so that the path can be reversed.
-            path[hop_at(ch) + 6..hop_at(ch) + 12].copy_from_slice(&hop.mac);
-        }
-        if dst == self.fwd.local_ia {
-            path[info_at(ci) + 2..info_at(ci) + 4].copy_from_slice(&info.seg_id.to_be_bytes());
-            self.charge(ingress, flyover.as_ref(), now_ns);
-            return Ok(Verdict::Deliver);
-        }
-        let mut step = hop_lines;
-        if let Some((next_line, ninfo, nhop)) = next {
-            path[info_at(ci) + 2..info_at(ci) + 4].copy_from_slice(&info.seg_id.to_be_bytes());
-            self.fwd.verify_hop(&nhop, &ninfo, ninfo.seg_id, now_ns)?;
-            ci += 1;
-            ch = next_line;
-            info = ninfo;
-            hop = nhop;
-            step = HOP_LINES;
-        }
-        self.fwd.check_egress(egress)?;
-        if ch + step >= lines {
-            return Err(DropReason::PathIndexOutOfRange);
-        }
-        // Charged only now that every check has passed: a dropped packet costs nothing.
-        let class = self.charge(ingress, flyover.as_ref(), now_ns);
-        if info.cons_dir && !peering {
-            info.seg_id = chain_seg_id(info.seg_id, &hop.mac);
-        }
-        path[info_at(ci) + 2..info_at(ci) + 4].copy_from_slice(&info.seg_id.to_be_bytes());
-        ch += step;
-        meta.curr_hf = ch as u8;
-        meta.curr_inf = segment_of(meta.seg_len, ch) as u8;
-        path[..4].copy_from_slice(&meta.encode_word0());
-        Ok(Verdict::Forward { egress, class })
     }
 }

@@ -15,6 +15,8 @@ pub enum StampError {
     NotHummingbird,
     #[error("path has {path} flyover hop fields but {given} reservations were given")]
     ReservationCount { path: usize, given: usize },
+    #[error("packet's path does not have the layout of the template's")]
+    LayoutMismatch,
     #[error("packet length exceeds 65535 bytes")]
     PktLenOverflow,
     #[error(transparent)]
@@ -33,6 +35,9 @@ struct Stamp {
 /// Stamps packets that all follow one reserved path.
 pub struct Source {
     stamps: Vec<Stamp>,
+    /// Path length and segment lengths of the template, which every stamped packet shares.
+    path_len: usize,
+    seg_lens: u32,
     counter: u32,
 }
 
@@ -54,6 +59,9 @@ impl Source {
         while line < lines {
             let off = hop_base + 4 * line;
             if path[off] & FLYOVER_BIT != 0 {
+                if line + FLYOVER_LINES > lines {
+                    return Err(StampError::NotHummingbird);
+                }
                 found += 1;
                 if let Some(r) = res.next() {
                     stamps.push(Stamp {
@@ -71,7 +79,7 @@ impl Source {
         if found != reservations.len() {
             return Err(StampError::ReservationCount { path: found, given: reservations.len() });
         }
-        Ok(Self { stamps, counter: 0 })
+        Ok(Self { stamps, path_len: path.len(), seg_lens: seg_lens_bits(path), counter: 0 })
     }
 
     /// Stamps `pkt` (same header as the template, any payload) for sending at `now_ns`.
@@ -84,6 +92,9 @@ impl Source {
         let counter = self.counter;
         self.counter = (self.counter + 1) & MAX_COUNTER;
         let path = view.path_mut();
+        if path.len() != self.path_len || seg_lens_bits(path) != self.seg_lens {
+            return Err(StampError::LayoutMismatch);
+        }
         let meta = MetaHdr { base_ts, millis, counter, ..MetaHdr::decode(path) };
         meta.emit(&mut path[..META_LEN]);
         for s in &self.stamps {
@@ -97,4 +108,9 @@ impl Source {
         }
         Ok(())
     }
+}
+
+/// The three SegLen fields of a path's first word.
+fn seg_lens_bits(path: &[u8]) -> u32 {
+    u32::from_be_bytes([path[0], path[1], path[2], path[3]]) & 0x1f_ffff
 }

@@ -180,8 +180,13 @@ mod tests {
 
     #[test]
     fn reservations_are_independent() {
-        let mut p = ReservationPolicer::new(10, 10 * MS).unwrap();
-        while p.admit(1, 1500, 1_000_000, 0) {}
+        // 1500 B at 1 Mbit/s take 12 ms: four fit in a 50 ms burst.
+        let mut p = ReservationPolicer::new(10, 50 * MS).unwrap();
+        let mut admitted = 0;
+        while p.admit(1, 1500, 1_000_000, 0) {
+            admitted += 1;
+        }
+        assert_eq!(admitted, 4);
         assert!(p.admit(2, 1500, 1_000_000, 0));
     }
 

@@ -81,6 +81,47 @@ mod imp {
                 *b = self.encrypt(b);
             }
         }
+
+        /// `blocks[i] = AES_{keys[i]}(blocks[i])`, expanding each key on the fly; the key
+        /// schedules and rounds of four blocks run interleaved.
+        #[inline]
+        pub fn encrypt_fresh_keys(keys: &[[u8; 16]], blocks: &mut [[u8; 16]]) {
+            let n = keys.len().min(blocks.len());
+            let mut i = 0;
+            while i < n {
+                let m = (n - i).min(4);
+                // SAFETY: the cfg guarantees AES-NI and SSSE3; loads are unaligned-safe.
+                unsafe {
+                    let mut k = [_mm_setzero_si128(); 4];
+                    let mut b = [_mm_setzero_si128(); 4];
+                    for j in 0..m {
+                        k[j] = _mm_loadu_si128(keys[i + j].as_ptr().cast());
+                        b[j] = _mm_xor_si128(_mm_loadu_si128(blocks[i + j].as_ptr().cast()), k[j]);
+                    }
+                    let rot = _mm_set1_epi32(0x0c0f0e0d);
+                    let mut rcon = 1;
+                    for round in 1..=10 {
+                        let rc = _mm_set1_epi32(rcon);
+                        for j in 0..4 {
+                            let t = _mm_aesenclast_si128(_mm_shuffle_epi8(k[j], rot), rc);
+                            let mut s = _mm_xor_si128(k[j], _mm_slli_si128(k[j], 4));
+                            s = _mm_xor_si128(s, _mm_slli_si128(s, 8));
+                            k[j] = _mm_xor_si128(s, t);
+                            b[j] = if round < 10 {
+                                _mm_aesenc_si128(b[j], k[j])
+                            } else {
+                                _mm_aesenclast_si128(b[j], k[j])
+                            };
+                        }
+                        rcon = if rcon == 0x80 { 0x1b } else { rcon << 1 };
+                    }
+                    for j in 0..m {
+                        _mm_storeu_si128(blocks[i + j].as_mut_ptr().cast(), b[j]);
+                    }
+                }
+                i += m;
+            }
+        }
     }
 }
 
@@ -104,6 +145,11 @@ mod imp {
         pub fn encrypt_many(&self, blocks: &mut [[u8; 16]]) {
             for b in blocks {
                 *b = self.encrypt(b);
+            }
+        }
+        pub fn encrypt_fresh_keys(keys: &[[u8; 16]], blocks: &mut [[u8; 16]]) {
+            for (k, b) in keys.iter().zip(blocks) {
+                *b = Self::new(k).encrypt(b);
             }
         }
     }
@@ -137,6 +183,12 @@ mod tests {
             let ours = Aes128::new(&key);
             let mut many = blocks.clone();
             ours.encrypt_many(&mut many);
+            let keys: Vec<[u8; 16]> = blocks.iter().map(|b| { let mut k = *b; k[0] ^= key[0]; k }).collect();
+            let mut fresh = blocks.clone();
+            Aes128::encrypt_fresh_keys(&keys, &mut fresh);
+            for ((k, b), f) in keys.iter().zip(&blocks).zip(&fresh) {
+                prop_assert_eq!(*f, Aes128::new(k).encrypt(b));
+            }
             for (b, m) in blocks.iter().zip(&many) {
                 let mut r = GenericArray::from(*b);
                 reference.encrypt_block(&mut r);

@@ -11,7 +11,7 @@
 use aviary_qos::{DropReason, Verdict};
 
 use crate::header::{path_type, ScionView};
-use crate::mac::{mac_eq, HopMacKey};
+use crate::mac::{mac_eq, mac_input, HopMacKey, MAC_LEN};
 use crate::path::{
     chain_seg_id, hop_expiry_ns, num_info_fields, segment_of, HopField, InfoField, MetaHdr, HOP_LEN, INFO_LEN,
     MAX_HOPS, META_LEN,
@@ -129,19 +129,6 @@ impl AsForwarding {
         Ok(())
     }
 
-    /// Verifies a hop field's expiry and MAC under `seg_id` (no SegID update).
-    #[inline]
-    pub fn verify_hop(&self, hop: &HopField, info: &InfoField, seg_id: u16, now_ns: u64) -> Result<(), DropReason> {
-        if now_ns > hop_expiry_ns(info.timestamp, hop.exp_time) {
-            return Err(DropReason::ExpiredHop);
-        }
-        let mac = hop.compute_mac(&self.mac_key, seg_id, info.timestamp);
-        if !mac_eq(&hop.mac, &mac) {
-            return Err(DropReason::BadMac);
-        }
-        Ok(())
-    }
-
     #[inline]
     pub fn check_egress(&self, egress: u16) -> Result<(), DropReason> {
         if self.interfaces.contains(egress) {
@@ -153,20 +140,21 @@ impl AsForwarding {
 
     /// Processes the standard path bytes of a packet in place.
     pub fn process_standard(&self, path: &mut [u8], src: IsdAsn, dst: IsdAsn, ingress: u16, now_ns: u64) -> Verdict {
-        match self.standard_inner(path, src, dst, ingress, now_ns) {
-            Ok(v) => v,
+        let result = self.prepare_standard(path, src, dst, ingress).and_then(|work| {
+            let (b1, b2) = work.mac_blocks();
+            let mac1 = self.mac_key.mac(&b1);
+            let mac2 = b2.map(|b| self.mac_key.mac(&b));
+            self.finish(path, &work, mac1, mac2, now_ns)
+        });
+        match result {
+            Ok(Some(egress)) => Verdict::best_effort(egress),
+            Ok(None) => Verdict::Deliver,
             Err(r) => Verdict::Drop(r),
         }
     }
 
-    fn standard_inner(
-        &self,
-        path: &mut [u8],
-        src: IsdAsn,
-        dst: IsdAsn,
-        ingress: u16,
-        now_ns: u64,
-    ) -> Result<Verdict, DropReason> {
+    /// Parses a standard path and runs every check that needs no cryptography.
+    pub fn prepare_standard(&self, path: &[u8], src: IsdAsn, dst: IsdAsn, ingress: u16) -> Result<HopWork, DropReason> {
         if path.len() < META_LEN {
             return Err(DropReason::MalformedPath);
         }
@@ -176,54 +164,151 @@ impl AsForwarding {
         if ninf == 0 || nhf > MAX_HOPS || path.len() != META_LEN + INFO_LEN * ninf + HOP_LEN * nhf {
             return Err(DropReason::MalformedPath);
         }
-        let (mut ci, mut ch) = (usize::from(meta.curr_inf), usize::from(meta.curr_hf));
+        let (ci, ch) = (usize::from(meta.curr_inf), usize::from(meta.curr_hf));
         if ch >= nhf || ci >= ninf || segment_of(meta.seg_len, ch) != ci {
             return Err(DropReason::PathIndexOutOfRange);
         }
         let hop_base = META_LEN + INFO_LEN * ninf;
         let info_at = |i: usize| META_LEN + INFO_LEN * i;
-
-        let mut info = InfoField::parse(&path[info_at(ci)..]);
-        let mut hop = HopField::parse(&path[hop_base + HOP_LEN * ch..]);
+        let info = InfoField::parse(&path[info_at(ci)..]);
+        let hop = HopField::parse(&path[hop_base + HOP_LEN * ch..]);
         let s0 = usize::from(meta.seg_len[0]);
         let peering = is_peering(&info, meta.seg_len, ch + 1 == s0, ch == s0)?;
-        let (hop_in, _) = hop.travel_interfaces(info.cons_dir);
+        let (hop_in, mut egress) = hop.travel_interfaces(info.cons_dir);
         if ingress != 0 && ingress != hop_in {
             return Err(DropReason::BadIngress);
         }
         self.check_src_dst(src, dst, ingress, PathEnds { first_hop: ch == 0, last_hop: ch == nhf - 1 })?;
-
-        if !info.cons_dir && ingress != 0 && !peering {
-            info.seg_id = chain_seg_id(info.seg_id, &hop.mac);
-        }
-        self.verify_hop(&hop, &info, info.seg_id, now_ns)?;
-        if dst == self.local_ia {
-            write_seg_id(path, info_at(ci), info.seg_id);
-            return Ok(Verdict::Deliver);
-        }
-        if ch + 1 < nhf && segment_of(meta.seg_len, ch + 1) != ci && !peering {
+        let deliver = dst == self.local_ia;
+        let mut next = None;
+        let mut last = ch;
+        if !deliver && ch + 1 < nhf && segment_of(meta.seg_len, ch + 1) != ci && !peering {
             // Segment crossover: the next hop field, in the next segment, is this AS's too.
-            write_seg_id(path, info_at(ci), info.seg_id);
-            ci += 1;
-            ch += 1;
-            info = InfoField::parse(&path[info_at(ci)..]);
-            hop = HopField::parse(&path[hop_base + HOP_LEN * ch..]);
-            self.verify_hop(&hop, &info, info.seg_id, now_ns)?;
+            let ninfo = InfoField::parse(&path[info_at(ci + 1)..]);
+            let nhop = HopField::parse(&path[hop_base + HOP_LEN * (ch + 1)..]);
+            egress = nhop.travel_interfaces(ninfo.cons_dir).1;
+            next = Some(NextHop { info_off: info_at(ci + 1), info: ninfo, hop: nhop });
+            last = ch + 1;
         }
-        let (_, egress) = hop.travel_interfaces(info.cons_dir);
-        self.check_egress(egress)?;
-        if ch + 1 >= nhf {
+        meta.curr_hf = (last + 1) as u8;
+        meta.curr_inf = segment_of(meta.seg_len, last + 1) as u8;
+        let mut work = HopWork {
+            info_off: info_at(ci),
+            info,
+            hop,
+            chain_before: !info.cons_dir && ingress != 0 && !peering,
+            peering,
+            deliver,
+            next,
+            egress,
+            at_end: last + 1 >= nhf,
+            advanced_meta: meta.encode(),
+        };
+        work.set_mac(hop.mac);
+        Ok(work)
+    }
+
+    /// Verifies the hop field(s) of a prepared packet given their computed MACs, and
+    /// updates SegID and CurrINF/CurrHF in place. `Ok(None)`: deliver locally;
+    /// `Ok(Some(egress))`: forward.
+    pub fn finish(
+        &self,
+        path: &mut [u8],
+        w: &HopWork,
+        mac: [u8; MAC_LEN],
+        next_mac: Option<[u8; MAC_LEN]>,
+        now_ns: u64,
+    ) -> Result<Option<u16>, DropReason> {
+        check_hop(&w.hop, &w.info, &mac, now_ns)?;
+        write_seg_id(path, w.info_off, w.info.seg_id);
+        if w.deliver {
+            return Ok(None);
+        }
+        let (info_off, mut info, hop) = match (&w.next, next_mac) {
+            (Some(n), Some(m)) => {
+                check_hop(&n.hop, &n.info, &m, now_ns)?;
+                (n.info_off, n.info, n.hop)
+            }
+            (Some(_), None) => return Err(DropReason::BadMac),
+            (None, _) => (w.info_off, w.info, w.hop),
+        };
+        self.check_egress(w.egress)?;
+        if w.at_end {
             return Err(DropReason::PathIndexOutOfRange);
         }
-        if info.cons_dir && !peering {
+        if info.cons_dir && !w.peering {
             info.seg_id = chain_seg_id(info.seg_id, &hop.mac);
         }
-        write_seg_id(path, info_at(ci), info.seg_id);
-        ch += 1;
-        meta.curr_hf = ch as u8;
-        meta.curr_inf = segment_of(meta.seg_len, ch) as u8;
-        path[..4].copy_from_slice(&meta.encode());
-        Ok(Verdict::best_effort(egress))
+        write_seg_id(path, info_off, info.seg_id);
+        path[..4].copy_from_slice(&w.advanced_meta);
+        Ok(Some(w.egress))
+    }
+}
+
+/// Expiry and MAC of one hop field.
+#[inline]
+fn check_hop(hop: &HopField, info: &InfoField, mac: &[u8; MAC_LEN], now_ns: u64) -> Result<(), DropReason> {
+    if now_ns > hop_expiry_ns(info.timestamp, hop.exp_time) {
+        return Err(DropReason::ExpiredHop);
+    }
+    if !mac_eq(&hop.mac, mac) {
+        return Err(DropReason::BadMac);
+    }
+    Ok(())
+}
+
+/// The second hop field an AS verifies at a segment crossover.
+#[derive(Clone, Copy, Debug)]
+pub struct NextHop {
+    pub info_off: usize,
+    pub info: InfoField,
+    pub hop: HopField,
+}
+
+/// What an AS verifies for one packet, whatever the path type, once the checks that need
+/// no cryptography have passed: the current hop field (with its plain or candidate MAC)
+/// and, at a crossover, the next one; then what to write back.
+#[derive(Clone, Copy, Debug)]
+pub struct HopWork {
+    /// Offset of the current info field in the path.
+    pub info_off: usize,
+    /// The current info field, its SegID as the MAC is computed under.
+    pub info: InfoField,
+    pub hop: HopField,
+    /// Against construction direction the SegID is chained before verification (not at
+    /// the first hop field of a segment and not for peering hops).
+    pub chain_before: bool,
+    pub peering: bool,
+    pub deliver: bool,
+    pub next: Option<NextHop>,
+    pub egress: u16,
+    /// Whether advancing would run past the last hop field.
+    pub at_end: bool,
+    /// The first 4 bytes of the path (indices and segment lengths) after advancing.
+    pub advanced_meta: [u8; 4],
+}
+
+impl HopWork {
+    /// Sets the hop field's MAC (for a flyover: the candidate `AggMAC ⊕ FlyoverMAC`) and
+    /// chains the SegID with it where the direction requires it before verification.
+    #[inline]
+    pub fn set_mac(&mut self, mac: [u8; MAC_LEN]) {
+        self.hop.mac = mac;
+        if self.chain_before {
+            self.info.seg_id = chain_seg_id(self.info.seg_id, &mac);
+            self.chain_before = false;
+        }
+    }
+
+    /// MAC input blocks of the current hop field and of the crossover's next one.
+    #[inline]
+    pub fn mac_blocks(&self) -> ([u8; 16], Option<[u8; 16]>) {
+        let h = &self.hop;
+        let b1 = mac_input(self.info.seg_id, self.info.timestamp, h.exp_time, h.cons_ingress, h.cons_egress);
+        let b2 = self
+            .next
+            .map(|n| mac_input(n.info.seg_id, n.info.timestamp, n.hop.exp_time, n.hop.cons_ingress, n.hop.cons_egress));
+        (b1, b2)
     }
 }
 
