@@ -135,7 +135,7 @@ impl Router {
     /// Processes one packet; drops are counted.
     pub fn process(&mut self, pkt: &mut [u8], ingress: u16, now_ns: u64) -> Verdict {
         let mut v = [Verdict::Deliver];
-        self.process_batch(&mut [pkt], ingress, now_ns, &mut v);
+        self.process_chunk::<1>(&mut [pkt], ingress, now_ns, &mut v);
         v[0]
     }
 
@@ -143,13 +143,20 @@ impl Router {
     /// counted. `verdicts[i]` is the verdict of `pkts[i]`.
     pub fn process_batch(&mut self, pkts: &mut [&mut [u8]], ingress: u16, now_ns: u64, verdicts: &mut [Verdict]) {
         for (p, v) in pkts.chunks_mut(MAX_BATCH).zip(verdicts.chunks_mut(MAX_BATCH)) {
-            self.process_chunk(p, ingress, now_ns, v);
+            self.process_chunk::<MAX_BATCH>(p, ingress, now_ns, v);
         }
     }
 
-    fn process_chunk(&mut self, pkts: &mut [&mut [u8]], ingress: u16, now_ns: u64, verdicts: &mut [Verdict]) {
-        let n = pkts.len().min(verdicts.len());
-        let mut work: [Option<Work>; MAX_BATCH] = [None; MAX_BATCH];
+    /// The pipeline for up to `N` packets (state on the stack, sized for `N`).
+    fn process_chunk<const N: usize>(
+        &mut self,
+        pkts: &mut [&mut [u8]],
+        ingress: u16,
+        now_ns: u64,
+        verdicts: &mut [Verdict],
+    ) {
+        let n = pkts.len().min(verdicts.len()).min(N);
+        let mut work: [Option<Work>; N] = [None; N];
 
         // Stage 1: parse and check everything that needs no cryptography.
         for i in 0..n {
@@ -160,8 +167,8 @@ impl Router {
         }
 
         // Stage 2: A_K = AES_SV(ResInfo) for every flyover, under the one SV.
-        let mut fly_idx = [0usize; MAX_BATCH];
-        let mut keys = [[0u8; 16]; MAX_BATCH];
+        let mut fly_idx = [0usize; N];
+        let mut keys = [[0u8; 16]; N];
         let mut nf = 0;
         for (i, w) in work[..n].iter().enumerate() {
             if let Some(f) = w.as_ref().and_then(|w| w.flyover.as_ref()) {
@@ -174,7 +181,7 @@ impl Router {
 
         // Stage 3: FlyoverMAC = AES_{A_K}(...), key schedules interleaved; the candidate
         // hop-field MAC is AggMAC ⊕ FlyoverMAC.
-        let mut fly_macs = [[0u8; 16]; MAX_BATCH];
+        let mut fly_macs = [[0u8; 16]; N];
         for k in 0..nf {
             fly_macs[k] = work[fly_idx[k]].as_ref().and_then(|w| w.flyover.as_ref()).map(|f| f.mac_block).unwrap();
         }
@@ -189,8 +196,11 @@ impl Router {
         }
 
         // Stage 4: hop-field MACs (and crossover MACs) under the AS key.
-        let mut blocks = [[0u8; 16]; 2 * MAX_BATCH];
-        let mut owner = [(0usize, false); 2 * MAX_BATCH];
+        // One block per packet, plus one per crossover (at most one per packet): 2N.
+        let mut blocks = [[[0u8; 16]; 2]; N];
+        let mut owner = [[(0usize, false); 2]; N];
+        let blocks = blocks.as_flattened_mut();
+        let owner = owner.as_flattened_mut();
         let mut nb = 0;
         for (i, w) in work[..n].iter().enumerate() {
             if let Some(w) = w {
@@ -206,7 +216,7 @@ impl Router {
             }
         }
         self.fwd.mac_key.macs(&mut blocks[..nb]);
-        let mut macs = [([0u8; 6], None); MAX_BATCH];
+        let mut macs = [([0u8; 6], None); N];
         for (b, (i, second)) in blocks[..nb].iter().zip(&owner[..nb]) {
             let m: [u8; 6] = b[..6].try_into().unwrap();
             if *second {
