@@ -46,7 +46,11 @@ impl InterfaceSet {
         self.0[usize::from(id >> 6)] & (1 << (id & 63)) != 0
     }
     pub fn iter(&self) -> impl Iterator<Item = u16> + '_ {
-        (0..=u16::MAX).filter(|i| self.contains(*i))
+        self.0
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| **w != 0)
+            .flat_map(|(i, w)| (0..64u16).filter(move |b| w & (1 << b) != 0).map(move |b| (i as u16) << 6 | b))
     }
 }
 

@@ -1,0 +1,372 @@
+//! Property tests of the SCION wire format and the standard-path router:
+//!
+//! - parse/emit round trips of arbitrary valid packets and standard paths;
+//! - path reversal is an involution that keeps the length;
+//! - no input makes the parsers, the zero-copy view or the router panic, whether it is
+//!   arbitrary bytes, a valid header around an arbitrary path, or a valid (correctly
+//!   MAC'd) packet with a byte changed somewhere on its way along a path.
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use aviary_qos::Verdict;
+use aviary_scion::path::{segment_of, MAX_HOPS};
+use aviary_scion::{
+    combine, path_type, AsForwarding, HopField, HopMacKey, HostAddr, InfoField, IsdAsn, ScionHeader, ScionPacket,
+    ScionView, Segment, StandardPath,
+};
+use proptest::prelude::*;
+use proptest::sample::Index;
+
+// ---------------------------------------------------------------------------------------
+// Strategies
+// ---------------------------------------------------------------------------------------
+
+fn arb_host() -> impl Strategy<Value = HostAddr> {
+    prop_oneof![
+        any::<[u8; 4]>().prop_map(|b| HostAddr::V4(Ipv4Addr::from(b))),
+        any::<[u8; 16]>().prop_map(|b| HostAddr::V6(Ipv6Addr::from(b))),
+        any::<u16>().prop_map(HostAddr::Svc),
+    ]
+}
+
+fn arb_info() -> impl Strategy<Value = InfoField> {
+    (any::<bool>(), any::<bool>(), any::<u16>(), any::<u32>())
+        .prop_map(|(peering, cons_dir, seg_id, timestamp)| InfoField { peering, cons_dir, seg_id, timestamp })
+}
+
+fn arb_hop() -> impl Strategy<Value = HopField> {
+    (any::<bool>(), any::<bool>(), any::<u8>(), any::<u16>(), any::<u16>(), any::<[u8; 6]>()).prop_map(
+        |(ingress_alert, egress_alert, exp_time, cons_ingress, cons_egress, mac)| HopField {
+            ingress_alert,
+            egress_alert,
+            exp_time,
+            cons_ingress,
+            cons_egress,
+            mac,
+        },
+    )
+}
+
+/// A valid standard path: 1–3 segments of 1–20 hops each (at most 60 < 63 in all),
+/// CurrHF anywhere, CurrINF its segment.
+fn arb_path() -> impl Strategy<Value = StandardPath> {
+    prop::collection::vec((arb_info(), prop::collection::vec(arb_hop(), 1..=20)), 1..=3)
+        .prop_flat_map(|segs| (Just(segs), any::<Index>()))
+        .prop_map(|(segs, idx)| {
+            let mut p = StandardPath::default();
+            for (i, (info, hops)) in segs.into_iter().enumerate() {
+                p.seg_len[i] = hops.len() as u8;
+                p.info.push(info);
+                p.hops.extend(hops);
+            }
+            assert!(p.hops.len() <= MAX_HOPS);
+            p.curr_hf = idx.index(p.hops.len()) as u8;
+            p.curr_inf = segment_of(p.seg_len, usize::from(p.curr_hf)) as u8;
+            p
+        })
+}
+
+/// A valid packet with a valid standard path and arbitrary host addresses.
+fn arb_packet() -> impl Strategy<Value = (ScionPacket, StandardPath)> {
+    (
+        (any::<u8>(), 0u32..=0xf_ffff, any::<u8>(), any::<u64>(), any::<u64>()),
+        (arb_host(), arb_host(), arb_path(), prop::collection::vec(any::<u8>(), 0..300)),
+    )
+        .prop_map(|((traffic_class, flow_id, next_hdr, dst, src), (dst_host, src_host, path, payload))| {
+            let header = ScionHeader {
+                traffic_class,
+                flow_id,
+                next_hdr,
+                path_type: path_type::SCION,
+                dst_ia: IsdAsn::from_u64(dst),
+                src_ia: IsdAsn::from_u64(src),
+                dst_host,
+                src_host,
+                path: path.to_bytes().unwrap(),
+            };
+            (ScionPacket { header, payload }, path)
+        })
+}
+
+fn arb_bytes() -> impl Strategy<Value = Vec<u8>> {
+    prop::collection::vec(any::<u8>(), 0..2000)
+}
+
+/// A valid SCION header (random host address kinds and path type, mostly SCION) around
+/// arbitrary path bytes whose length is a multiple of 4, so that the view accepts it and
+/// the path parser and router see the garbage.
+fn arb_garbage_path_packet() -> impl Strategy<Value = Vec<u8>> {
+    (
+        arb_host(),
+        arb_host(),
+        prop_oneof![4 => Just(path_type::SCION), 1 => Just(path_type::EMPTY), 1 => any::<u8>()],
+        prop::collection::vec(any::<u32>(), 0..=140),
+        any::<u64>(),
+        any::<u64>(),
+        prop::collection::vec(any::<u8>(), 0..64),
+    )
+        .prop_map(|(dst_host, src_host, ptype, words, dst, src, payload)| {
+            let path = words.iter().flat_map(|w| w.to_be_bytes()).collect();
+            ScionPacket {
+                header: ScionHeader {
+                    traffic_class: 0,
+                    flow_id: 0,
+                    next_hdr: 17,
+                    path_type: ptype,
+                    dst_ia: IsdAsn::from_u64(dst),
+                    src_ia: IsdAsn::from_u64(src),
+                    dst_host,
+                    src_host,
+                    path,
+                },
+                payload,
+            }
+            .to_bytes()
+            .unwrap()
+        })
+}
+
+/// Calls every accessor of a checked view.
+fn touch_view(buf: &mut [u8]) {
+    if let Ok(mut v) = ScionView::new_checked(&mut *buf) {
+        let _ = (
+            v.traffic_class(),
+            v.flow_id(),
+            v.next_hdr(),
+            v.hdr_len(),
+            v.payload_len(),
+            v.pkt_len_u16(),
+            v.path_type(),
+            v.dst_ia(),
+            v.dst_ia_bytes(),
+            v.src_ia(),
+            v.dst_host(),
+            v.src_host(),
+            v.path_range(),
+        );
+        let (p, l) = (v.path().len(), v.payload().len());
+        assert_eq!(v.path_range().len(), p);
+        assert_eq!(v.path_mut().len(), p);
+        assert_eq!(v.payload_mut().len(), l);
+        assert_eq!(usize::from(v.payload_len()), l);
+        assert_eq!(v.hdr_len() + l, v.into_inner().len());
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// A chain of ASes with correctly MAC'd paths (cheap keys, no PBKDF2)
+// ---------------------------------------------------------------------------------------
+
+struct Chain {
+    fwd: Vec<AsForwarding>,
+    path: StandardPath,
+}
+
+const IF_NEXT: u16 = 1;
+const IF_PREV: u16 = 2;
+const TS: u32 = 1_750_000_000;
+const NOW_NS: u64 = (TS as u64 + 60) * 1_000_000_000;
+
+fn ia(i: usize) -> IsdAsn {
+    IsdAsn::new(1, 0xff00_0000_0110 + i as u64)
+}
+
+/// `n` ASes; AS `i` has interface 1 towards `i+1` and 2 towards `i-1`. With four or more
+/// ASes the path has an up, a core and a down segment (two crossovers), with three an up
+/// and a down segment, with two a single segment.
+fn chain(n: usize) -> Chain {
+    let keys: Vec<HopMacKey> = (0..n).map(|i| HopMacKey::new(&[i as u8 + 1; 16])).collect();
+    let seg = |from: usize, to: usize, seg_id: u16| {
+        let mut s = Segment::new(seg_id, TS);
+        let idx: Vec<usize> = if from <= to { (from..=to).collect() } else { (to..=from).rev().collect() };
+        for (k, &i) in idx.iter().enumerate() {
+            let towards = |j: usize| if j > i { IF_NEXT } else { IF_PREV };
+            let ingress = if k == 0 { 0 } else { towards(idx[k - 1]) };
+            let egress = if k + 1 == idx.len() { 0 } else { towards(idx[k + 1]) };
+            s.push_hop(&keys[i], 63, ingress, egress);
+        }
+        s
+    };
+    let path = match n {
+        2 => combine(&[(&seg(0, 1, 0x1111), true)]),
+        3 => combine(&[(&seg(1, 0, 0x2222), false), (&seg(1, 2, 0x3333), true)]),
+        _ => {
+            combine(&[(&seg(1, 0, 0x2222), false), (&seg(n - 2, 1, 0x4444), false), (&seg(n - 2, n - 1, 0x3333), true)])
+        }
+    }
+    .unwrap();
+    let fwd = (0..n)
+        .map(|i| {
+            let ifs = [(i + 1 < n).then_some(IF_NEXT), (i > 0).then_some(IF_PREV)];
+            AsForwarding::new(ia(i), keys[i].clone(), ifs.into_iter().flatten())
+        })
+        .collect();
+    Chain { fwd, path }
+}
+
+fn chain_packet(c: &Chain, payload_len: usize) -> Vec<u8> {
+    ScionPacket {
+        header: ScionHeader {
+            traffic_class: 0,
+            flow_id: 1,
+            next_hdr: 17,
+            path_type: path_type::SCION,
+            dst_ia: ia(c.fwd.len() - 1),
+            src_ia: ia(0),
+            dst_host: HostAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
+            src_host: HostAddr::V6(Ipv6Addr::LOCALHOST),
+            path: c.path.to_bytes().unwrap(),
+        },
+        payload: vec![0x5a; payload_len],
+    }
+    .to_bytes()
+    .unwrap()
+}
+
+fn forward_ingress(i: usize) -> u16 {
+    if i == 0 {
+        0
+    } else {
+        IF_PREV
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Properties
+// ---------------------------------------------------------------------------------------
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// emit → parse gives the same packet and path; emit(parse(bytes)) gives the bytes.
+    #[test]
+    fn packet_round_trip((pkt, path) in arb_packet()) {
+        let bytes = pkt.to_bytes().unwrap();
+        prop_assert_eq!(bytes.len(), pkt.len());
+        let parsed = ScionPacket::parse(&bytes).unwrap();
+        prop_assert_eq!(&parsed, &pkt);
+        prop_assert_eq!(parsed.to_bytes().unwrap(), bytes.clone());
+        prop_assert_eq!(StandardPath::parse(&parsed.header.path).unwrap(), path.clone());
+
+        let v = ScionView::new_checked(&bytes[..]).unwrap();
+        prop_assert_eq!(v.traffic_class(), pkt.header.traffic_class);
+        prop_assert_eq!(v.flow_id(), pkt.header.flow_id);
+        prop_assert_eq!(v.next_hdr(), pkt.header.next_hdr);
+        prop_assert_eq!(v.path_type(), path_type::SCION);
+        prop_assert_eq!(v.dst_ia(), pkt.header.dst_ia);
+        prop_assert_eq!(v.src_ia(), pkt.header.src_ia);
+        prop_assert_eq!(v.dst_host(), pkt.header.dst_host);
+        prop_assert_eq!(v.src_host(), pkt.header.src_host);
+        prop_assert_eq!(v.hdr_len(), pkt.header.len());
+        prop_assert_eq!(v.path(), &pkt.header.path[..]);
+        prop_assert_eq!(v.payload(), &pkt.payload[..]);
+        prop_assert_eq!(usize::from(v.pkt_len_u16().unwrap()), bytes.len());
+    }
+
+    /// The same for the path alone.
+    #[test]
+    fn path_round_trip(path in arb_path()) {
+        prop_assert!(path.validate().is_ok());
+        let bytes = path.to_bytes().unwrap();
+        prop_assert_eq!(bytes.len(), path.len());
+        let parsed = StandardPath::parse(&bytes).unwrap();
+        prop_assert_eq!(&parsed, &path);
+        prop_assert_eq!(parsed.to_bytes().unwrap(), bytes);
+    }
+
+    /// Reversing twice is the identity; reversing keeps the length and validity.
+    #[test]
+    fn reverse_is_an_involution(path in arb_path()) {
+        let mut r = path.clone();
+        r.reverse().unwrap();
+        prop_assert_eq!(r.len(), path.len());
+        prop_assert_eq!(r.hops.len(), path.hops.len());
+        prop_assert!(r.validate().is_ok());
+        let bytes = r.to_bytes().unwrap();
+        prop_assert_eq!(bytes.len(), path.to_bytes().unwrap().len());
+        prop_assert_eq!(StandardPath::parse(&bytes).unwrap(), r.clone());
+        r.reverse().unwrap();
+        prop_assert_eq!(r, path);
+    }
+
+    /// Arbitrary bytes: no parser, view accessor or router call panics.
+    #[test]
+    fn arbitrary_bytes_do_not_panic(
+        mut bytes in arb_bytes(),
+        ingress: u16,
+        now: u64,
+        at in 0usize..4,
+    ) {
+        let _ = ScionPacket::parse(&bytes);
+        if let Ok(mut p) = StandardPath::parse(&bytes) {
+            let b = p.to_bytes().unwrap();
+            prop_assert_eq!(StandardPath::parse(&b).unwrap(), p.clone());
+            p.reverse().unwrap();
+        }
+        touch_view(&mut bytes);
+        let c = chain(4);
+        let _ = c.fwd[at].process(&mut bytes, ingress, now);
+    }
+
+    /// A valid header around an arbitrary path: no panic; anything parsed round-trips.
+    #[test]
+    fn garbage_paths_do_not_panic(
+        mut bytes in arb_garbage_path_packet(),
+        ingress: u16,
+        now: u64,
+        at in 0usize..4,
+    ) {
+        let pkt = ScionPacket::parse(&bytes).unwrap();
+        prop_assert_eq!(pkt.to_bytes().unwrap(), bytes.clone());
+        if let Ok(mut p) = StandardPath::parse(&pkt.header.path) {
+            // The owned form drops reserved bits, so compare parsed values.
+            prop_assert_eq!(StandardPath::parse(&p.to_bytes().unwrap()).unwrap(), p.clone());
+            p.reverse().unwrap();
+        }
+        touch_view(&mut bytes);
+        let c = chain(4);
+        let ingress = if ingress % 2 == 0 { ingress % 4 } else { ingress };
+        let _ = c.fwd[at].process(&mut bytes, ingress, now);
+    }
+
+    /// A correctly MAC'd packet walks its chain; a random byte changed before a random AS
+    /// (with a random ingress and time there) makes no processor panic.
+    #[test]
+    fn mutated_valid_packets_do_not_panic(
+        n in 2usize..=6,
+        payload_len in 0usize..200,
+        at: Index,
+        pos: Index,
+        xor in 1u8..=255,
+        ingress in prop_oneof![Just(None), any::<u16>().prop_map(Some)],
+        now in prop_oneof![Just(None), any::<u64>().prop_map(Some)],
+    ) {
+        let c = chain(n);
+        let mut pkt = chain_packet(&c, payload_len);
+        let at = at.index(n);
+        for i in 0..at {
+            let v = c.fwd[i].process(&mut pkt, forward_ingress(i), NOW_NS);
+            prop_assert_eq!(v, Verdict::best_effort(IF_NEXT), "AS {}", i);
+        }
+        let mut good = pkt.clone();
+        let v = c.fwd[at].process(&mut good, forward_ingress(at), NOW_NS);
+        if at + 1 == n {
+            prop_assert_eq!(v, Verdict::Deliver);
+        } else {
+            prop_assert_eq!(v, Verdict::best_effort(IF_NEXT));
+        }
+
+        let i = pos.index(pkt.len());
+        pkt[i] ^= xor;
+        touch_view(&mut pkt);
+        let _ = ScionPacket::parse(&pkt);
+        let ingress = ingress.unwrap_or(forward_ingress(at));
+        let now = now.unwrap_or(NOW_NS);
+        // The rest of the chain sees whatever the mutated packet became.
+        for f in &c.fwd[at..] {
+            if !matches!(f.process(&mut pkt, ingress, now), Verdict::Forward { .. }) {
+                break;
+            }
+        }
+    }
+}
