@@ -228,7 +228,7 @@ impl Router {
 
         // Stage 5: verify, police, write back.
         for i in 0..n {
-            let Some(w) = work[i] else { continue };
+            let Some(w) = &work[i] else { continue };
             let (mac, next_mac) = macs[i];
             let pkt = &mut *pkts[i];
             let path = &mut pkt[w.path_start..];

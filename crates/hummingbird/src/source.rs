@@ -5,8 +5,8 @@ use aviary_scion::header::{path_type, ScionView};
 use aviary_scion::path::HOP_LEN;
 use thiserror::Error;
 
-use crate::crypto::{flyover_block, AuthKey, ResInfo, MAX_COUNTER};
-use crate::path::{hop_area, MetaHdr, FLYOVER_BIT, FLYOVER_LINES, HOP_LINES, META_LEN};
+use crate::crypto::{flyover_block, high_res_ts, AuthKey, ResInfo, MAX_COUNTER};
+use crate::path::{hop_area, FLYOVER_BIT, FLYOVER_LINES, HOP_LINES, META_LEN};
 use crate::reservation::{res_start_offset, BuildError, Reservation};
 
 #[derive(Clone, Copy, Debug, Error, PartialEq, Eq)]
@@ -95,8 +95,9 @@ impl Source {
         if path.len() != self.path_len || seg_lens_bits(path) != self.seg_lens {
             return Err(StampError::LayoutMismatch);
         }
-        let meta = MetaHdr { base_ts, millis, counter, ..MetaHdr::decode(path) };
-        meta.emit(&mut path[..META_LEN]);
+        // Only the timestamps change: BaseTimestamp, then MillisTimestamp | Counter.
+        path[4..8].copy_from_slice(&base_ts.to_be_bytes());
+        path[8..META_LEN].copy_from_slice(&high_res_ts(millis, counter).to_be_bytes());
         for s in &self.stamps {
             let off = res_start_offset(base_ts, s.res.start)?;
             let fm = s.key.flyover_mac(&flyover_block(dst, pkt_len, off, millis, counter));

@@ -41,7 +41,7 @@ pub struct Effort {
 }
 
 impl Effort {
-    pub const FULL: Effort = Effort { packets: 400_000, repeats: 5 };
+    pub const FULL: Effort = Effort { packets: 200_000, repeats: 11 };
     pub const QUICK: Effort = Effort { packets: 4_000, repeats: 1 };
 }
 
