@@ -10,6 +10,7 @@
 pub mod bw;
 pub mod crypto;
 pub mod path;
+pub mod path_view;
 mod prepare;
 pub mod reservation;
 pub mod router;
@@ -19,6 +20,7 @@ pub mod testbed;
 pub use bw::BwCodec;
 pub use crypto::{derive_sv, AuthKey, ResInfo, SecretValue};
 pub use path::{Flyover, HbirdHop, HbirdPath};
+pub use path_view::HbirdPathView;
 pub use reservation::{as_hops, build_path, AsHop, Reservation};
 pub use router::{PolicingMode, Router, RouterParams};
 pub use source::Source;

@@ -3,12 +3,13 @@
 //! standard path and, for a flyover, the inputs of its A_K and FlyoverMAC.
 
 use aviary_qos::DropReason;
-use aviary_scion::path::{segment_of, HOP_LEN, INFO_LEN};
+use aviary_scion::path::segment_of;
 use aviary_scion::router::{is_peering, HopWork, NextHop, PathEnds};
-use aviary_scion::{AsForwarding, HopField, InfoField, IsdAsn};
+use aviary_scion::{AsForwarding, IsdAsn};
 
 use crate::crypto::{flyover_block, ResInfo};
-use crate::path::{hop_area, Flyover, MetaHdr, FLYOVER_BIT, FLYOVER_LINES, HOP_LINES, META_LEN};
+use crate::path::HOP_LINES;
+use crate::path_view::HbirdPathView;
 
 const MS: u64 = 1_000_000;
 
@@ -38,24 +39,16 @@ pub fn prepare_hbird(
     pkt_len: Option<u16>,
     ingress: u16,
 ) -> Result<(HopWork, Option<FlyoverWork>), DropReason> {
-    let (hop_base, lines) = hop_area(path).ok_or(DropReason::MalformedPath)?;
-    let mut meta = MetaHdr::decode(path);
-    let ninf = (hop_base - META_LEN) / INFO_LEN;
+    let view = HbirdPathView::new_checked(path).map_err(DropReason::from)?;
+    let mut meta = view.meta();
+    let (ninf, lines) = (view.num_info_fields(), view.lines());
     let (ci, ch) = (usize::from(meta.curr_inf), usize::from(meta.curr_hf));
-    if ch >= lines || ci >= ninf || segment_of(meta.seg_len, ch) != ci {
-        return Err(DropReason::PathIndexOutOfRange);
-    }
-    let seg_end = |s: usize| meta.seg_len[..=s].iter().map(|l| usize::from(*l)).sum::<usize>();
-    let info_at = |i: usize| META_LEN + INFO_LEN * i;
-    let hop_at = |line: usize| hop_base + 4 * line;
-
-    let info = InfoField::parse(&path[info_at(ci)..]);
-    let is_flyover = path[hop_at(ch)] & FLYOVER_BIT != 0;
-    let hop_lines = if is_flyover { FLYOVER_LINES } else { HOP_LINES };
-    if ch + hop_lines > seg_end(ci) {
-        return Err(DropReason::MalformedPath);
-    }
-    let hop = HopField::parse(&path[hop_at(ch)..]);
+    let seg_end = |s: usize| view.segment_end(s);
+    let info_at = |i: usize| view.info_offset(i);
+    let hop_lines = view.lines_at(ch);
+    let info = view.info(ci);
+    let current = view.hop(ch).ok_or(DropReason::MalformedPath)?;
+    let hop = current.hop;
     let peering = is_peering(&info, meta.seg_len, ch + hop_lines == seg_end(0), ch == seg_end(0))?;
     let (hop_in, mut egress) = hop.travel_interfaces(info.cons_dir);
     if ingress != 0 && ingress != hop_in {
@@ -70,11 +63,11 @@ pub fn prepare_hbird(
     let mut last = (ch, hop_lines);
     if !deliver && ch + hop_lines == seg_end(ci) && ci + 1 < ninf && !peering {
         let line = ch + hop_lines;
-        if line + HOP_LINES > seg_end(ci + 1) || path[hop_at(line)] & FLYOVER_BIT != 0 {
-            return Err(DropReason::MalformedPath);
-        }
-        let ninfo = InfoField::parse(&path[info_at(ci + 1)..]);
-        let nhop = HopField::parse(&path[hop_at(line)..]);
+        let nhop = match view.hop(line) {
+            Some(h) if h.flyover.is_none() && line + HOP_LINES <= seg_end(ci + 1) => h.hop,
+            _ => return Err(DropReason::MalformedPath),
+        };
+        let ninfo = view.info(ci + 1);
         egress = nhop.travel_interfaces(ninfo.cons_dir).1;
         next = Some(NextHop { info_off: info_at(ci + 1), info: ninfo, hop: nhop });
         last = (line, HOP_LINES);
@@ -83,9 +76,8 @@ pub fn prepare_hbird(
     meta.curr_hf = advanced.min(255) as u8;
     meta.curr_inf = segment_of(meta.seg_len, advanced) as u8;
 
-    let flyover = if is_flyover {
+    let flyover = if let Some(fly) = current.flyover {
         let pkt_len = pkt_len.ok_or(DropReason::PktLenOverflow)?;
-        let fly = Flyover::parse(&path[hop_at(ch) + HOP_LEN..]);
         let res = ResInfo {
             ingress: hop_in,
             egress,
@@ -97,7 +89,7 @@ pub fn prepare_hbird(
         Some(FlyoverWork {
             res_block: res.block(),
             mac_block: flyover_block(dst_bytes, pkt_len, fly.res_start_offset, meta.millis, meta.counter),
-            mac_off: hop_at(ch) + 6,
+            mac_off: view.hop_offset(ch) + 6,
             res,
             sent_ns: (u64::from(meta.base_ts) * 1000 + u64::from(meta.millis)) * MS,
             pkt_len,

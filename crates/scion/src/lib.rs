@@ -10,6 +10,7 @@ pub mod header;
 pub mod ia;
 pub mod mac;
 pub mod path;
+pub mod path_view;
 pub mod router;
 pub mod segment;
 
@@ -17,5 +18,6 @@ pub use header::{path_type, HeaderError, HostAddr, ScionHeader, ScionPacket, Sci
 pub use ia::{IaParseError, IsdAsn};
 pub use mac::{derive_forwarding_key, derive_key, HopMacKey};
 pub use path::{HopField, InfoField, PathError, StandardPath};
+pub use path_view::StandardPathView;
 pub use router::{AsForwarding, InterfaceSet};
 pub use segment::{combine, Segment};

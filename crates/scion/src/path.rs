@@ -204,30 +204,15 @@ impl StandardPath {
 
     /// Parses a path that fills `b` exactly (as the header's path bytes do).
     pub fn parse(b: &[u8]) -> Result<Self, PathError> {
-        if b.len() < META_LEN {
-            return Err(PathError::Truncated);
-        }
-        let meta = MetaHdr::decode(b[..4].try_into().unwrap());
-        let ninf = num_info_fields(meta.seg_len)?;
-        if ninf == 0 {
-            return Err(PathError::BadSegLens(meta.seg_len));
-        }
-        let nhf: usize = meta.seg_len.iter().map(|l| usize::from(*l)).sum();
-        if nhf > MAX_HOPS {
-            return Err(PathError::TooManyHops(nhf));
-        }
-        let expected = META_LEN + INFO_LEN * ninf + HOP_LEN * nhf;
-        if b.len() != expected {
-            return Err(PathError::LengthMismatch { expected, actual: b.len() });
-        }
-        let (ci, ch) = (usize::from(meta.curr_inf), usize::from(meta.curr_hf));
-        if ch >= nhf || ci >= ninf || segment_of(meta.seg_len, ch) != ci {
-            return Err(PathError::IndexOutOfRange);
-        }
-        let info = (0..ninf).map(|i| InfoField::parse(&b[META_LEN + INFO_LEN * i..])).collect();
-        let hop_base = META_LEN + INFO_LEN * ninf;
-        let hops = (0..nhf).map(|i| HopField::parse(&b[hop_base + HOP_LEN * i..])).collect();
-        Ok(Self { curr_inf: meta.curr_inf, curr_hf: meta.curr_hf, seg_len: meta.seg_len, info, hops })
+        let v = crate::path_view::StandardPathView::new_checked(b)?;
+        let meta = v.meta();
+        Ok(Self {
+            curr_inf: meta.curr_inf,
+            curr_hf: meta.curr_hf,
+            seg_len: meta.seg_len,
+            info: (0..v.num_info_fields()).map(|i| v.info(i)).collect(),
+            hops: (0..v.num_hops()).map(|i| v.hop(i)).collect(),
+        })
     }
 
     /// Checks the invariants that [`parse`](Self::parse) enforces.

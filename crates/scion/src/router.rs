@@ -12,10 +12,8 @@ use aviary_qos::{DropReason, Verdict};
 
 use crate::header::{path_type, ScionView};
 use crate::mac::{mac_eq, mac_input, HopMacKey, MAC_LEN};
-use crate::path::{
-    chain_seg_id, hop_expiry_ns, num_info_fields, segment_of, HopField, InfoField, MetaHdr, HOP_LEN, INFO_LEN,
-    MAX_HOPS, META_LEN,
-};
+use crate::path::{chain_seg_id, hop_expiry_ns, segment_of, HopField, InfoField};
+use crate::path_view::StandardPathView;
 use crate::IsdAsn;
 
 /// A set of interface ids (one bit per possible id, 8 KiB).
@@ -159,23 +157,13 @@ impl AsForwarding {
 
     /// Parses a standard path and runs every check that needs no cryptography.
     pub fn prepare_standard(&self, path: &[u8], src: IsdAsn, dst: IsdAsn, ingress: u16) -> Result<HopWork, DropReason> {
-        if path.len() < META_LEN {
-            return Err(DropReason::MalformedPath);
-        }
-        let mut meta = MetaHdr::decode(path[..4].try_into().unwrap());
-        let ninf = num_info_fields(meta.seg_len).map_err(DropReason::from)?;
-        let nhf: usize = meta.seg_len.iter().map(|l| usize::from(*l)).sum();
-        if ninf == 0 || nhf > MAX_HOPS || path.len() != META_LEN + INFO_LEN * ninf + HOP_LEN * nhf {
-            return Err(DropReason::MalformedPath);
-        }
+        let view = StandardPathView::new_checked(path).map_err(DropReason::from)?;
+        let mut meta = view.meta();
+        let nhf = view.num_hops();
         let (ci, ch) = (usize::from(meta.curr_inf), usize::from(meta.curr_hf));
-        if ch >= nhf || ci >= ninf || segment_of(meta.seg_len, ch) != ci {
-            return Err(DropReason::PathIndexOutOfRange);
-        }
-        let hop_base = META_LEN + INFO_LEN * ninf;
-        let info_at = |i: usize| META_LEN + INFO_LEN * i;
-        let info = InfoField::parse(&path[info_at(ci)..]);
-        let hop = HopField::parse(&path[hop_base + HOP_LEN * ch..]);
+        let info_at = |i: usize| view.info_offset(i);
+        let info = view.info(ci);
+        let hop = view.hop(ch);
         let s0 = usize::from(meta.seg_len[0]);
         let peering = is_peering(&info, meta.seg_len, ch + 1 == s0, ch == s0)?;
         let (hop_in, mut egress) = hop.travel_interfaces(info.cons_dir);
@@ -188,8 +176,8 @@ impl AsForwarding {
         let mut last = ch;
         if !deliver && ch + 1 < nhf && segment_of(meta.seg_len, ch + 1) != ci && !peering {
             // Segment crossover: the next hop field, in the next segment, is this AS's too.
-            let ninfo = InfoField::parse(&path[info_at(ci + 1)..]);
-            let nhop = HopField::parse(&path[hop_base + HOP_LEN * (ch + 1)..]);
+            let ninfo = view.info(ci + 1);
+            let nhop = view.hop(ch + 1);
             egress = nhop.travel_interfaces(ninfo.cons_dir).1;
             next = Some(NextHop { info_off: info_at(ci + 1), info: ninfo, hop: nhop });
             last = ch + 1;

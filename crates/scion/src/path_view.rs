@@ -1,0 +1,91 @@
+//! Zero-copy view over a standard path, for routers: one checked constructor validates the
+//! meta header against the buffer, after which every field access is in bounds.
+
+use crate::path::{
+    num_info_fields, segment_of, HopField, InfoField, MetaHdr, PathError, HOP_LEN, INFO_LEN, MAX_HOPS, META_LEN,
+};
+
+#[derive(Clone, Copy, Debug)]
+pub struct StandardPathView<T> {
+    buf: T,
+    meta: MetaHdr,
+    num_inf: usize,
+    num_hops: usize,
+}
+
+impl<T: AsRef<[u8]>> StandardPathView<T> {
+    /// Checks segment lengths, the path length they imply (the buffer must hold exactly the
+    /// path) and that CurrINF/CurrHF point into the same segment.
+    pub fn new_checked(buf: T) -> Result<Self, PathError> {
+        let b = buf.as_ref();
+        if b.len() < META_LEN {
+            return Err(PathError::Truncated);
+        }
+        let meta = MetaHdr::decode([b[0], b[1], b[2], b[3]]);
+        let num_inf = num_info_fields(meta.seg_len)?;
+        if num_inf == 0 {
+            return Err(PathError::BadSegLens(meta.seg_len));
+        }
+        let num_hops: usize = meta.seg_len.iter().map(|l| usize::from(*l)).sum();
+        if num_hops > MAX_HOPS {
+            return Err(PathError::TooManyHops(num_hops));
+        }
+        let expected = META_LEN + INFO_LEN * num_inf + HOP_LEN * num_hops;
+        if b.len() != expected {
+            return Err(PathError::LengthMismatch { expected, actual: b.len() });
+        }
+        let (ci, ch) = (usize::from(meta.curr_inf), usize::from(meta.curr_hf));
+        if ch >= num_hops || ci >= num_inf || segment_of(meta.seg_len, ch) != ci {
+            return Err(PathError::IndexOutOfRange);
+        }
+        Ok(Self { buf, meta, num_inf, num_hops })
+    }
+
+    pub fn meta(&self) -> MetaHdr {
+        self.meta
+    }
+    pub fn num_info_fields(&self) -> usize {
+        self.num_inf
+    }
+    pub fn num_hops(&self) -> usize {
+        self.num_hops
+    }
+    /// Offset of info field `i` in the path.
+    pub fn info_offset(&self, i: usize) -> usize {
+        META_LEN + INFO_LEN * i
+    }
+    /// Offset of hop field `i` in the path.
+    pub fn hop_offset(&self, i: usize) -> usize {
+        META_LEN + INFO_LEN * self.num_inf + HOP_LEN * i
+    }
+    /// Info field `i`; panics if `i >= num_info_fields()`.
+    pub fn info(&self, i: usize) -> InfoField {
+        assert!(i < self.num_inf, "info field {i} of {}", self.num_inf);
+        InfoField::parse(&self.buf.as_ref()[self.info_offset(i)..])
+    }
+    /// Hop field `i`; panics if `i >= num_hops()`.
+    pub fn hop(&self, i: usize) -> HopField {
+        assert!(i < self.num_hops, "hop field {i} of {}", self.num_hops);
+        HopField::parse(&self.buf.as_ref()[self.hop_offset(i)..])
+    }
+    pub fn curr_info(&self) -> InfoField {
+        self.info(usize::from(self.meta.curr_inf))
+    }
+    pub fn curr_hop(&self) -> HopField {
+        self.hop(usize::from(self.meta.curr_hf))
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> StandardPathView<T> {
+    pub fn set_seg_id(&mut self, info: usize, seg_id: u16) {
+        let off = self.info_offset(info);
+        self.buf.as_mut()[off + 2..off + 4].copy_from_slice(&seg_id.to_be_bytes());
+    }
+    /// Moves CurrINF/CurrHF (the caller keeps them consistent with the segments).
+    pub fn set_current(&mut self, curr_inf: u8, curr_hf: u8) {
+        self.meta.curr_inf = curr_inf;
+        self.meta.curr_hf = curr_hf;
+        let m = self.meta.encode();
+        self.buf.as_mut()[..4].copy_from_slice(&m);
+    }
+}
