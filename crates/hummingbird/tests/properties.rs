@@ -8,8 +8,10 @@
 //!   priority at a reserved hop, unless the bit is one that no MAC covers at that hop (see
 //!   [`unauthenticated`] for the exact list and why each entry is there).
 
+#[path = "../../scion/tests/strategies/mod.rs"]
+mod strategies;
 use std::collections::BTreeMap;
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::Ipv4Addr;
 use std::sync::OnceLock;
 
 use aviary_hummingbird::crypto::{ResInfo, MAX_COUNTER, MAX_MILLIS, MAX_RES_ID};
@@ -21,7 +23,7 @@ use aviary_hummingbird::{HbirdPath, Reservation, Router, RouterParams, Source};
 use aviary_qos::{Class, Verdict};
 use aviary_scion::header::path_type;
 use aviary_scion::path::{num_info_fields, INFO_LEN};
-use aviary_scion::{HopField, HostAddr, InfoField, IsdAsn, ScionHeader, ScionPacket, ScionView};
+use aviary_scion::{HostAddr, InfoField, IsdAsn, ScionHeader, ScionPacket, ScionView};
 use proptest::prelude::*;
 use proptest::sample::Index;
 
@@ -33,31 +35,7 @@ const NOW_NS: u64 = NOW_S as u64 * NS;
 // Strategies for paths
 // ---------------------------------------------------------------------------------------
 
-fn arb_host() -> impl Strategy<Value = HostAddr> {
-    prop_oneof![
-        any::<[u8; 4]>().prop_map(|b| HostAddr::V4(Ipv4Addr::from(b))),
-        any::<[u8; 16]>().prop_map(|b| HostAddr::V6(Ipv6Addr::from(b))),
-        any::<u16>().prop_map(HostAddr::Svc),
-    ]
-}
-
-fn arb_info() -> impl Strategy<Value = InfoField> {
-    (any::<bool>(), any::<bool>(), any::<u16>(), any::<u32>())
-        .prop_map(|(peering, cons_dir, seg_id, timestamp)| InfoField { peering, cons_dir, seg_id, timestamp })
-}
-
-fn arb_hop() -> impl Strategy<Value = HopField> {
-    (any::<bool>(), any::<bool>(), any::<u8>(), any::<u16>(), any::<u16>(), any::<[u8; 6]>()).prop_map(
-        |(ingress_alert, egress_alert, exp_time, cons_ingress, cons_egress, mac)| HopField {
-            ingress_alert,
-            egress_alert,
-            exp_time,
-            cons_ingress,
-            cons_egress,
-            mac,
-        },
-    )
-}
+use strategies::{arb_hop, arb_host, arb_info};
 
 fn arb_flyover() -> impl Strategy<Value = Flyover> {
     (0..=MAX_RES_ID, 0u16..=0x3ff, any::<u16>(), any::<u16>())

@@ -110,7 +110,6 @@ pub fn mac_eq(a: &[u8], b: &[u8; MAC_LEN]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use aes::cipher::KeyInit;
     use cmac::{Cmac, Mac};
     use proptest::prelude::*;
 

@@ -6,13 +6,14 @@
 //!   arbitrary bytes, a valid header around an arbitrary path, or a valid (correctly
 //!   MAC'd) packet with a byte changed somewhere on its way along a path.
 
+mod strategies;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use aviary_qos::Verdict;
 use aviary_scion::path::{segment_of, MAX_HOPS};
 use aviary_scion::{
-    combine, path_type, AsForwarding, HopField, HopMacKey, HostAddr, InfoField, IsdAsn, ScionHeader, ScionPacket,
-    ScionView, Segment, StandardPath,
+    combine, path_type, AsForwarding, HopMacKey, HostAddr, IsdAsn, ScionHeader, ScionPacket, ScionView, Segment,
+    StandardPath,
 };
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -21,31 +22,7 @@ use proptest::sample::Index;
 // Strategies
 // ---------------------------------------------------------------------------------------
 
-fn arb_host() -> impl Strategy<Value = HostAddr> {
-    prop_oneof![
-        any::<[u8; 4]>().prop_map(|b| HostAddr::V4(Ipv4Addr::from(b))),
-        any::<[u8; 16]>().prop_map(|b| HostAddr::V6(Ipv6Addr::from(b))),
-        any::<u16>().prop_map(HostAddr::Svc),
-    ]
-}
-
-fn arb_info() -> impl Strategy<Value = InfoField> {
-    (any::<bool>(), any::<bool>(), any::<u16>(), any::<u32>())
-        .prop_map(|(peering, cons_dir, seg_id, timestamp)| InfoField { peering, cons_dir, seg_id, timestamp })
-}
-
-fn arb_hop() -> impl Strategy<Value = HopField> {
-    (any::<bool>(), any::<bool>(), any::<u8>(), any::<u16>(), any::<u16>(), any::<[u8; 6]>()).prop_map(
-        |(ingress_alert, egress_alert, exp_time, cons_ingress, cons_egress, mac)| HopField {
-            ingress_alert,
-            egress_alert,
-            exp_time,
-            cons_ingress,
-            cons_egress,
-            mac,
-        },
-    )
-}
+use strategies::{arb_hop, arb_host, arb_info};
 
 /// A valid standard path: 1–3 segments of 1–20 hops each (at most 60 < 63 in all),
 /// CurrHF anywhere, CurrINF its segment.

@@ -15,6 +15,7 @@
 //! - sciparse's `advance_ingress` refuses segments of a single hop field; aviary accepts them.
 //!   Generated segments have at least two hops.
 
+mod strategies;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use aviary_qos::Verdict;
@@ -46,31 +47,7 @@ use sciparse::packet::view::ScionRawPacketView;
 // Random inputs (aviary types) and their translation into sciparse models
 // ---------------------------------------------------------------------------------------
 
-fn arb_host() -> impl Strategy<Value = HostAddr> {
-    prop_oneof![
-        any::<[u8; 4]>().prop_map(|b| HostAddr::V4(Ipv4Addr::from(b))),
-        any::<[u8; 16]>().prop_map(|b| HostAddr::V6(Ipv6Addr::from(b))),
-        any::<u16>().prop_map(HostAddr::Svc),
-    ]
-}
-
-fn arb_info() -> impl Strategy<Value = InfoField> {
-    (any::<bool>(), any::<bool>(), any::<u16>(), any::<u32>())
-        .prop_map(|(peering, cons_dir, seg_id, timestamp)| InfoField { peering, cons_dir, seg_id, timestamp })
-}
-
-fn arb_hop() -> impl Strategy<Value = HopField> {
-    (any::<bool>(), any::<bool>(), any::<u8>(), any::<u16>(), any::<u16>(), any::<[u8; 6]>()).prop_map(
-        |(ingress_alert, egress_alert, exp_time, cons_ingress, cons_egress, mac)| HopField {
-            ingress_alert,
-            egress_alert,
-            exp_time,
-            cons_ingress,
-            cons_egress,
-            mac,
-        },
-    )
-}
+use strategies::{arb_hop, arb_host, arb_info};
 
 /// A valid standard path: 1–3 segments of 2–6 hops, CurrHF anywhere, CurrINF its segment.
 fn arb_path() -> impl Strategy<Value = StandardPath> {
