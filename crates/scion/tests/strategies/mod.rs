@@ -1,5 +1,6 @@
 //! proptest strategies for SCION fields, shared by the property and interop tests of
-//! aviary-scion and aviary-hummingbird.
+//! aviary-scion and aviary-hummingbird. Not every suite uses every strategy.
+#![allow(dead_code)]
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 

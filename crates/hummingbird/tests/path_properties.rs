@@ -1,0 +1,210 @@
+//! Property tests of the Hummingbird path (type 5):
+//!
+//! - parse/emit round trips of arbitrary valid paths mixing hop and flyover hop fields, and
+//!   parse and emit accept the same paths;
+//! - reversal yields a flyover-free path that matches the reversal of the standard path.
+
+#[path = "../../scion/tests/strategies/mod.rs"]
+mod strategies;
+
+use aviary_hummingbird::crypto::{MAX_COUNTER, MAX_MILLIS, MAX_RES_ID};
+use aviary_hummingbird::path::{Flyover, HbirdHop, MetaHdr, HOP_LINES, MAX_SEG_LINES, META_LEN};
+use aviary_hummingbird::HbirdPath;
+use aviary_scion::path::INFO_LEN;
+use aviary_scion::InfoField;
+use proptest::prelude::*;
+use proptest::sample::Index;
+
+// ---------------------------------------------------------------------------------------
+// Strategies for paths
+// ---------------------------------------------------------------------------------------
+
+use strategies::{arb_hop, arb_info};
+
+fn arb_flyover() -> impl Strategy<Value = Flyover> {
+    (0..=MAX_RES_ID, 0u16..=0x3ff, any::<u16>(), any::<u16>())
+        .prop_map(|(res_id, bw, res_start_offset, res_duration)| Flyover { res_id, bw, res_start_offset, res_duration })
+}
+
+fn arb_hbird_hop() -> impl Strategy<Value = HbirdHop> {
+    (arb_hop(), proptest::option::of(arb_flyover())).prop_map(|(hop, flyover)| HbirdHop { hop, flyover })
+}
+
+/// One segment: 1 to 42 hop fields of either kind, cut to at most 127 lines. Short
+/// segments are more likely, so that many paths stay within the 8-bit CurrHF.
+fn arb_segment() -> impl Strategy<Value = Vec<HbirdHop>> {
+    prop_oneof![
+        3 => prop::collection::vec(arb_hbird_hop(), 1..=8),
+        1 => prop::collection::vec(arb_hbird_hop(), 1..=42),
+    ]
+    .prop_map(|hops| {
+        let mut lines = 0;
+        hops.into_iter()
+            .take_while(|h| {
+                lines += h.lines();
+                lines <= MAX_SEG_LINES
+            })
+            .collect()
+    })
+}
+
+/// Line offset and segment of every hop field, in path order.
+fn hop_lines(segments: &[Vec<HbirdHop>]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut line = 0;
+    for (s, seg) in segments.iter().enumerate() {
+        for h in seg {
+            out.push((line, s));
+            line += h.lines();
+        }
+    }
+    out
+}
+
+/// A path as the brief of the wire format allows it: 1–3 segments of at most 127 lines
+/// each, CurrHF ≤ 255 on a hop field of segment CurrINF. Hop fields after line 255 may
+/// exist (they are unreachable by CurrHF).
+fn arb_wire_path() -> impl Strategy<Value = HbirdPath> {
+    (
+        prop::collection::vec((arb_info(), arb_segment()), 1..=3),
+        any::<u32>(),
+        0..=MAX_MILLIS,
+        0..=MAX_COUNTER,
+        any::<Index>(),
+    )
+        .prop_map(|(segs, base_ts, millis, counter, idx)| {
+            let (info, segments): (Vec<_>, Vec<_>) = segs.into_iter().unzip();
+            let reachable: Vec<(usize, usize)> = hop_lines(&segments).into_iter().filter(|(l, _)| *l <= 255).collect();
+            let (line, seg) = *idx.get(&reachable);
+            HbirdPath { curr_inf: seg as u8, curr_hf: line as u8, base_ts, millis, counter, info, segments }
+        })
+}
+
+/// A path that [`HbirdPath::validate`] accepts: no hop field beyond line 255.
+fn arb_path() -> impl Strategy<Value = HbirdPath> {
+    arb_wire_path().prop_filter("a hop field beyond line 255", |p| hop_lines(&p.segments).last().unwrap().0 <= 255)
+}
+
+/// Encodes a path without [`HbirdPath::validate`], as a sender that does not use aviary
+/// could put it on the wire.
+fn encode_unchecked(p: &HbirdPath) -> Vec<u8> {
+    let mut out = vec![0u8; p.len()];
+    MetaHdr {
+        curr_inf: p.curr_inf,
+        curr_hf: p.curr_hf,
+        seg_len: p.seg_len(),
+        base_ts: p.base_ts,
+        millis: p.millis,
+        counter: p.counter,
+    }
+    .emit(&mut out);
+    let mut off = META_LEN;
+    for i in &p.info {
+        i.emit(&mut out[off..]);
+        off += INFO_LEN;
+    }
+    for h in p.hops() {
+        h.emit(&mut out[off..]);
+        off += 4 * h.lines();
+    }
+    out
+}
+
+fn strip_flyovers(p: &HbirdPath) -> HbirdPath {
+    let mut q = p.clone();
+    let curr = q.curr_hop_index().unwrap();
+    for h in q.segments.iter_mut().flatten() {
+        h.flyover = None;
+    }
+    q.curr_hf = (HOP_LINES * curr) as u8;
+    q
+}
+
+// ---------------------------------------------------------------------------------------
+// Path properties
+// ---------------------------------------------------------------------------------------
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// emit → parse gives the same path; emit(parse(bytes)) gives the bytes.
+    #[test]
+    fn path_round_trip(p in arb_path()) {
+        prop_assert!(p.validate().is_ok());
+        let bytes = p.to_bytes().unwrap();
+        prop_assert_eq!(bytes.len(), p.len());
+        prop_assert_eq!(&bytes, &encode_unchecked(&p));
+        let parsed = HbirdPath::parse(&bytes).unwrap();
+        prop_assert_eq!(&parsed, &p);
+        prop_assert_eq!(parsed.to_bytes().unwrap(), bytes);
+    }
+
+    /// Reversal drops the flyovers, gives a valid path, and agrees with the reversal of
+    /// the standard path; reversing twice gives the flyover-free original.
+    #[test]
+    fn reverse_matches_standard(p in arb_path()) {
+        let mut r = p.clone();
+        r.reverse().unwrap();
+        prop_assert!(r.hops().all(|h| h.flyover.is_none()));
+        prop_assert!(r.validate().is_ok());
+        prop_assert_eq!(r.hops().count(), p.hops().count());
+        prop_assert_eq!(
+            (r.base_ts, r.millis, r.counter),
+            (p.base_ts, p.millis, p.counter)
+        );
+        prop_assert_eq!(HbirdPath::parse(&r.to_bytes().unwrap()).unwrap(), r.clone());
+        match p.to_standard() {
+            Ok(mut s) => {
+                s.reverse().unwrap();
+                prop_assert_eq!(r.to_standard().unwrap(), s);
+            }
+            // More than 63 hop fields: no standard path either way.
+            Err(_) => prop_assert!(r.to_standard().is_err()),
+        }
+        let mut rr = r.clone();
+        rr.reverse().unwrap();
+        prop_assert_eq!(rr, strip_flyovers(&p));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Of the paths the wire format can carry (hop fields beyond line 255 included), the
+    /// parser accepts exactly those that `emit` accepts, and they round-trip.
+    #[test]
+    fn parse_and_emit_accept_the_same_paths(p in arb_wire_path()) {
+        let bytes = encode_unchecked(&p);
+        match (HbirdPath::parse(&bytes), p.to_bytes()) {
+            (Ok(q), Ok(b)) => {
+                prop_assert_eq!(q, p);
+                prop_assert_eq!(b, bytes);
+            }
+            (Err(_), Err(_)) => {}
+            (parsed, emitted) => {
+                prop_assert!(false, "parse: {:?}, emit: {:?}", parsed.map(|_| ()), emitted.map(|_| ()))
+            }
+        }
+    }
+}
+
+/// Regression: the parser used to accept a path that `validate` (and so `emit`) rejects,
+/// with hop fields after line 255, which CurrHF cannot reach. Parser and emitter must
+/// agree either way.
+#[test]
+fn path_with_unreachable_hop_fields() {
+    let fly = HbirdHop { flyover: Some(Flyover::default()), ..HbirdHop::default() };
+    // Three segments of 25 flyovers (125 lines each): hop fields up to line 370.
+    let p = HbirdPath { info: vec![InfoField::default(); 3], segments: vec![vec![fly; 25]; 3], ..HbirdPath::default() };
+    let bytes = encode_unchecked(&p);
+    assert_eq!(
+        HbirdPath::parse(&bytes).is_ok(),
+        p.validate().is_ok(),
+        "parse: {:?}, validate: {:?}",
+        HbirdPath::parse(&bytes).map(|_| ()),
+        p.validate()
+    );
+    if let Ok(q) = HbirdPath::parse(&bytes) {
+        assert_eq!(q.to_bytes(), Ok(bytes));
+    }
+}
