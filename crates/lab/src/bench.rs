@@ -113,18 +113,8 @@ const TRANSIT: usize = 2;
 
 fn standard_case(now: u64) -> RouterCase {
     let chain = Chain::new(5, T0 - 60);
-    let mut pkt = chain.standard_packet(100);
-    for i in 0..TRANSIT {
-        chain.router(i, RouterParams::default()).process(&mut pkt, Chain::forward_ingress(i), now);
-    }
-    let path = ScionView::new_checked(&pkt[..]).unwrap().path_range();
-    RouterCase {
-        router: chain.router(TRANSIT, RouterParams::default()),
-        ingress: Chain::forward_ingress(TRANSIT),
-        pkt,
-        path,
-        now,
-    }
+    let pkt = chain.standard_packet(100);
+    at_transit(&chain, pkt, now)
 }
 
 fn flyover_case(now: u64) -> RouterCase {
@@ -133,6 +123,11 @@ fn flyover_case(now: u64) -> RouterCase {
     let res = [(TRANSIT, chain.grant(TRANSIT, 77, 1023, T0 - 10, 3600))];
     let mut pkt = chain.hbird_packet(&res, T0, 100).unwrap();
     Source::new(&pkt, &[res[0].1]).unwrap().stamp(&mut pkt, now).unwrap();
+    at_transit(&chain, pkt, now)
+}
+
+/// The packet as it reaches the transit AS, and that AS's router.
+fn at_transit(chain: &Chain, mut pkt: Vec<u8>, now: u64) -> RouterCase {
     for i in 0..TRANSIT {
         chain.router(i, RouterParams::default()).process(&mut pkt, Chain::forward_ingress(i), now);
     }
