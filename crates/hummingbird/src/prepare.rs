@@ -101,7 +101,7 @@ pub fn prepare_hbird(
         info_off: info_at(ci),
         info,
         hop,
-        chain_before: !info.cons_dir && ingress != 0 && !peering,
+        chain_before: HopWork::chains_before_verifying(&info, ingress, peering),
         peering,
         deliver,
         next,

@@ -188,7 +188,7 @@ impl AsForwarding {
             info_off: info_at(ci),
             info,
             hop,
-            chain_before: !info.cons_dir && ingress != 0 && !peering,
+            chain_before: HopWork::chains_before_verifying(&info, ingress, peering),
             peering,
             deliver,
             next,
@@ -281,6 +281,15 @@ pub struct HopWork {
 }
 
 impl HopWork {
+    /// Against construction direction a router chains the SegID with the hop field's MAC
+    /// before verifying it, except at the first hop field of a segment that it processes
+    /// (a packet from inside the AS, or the new segment after a crossover) and for peering
+    /// hop fields, whose MACs are not chained.
+    #[inline]
+    pub fn chains_before_verifying(info: &InfoField, ingress: u16, peering: bool) -> bool {
+        !info.cons_dir && ingress != 0 && !peering
+    }
+
     /// Sets the hop field's MAC (for a flyover: the candidate `AggMAC ⊕ FlyoverMAC`) and
     /// chains the SegID with it where the direction requires it before verification.
     #[inline]
