@@ -203,3 +203,28 @@ pub fn table(r: &DemoReport) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_demo_shows_what_each_flow_gets() {
+        let r = run(1000);
+        let flow = |name: &str| r.flows.iter().find(|f| f.name == name).unwrap();
+        let share = |f: &FlowReport| f.priority_everywhere as f64 / f.sent as f64;
+        let reserved = flow("reserved");
+        assert!(reserved.sent > 100);
+        assert_eq!(reserved.priority_everywhere, reserved.sent);
+        assert_eq!(flow("best effort").priority_everywhere, 0);
+        // Three times the reserved rate: about a third within the reservation (plus the burst).
+        let over = share(flow("overuse ×3"));
+        assert!((0.30..0.40).contains(&over), "overuse share {over}");
+        let forged = flow("forged bandwidth");
+        assert_eq!(forged.delivered, 0);
+        assert_eq!(forged.dropped.get("bad_mac"), Some(&forged.sent));
+        let stale = flow("stale replay (+2 s)");
+        assert_eq!(stale.priority_everywhere, 0);
+        assert_eq!(stale.delivered, stale.sent);
+    }
+}
