@@ -82,7 +82,10 @@ pub struct MetaHdr {
 }
 
 impl MetaHdr {
+    /// Decodes the first 12 bytes of `b` (panics if shorter).
+    #[inline]
     pub fn decode(b: &[u8]) -> Self {
+        let b: &[u8; 12] = b[..12].try_into().unwrap();
         let w = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
         let t = u32::from_be_bytes([b[8], b[9], b[10], b[11]]);
         Self {
@@ -122,7 +125,10 @@ pub struct Flyover {
 }
 
 impl Flyover {
+    /// Parses the first 8 bytes of `b` (panics if shorter).
+    #[inline]
     pub fn parse(b: &[u8]) -> Self {
+        let b: &[u8; 8] = b[..8].try_into().unwrap();
         let w = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
         Self {
             res_id: w >> 10,
@@ -163,6 +169,7 @@ impl HbirdHop {
             HOP_LINES
         }
     }
+    #[inline]
     pub fn parse(b: &[u8]) -> Self {
         let hop = HopField::parse(b);
         let flyover = (b[0] & FLYOVER_BIT != 0).then(|| Flyover::parse(&b[HOP_LEN..]));

@@ -117,7 +117,10 @@ pub struct InfoField {
 }
 
 impl InfoField {
+    /// Parses the first 8 bytes of `b` (panics if shorter).
+    #[inline]
     pub fn parse(b: &[u8]) -> Self {
+        let b: &[u8; 8] = b[..8].try_into().unwrap();
         Self {
             peering: b[0] & 0x02 != 0,
             cons_dir: b[0] & 0x01 != 0,
@@ -145,15 +148,17 @@ pub struct HopField {
 }
 
 impl HopField {
-    /// Parses the first 12 bytes of `b`; reserved flag bits are ignored.
+    /// Parses the first 12 bytes of `b` (panics if shorter); reserved flag bits are ignored.
+    #[inline]
     pub fn parse(b: &[u8]) -> Self {
+        let b: &[u8; 12] = b[..12].try_into().unwrap();
         Self {
             ingress_alert: b[0] & 0x02 != 0,
             egress_alert: b[0] & 0x01 != 0,
             exp_time: b[1],
             cons_ingress: u16::from_be_bytes([b[2], b[3]]),
             cons_egress: u16::from_be_bytes([b[4], b[5]]),
-            mac: b[6..12].try_into().unwrap(),
+            mac: [b[6], b[7], b[8], b[9], b[10], b[11]],
         }
     }
     pub fn emit(&self, out: &mut [u8]) {
