@@ -24,7 +24,7 @@ use aviary_scion::{HostAddr, InfoField, IsdAsn, ScionHeader, ScionPacket, ScionV
 use proptest::prelude::*;
 use proptest::sample::Index;
 
-use strategies::arb_host;
+use strategies::{arb_host, raw_packet};
 
 const NOW_S: u32 = 1_750_000_000;
 const NS: u64 = 1_000_000_000;
@@ -335,22 +335,7 @@ fn arb_garbage_hbird_packet() -> impl Strategy<Value = Vec<u8>> {
             // Keep the header within 1020 bytes.
             let max = 1020 - 28 - dst_host.wire_len() - src_host.wire_len();
             path.truncate(max);
-            ScionPacket {
-                header: ScionHeader {
-                    traffic_class: 0,
-                    flow_id: 0,
-                    next_hdr: 17,
-                    path_type: ptype,
-                    dst_ia: IsdAsn::from_u64(dst),
-                    src_ia: IsdAsn::from_u64(src),
-                    dst_host,
-                    src_host,
-                    path,
-                },
-                payload,
-            }
-            .to_bytes()
-            .unwrap()
+            raw_packet((dst_host, src_host), (dst, src), ptype, path, payload)
         })
 }
 

@@ -22,7 +22,7 @@ use proptest::sample::Index;
 // Strategies
 // ---------------------------------------------------------------------------------------
 
-use strategies::{arb_hop, arb_host, arb_info};
+use strategies::{arb_hop, arb_host, arb_info, arb_packet_with, raw_packet};
 
 /// A valid standard path: 1–3 segments of 1–20 hops each (at most 60 < 63 in all),
 /// CurrHF anywhere, CurrINF its segment.
@@ -45,24 +45,7 @@ fn arb_path() -> impl Strategy<Value = StandardPath> {
 
 /// A valid packet with a valid standard path and arbitrary host addresses.
 fn arb_packet() -> impl Strategy<Value = (ScionPacket, StandardPath)> {
-    (
-        (any::<u8>(), 0u32..=0xf_ffff, any::<u8>(), any::<u64>(), any::<u64>()),
-        (arb_host(), arb_host(), arb_path(), prop::collection::vec(any::<u8>(), 0..300)),
-    )
-        .prop_map(|((traffic_class, flow_id, next_hdr, dst, src), (dst_host, src_host, path, payload))| {
-            let header = ScionHeader {
-                traffic_class,
-                flow_id,
-                next_hdr,
-                path_type: path_type::SCION,
-                dst_ia: IsdAsn::from_u64(dst),
-                src_ia: IsdAsn::from_u64(src),
-                dst_host,
-                src_host,
-                path: path.to_bytes().unwrap(),
-            };
-            (ScionPacket { header, payload }, path)
-        })
+    arb_packet_with(arb_path(), 300)
 }
 
 fn arb_bytes() -> impl Strategy<Value = Vec<u8>> {
@@ -84,22 +67,7 @@ fn arb_garbage_path_packet() -> impl Strategy<Value = Vec<u8>> {
     )
         .prop_map(|(dst_host, src_host, ptype, words, dst, src, payload)| {
             let path = words.iter().flat_map(|w| w.to_be_bytes()).collect();
-            ScionPacket {
-                header: ScionHeader {
-                    traffic_class: 0,
-                    flow_id: 0,
-                    next_hdr: 17,
-                    path_type: ptype,
-                    dst_ia: IsdAsn::from_u64(dst),
-                    src_ia: IsdAsn::from_u64(src),
-                    dst_host,
-                    src_host,
-                    path,
-                },
-                payload,
-            }
-            .to_bytes()
-            .unwrap()
+            raw_packet((dst_host, src_host), (dst, src), ptype, path, payload)
         })
 }
 

@@ -47,7 +47,7 @@ use sciparse::packet::view::ScionRawPacketView;
 // Random inputs (aviary types) and their translation into sciparse models
 // ---------------------------------------------------------------------------------------
 
-use strategies::{arb_hop, arb_host, arb_info};
+use strategies::{arb_hop, arb_info, arb_packet_with};
 
 /// A valid standard path: 1–3 segments of 2–6 hops, CurrHF anywhere, CurrINF its segment.
 fn arb_path() -> impl Strategy<Value = StandardPath> {
@@ -79,24 +79,7 @@ fn segment_index(seg_len: &[u8; 3], hf: usize) -> usize {
 
 /// A random packet carrying a random standard path; the path is returned alongside.
 fn arb_packet() -> impl Strategy<Value = (ScionPacket, StandardPath)> {
-    (
-        (any::<u8>(), 0u32..=0xf_ffff, any::<u8>(), any::<u64>(), any::<u64>()),
-        (arb_host(), arb_host(), arb_path(), prop::collection::vec(any::<u8>(), 0..200)),
-    )
-        .prop_map(|((traffic_class, flow_id, next_hdr, dst, src), (dst_host, src_host, path, payload))| {
-            let header = ScionHeader {
-                traffic_class,
-                flow_id,
-                next_hdr,
-                path_type: path_type::SCION,
-                dst_ia: IsdAsn::from_u64(dst),
-                src_ia: IsdAsn::from_u64(src),
-                dst_host,
-                src_host,
-                path: path.to_bytes().unwrap(),
-            };
-            (ScionPacket { header, payload }, path)
-        })
+    arb_packet_with(arb_path(), 200)
 }
 
 fn sp_host(h: HostAddr) -> WireHostAddr {
