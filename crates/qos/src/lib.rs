@@ -2,10 +2,13 @@
 //!
 //! Every router processor returns a [`Verdict`]; drops carry a [`DropReason`] that the
 //! daemon counts in a [`DropCounters`]. Reservation traffic is policed by a
-//! [`ReservationPolicer`] (seed 000, Alg. 1): one 8-byte timestamp per reservation.
+//! [`ReservationPolicer`] (seed 000, Alg. 1): one 8-byte timestamp per reservation. Each
+//! egress link is emulated by an [`EgressScheduler`]: rate, delay, strict priority, bounded queues.
 
 mod policer;
+mod scheduler;
 mod verdict;
 
 pub use policer::{InverseRateTable, PolicerConfigError, ReservationPolicer, INV_SHIFT};
+pub use scheduler::{ClassStats, EgressScheduler, LinkParams, SchedulerStats};
 pub use verdict::{Class, DropCounters, DropReason, Verdict};
