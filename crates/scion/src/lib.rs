@@ -13,6 +13,7 @@ pub mod path;
 pub mod path_view;
 pub mod router;
 pub mod segment;
+pub mod udp;
 
 pub use header::{path_type, HeaderError, HostAddr, ScionHeader, ScionPacket, ScionView};
 pub use ia::{IaParseError, IsdAsn};
@@ -21,3 +22,4 @@ pub use path::{HopField, InfoField, PathError, StandardPath};
 pub use path_view::StandardPathView;
 pub use router::{AsForwarding, InterfaceSet};
 pub use segment::{combine, Segment};
+pub use udp::{ScionUdpView, UdpError, UdpHeader};
