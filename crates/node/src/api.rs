@@ -1,0 +1,145 @@
+//! The HTTP/JSON API of the AS control service: messages and a blocking client.
+//!
+//! - `POST /v1/segments/extend` (control service to control service): append this AS's
+//!   hop field to a segment under construction, like a beacon passing through the AS.
+//! - `GET /v1/paths?dst=ISD-AS` (host to its own AS): complete standard paths.
+//! - `POST /v1/reservations` (AS operator, bearer token): grant a Hummingbird reservation.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use aviary_hummingbird::Reservation;
+use aviary_scion::{HopField, IsdAsn, Segment, StandardPath};
+use serde::{Deserialize, Serialize};
+
+use crate::routes::AsOnRoute;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HopWire {
+    pub ia: IsdAsn,
+    pub exp_time: u8,
+    pub cons_ingress: u16,
+    pub cons_egress: u16,
+    /// 6 bytes, hex.
+    pub mac: String,
+}
+
+/// A segment under construction: hop fields in construction order, each with its AS.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SegmentWire {
+    pub seg_id: u16,
+    pub timestamp: u32,
+    pub hops: Vec<HopWire>,
+}
+
+impl SegmentWire {
+    pub fn to_segment(&self) -> anyhow::Result<Segment> {
+        let mut seg = Segment::new(self.seg_id, self.timestamp);
+        for h in &self.hops {
+            let mac: [u8; 6] = hex::decode(&h.mac)
+                .ok()
+                .and_then(|m| m.try_into().ok())
+                .with_context(|| format!("hop of {}: MAC must be 6 bytes of hex", h.ia))?;
+            seg.hops.push(HopField {
+                exp_time: h.exp_time,
+                cons_ingress: h.cons_ingress,
+                cons_egress: h.cons_egress,
+                mac,
+                ..Default::default()
+            });
+        }
+        Ok(seg)
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ExtendRequest {
+    pub segment: SegmentWire,
+    pub cons_ingress: u16,
+    pub cons_egress: u16,
+}
+
+/// A complete path from the asking host's AS to `dst`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathWire {
+    /// The ASes in travel order with their interfaces.
+    pub ases: Vec<AsOnRoute>,
+    /// The standard (type 1) path header, hex; empty for a path inside one AS.
+    pub path: String,
+    /// Unix seconds after which a hop field of the path has expired.
+    pub expiry: u64,
+}
+
+impl PathWire {
+    pub fn standard_path(&self) -> anyhow::Result<Option<StandardPath>> {
+        if self.path.is_empty() {
+            return Ok(None);
+        }
+        let raw = hex::decode(&self.path).context("path is not hex")?;
+        Ok(Some(StandardPath::parse(&raw).map_err(|e| anyhow::anyhow!("bad path: {e}"))?))
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PathsReply {
+    pub paths: Vec<PathWire>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ReservationRequest {
+    /// Interfaces in the direction of travel (0: the AS's inside).
+    pub ingress: u16,
+    pub egress: u16,
+    pub bandwidth_bps: u64,
+    /// Unix seconds.
+    pub start: u32,
+    /// Seconds.
+    pub duration: u16,
+}
+
+/// A granted reservation as the AS returns it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grant {
+    pub ia: IsdAsn,
+    /// The granted bandwidth (the codec rounds the request up).
+    pub bandwidth_bps: u64,
+    pub reservation: Reservation,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ErrorReply {
+    pub error: String,
+}
+
+fn agent() -> ureq::Agent {
+    ureq::AgentBuilder::new().timeout(Duration::from_secs(5)).build()
+}
+
+fn check<T: serde::de::DeserializeOwned>(what: &str, r: Result<ureq::Response, ureq::Error>) -> anyhow::Result<T> {
+    match r {
+        Ok(resp) => resp.into_json().with_context(|| format!("{what}: bad reply")),
+        Err(ureq::Error::Status(code, resp)) => {
+            let msg = resp.into_json::<ErrorReply>().map(|e| e.error).unwrap_or_default();
+            bail!("{what}: HTTP {code}: {msg}")
+        }
+        Err(e) => bail!("{what}: {e}"),
+    }
+}
+
+pub fn extend_segment(control: SocketAddr, req: &ExtendRequest) -> anyhow::Result<SegmentWire> {
+    let url = format!("http://{control}/v1/segments/extend");
+    check(&format!("extend segment at {control}"), agent().post(&url).send_json(req))
+}
+
+pub fn fetch_paths(control: SocketAddr, dst: IsdAsn) -> anyhow::Result<Vec<PathWire>> {
+    let url = format!("http://{control}/v1/paths?dst={dst}");
+    let reply: PathsReply = check(&format!("paths to {dst} from {control}"), agent().get(&url).call())?;
+    Ok(reply.paths)
+}
+
+pub fn request_reservation(control: SocketAddr, token: &str, req: &ReservationRequest) -> anyhow::Result<Grant> {
+    let url = format!("http://{control}/v1/reservations");
+    let r = agent().post(&url).set("Authorization", &format!("Bearer {token}")).send_json(req);
+    check(&format!("reservation at {control}"), r)
+}

@@ -1,0 +1,283 @@
+//! Per-process configuration files (TOML). `aviary run` writes them from a topology; on
+//! real machines an operator writes them by hand with real addresses. Relative paths in a
+//! config are relative to the directory of that config file.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+use aviary_hummingbird::{BwCodec, RouterParams};
+use aviary_scion::IsdAsn;
+use serde::{Deserialize, Serialize};
+
+use crate::topology::read_toml;
+pub use crate::topology::ConfigError;
+
+/// One inter-AS interface of a border router.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InterfaceConfig {
+    pub id: u16,
+    /// The router's socket for this link.
+    pub local: SocketAddr,
+    /// The neighbour router's socket for this link.
+    pub remote: SocketAddr,
+    pub neighbor: IsdAsn,
+    /// Egress capacity of the link, bit/s.
+    pub capacity_bps: u64,
+    /// One-way delay added on egress.
+    #[serde(default)]
+    pub delay_ms: f64,
+}
+
+/// Queue bounds of every egress interface.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct QueueConfig {
+    pub priority_bytes: usize,
+    pub best_effort_bytes: usize,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        // About 100 ms of a 10 Mbit/s link for best effort; reservation traffic is
+        // policed upstream, so its queue only absorbs bursts.
+        Self { priority_bytes: 256 * 1024, best_effort_bytes: 128 * 1024 }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouterConfig {
+    pub ia: IsdAsn,
+    /// File holding the AS master secret (hex), shared with the AS's control service.
+    pub master_secret_file: PathBuf,
+    /// Socket for hosts and services inside the AS.
+    pub internal: SocketAddr,
+    /// HTTP management API: `/metrics`, `/status`, runtime configuration.
+    pub management: SocketAddr,
+    #[serde(default)]
+    pub hummingbird: RouterParams,
+    #[serde(default)]
+    pub queues: QueueConfig,
+    #[serde(rename = "interface", default)]
+    pub interfaces: Vec<InterfaceConfig>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Peer {
+    pub ia: IsdAsn,
+    /// The control service of that AS.
+    pub control: SocketAddr,
+}
+
+/// Hummingbird settings of the control service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GrantConfig {
+    pub codec: BwCodec,
+    /// Must not exceed the routers' `hummingbird.max_res_id`.
+    pub max_res_id: u32,
+}
+
+impl Default for GrantConfig {
+    fn default() -> Self {
+        let p = RouterParams::default();
+        Self { codec: p.codec, max_res_id: p.max_res_id }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControlConfig {
+    pub ia: IsdAsn,
+    pub master_secret_file: PathBuf,
+    /// HTTP API for hosts, other control services and the AS operator.
+    pub listen: SocketAddr,
+    /// The (public) topology the AS-level routes are computed from.
+    pub topology: PathBuf,
+    /// File holding the bearer token that authorises operator requests (reservations).
+    pub operator_token_file: PathBuf,
+    /// Where granted reservations are kept across restarts.
+    pub state_dir: PathBuf,
+    /// ExpTime of the hop fields this AS issues (lifetime (1 + ExpTime) · 337.5 s).
+    #[serde(default = "default_exp_time")]
+    pub hop_exp_time: u8,
+    #[serde(default)]
+    pub hummingbird: GrantConfig,
+    #[serde(rename = "peer", default)]
+    pub peers: Vec<Peer>,
+}
+
+fn default_exp_time() -> u8 {
+    63
+}
+
+/// What a host agent needs to know about its AS.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostConfig {
+    pub name: String,
+    pub ia: IsdAsn,
+    /// The host's own address (sockets bind to it; it is the SCION source host address).
+    pub addr: IpAddr,
+    /// The internal socket of the AS's border router.
+    pub router: SocketAddr,
+    /// The AS's control service.
+    pub control: SocketAddr,
+}
+
+fn resolve(base: &Path, p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        base.join(p)
+    }
+}
+
+fn base_dir(file: &Path) -> PathBuf {
+    file.parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+/// Reads a hex secret file; errors name the config file and field that pointed at it.
+pub fn read_secret(config: &Path, field: &str, path: &Path) -> Result<Vec<u8>, ConfigError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ConfigError::new(config.display(), field, format!("cannot read {}: {e}", path.display())))?;
+    let bytes = hex::decode(text.trim())
+        .map_err(|e| ConfigError::new(config.display(), field, format!("{} is not hex: {e}", path.display())))?;
+    if bytes.len() < 16 {
+        return Err(ConfigError::new(config.display(), field, "a secret needs at least 16 bytes"));
+    }
+    Ok(bytes)
+}
+
+impl RouterConfig {
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let mut c: Self = read_toml(path)?;
+        c.master_secret_file = resolve(&base_dir(path), &c.master_secret_file);
+        c.validate(&path.display().to_string())?;
+        Ok(c)
+    }
+
+    pub fn validate(&self, file: &str) -> Result<(), ConfigError> {
+        let mut ids = std::collections::BTreeSet::new();
+        for (i, f) in self.interfaces.iter().enumerate() {
+            let field = |name: &str| format!("interface[{i}].{name}");
+            if f.id == 0 {
+                return Err(ConfigError::new(file, field("id"), "0 is the AS's inside, not an interface"));
+            }
+            if !ids.insert(f.id) {
+                return Err(ConfigError::new(file, field("id"), format!("interface {} is listed twice", f.id)));
+            }
+            if f.capacity_bps == 0 {
+                return Err(ConfigError::new(file, field("capacity_bps"), "must be positive"));
+            }
+            if !(0.0..=10_000.0).contains(&f.delay_ms) {
+                return Err(ConfigError::new(file, field("delay_ms"), "must be between 0 and 10000"));
+            }
+        }
+        if self.hummingbird.max_res_id > aviary_hummingbird::crypto::MAX_RES_ID {
+            return Err(ConfigError::new(file, "hummingbird.max_res_id", "ResIDs have 22 bits"));
+        }
+        Ok(())
+    }
+}
+
+impl ControlConfig {
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let mut c: Self = read_toml(path)?;
+        let base = base_dir(path);
+        for p in [&mut c.master_secret_file, &mut c.topology, &mut c.operator_token_file, &mut c.state_dir] {
+            *p = resolve(&base, p);
+        }
+        let file = path.display().to_string();
+        if c.hummingbird.max_res_id > aviary_hummingbird::crypto::MAX_RES_ID {
+            return Err(ConfigError::new(&file, "hummingbird.max_res_id", "ResIDs have 22 bits"));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, p) in c.peers.iter().enumerate() {
+            if !seen.insert(p.ia) {
+                return Err(ConfigError::new(&file, format!("peer[{i}].ia"), format!("{} is listed twice", p.ia)));
+            }
+        }
+        Ok(c)
+    }
+}
+
+impl HostConfig {
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        read_toml(path)
+    }
+}
+
+/// Writes a config as TOML.
+pub fn write_toml<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
+    let text = toml::to_string_pretty(value)?;
+    std::fs::write(path, text).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn router_toml(extra: &str) -> String {
+        format!(
+            r#"ia = "1-ff00:0:110"
+master_secret_file = "secret.hex"
+internal = "127.0.0.1:31000"
+management = "127.0.0.1:31001"
+{extra}
+[[interface]]
+id = 1
+local = "127.0.0.1:31002"
+remote = "127.0.0.1:31003"
+neighbor = "1-ff00:0:111"
+capacity_bps = 1000000
+"#
+        )
+    }
+
+    fn load_router(text: &str) -> Result<RouterConfig, ConfigError> {
+        let dir = std::env::temp_dir().join(format!("aviary-cfg-{}-{}", std::process::id(), text.len()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("router.toml");
+        std::fs::write(&f, text).unwrap();
+        let r = RouterConfig::load(&f);
+        std::fs::remove_dir_all(&dir).unwrap();
+        r
+    }
+
+    #[test]
+    fn router_config_round_trip_and_relative_paths() {
+        let c = load_router(&router_toml("")).unwrap();
+        assert!(c.master_secret_file.is_absolute());
+        assert_eq!(c.hummingbird, RouterParams::default());
+        let again: RouterConfig = toml::from_str(&toml::to_string(&c).unwrap()).unwrap();
+        assert_eq!(again, c);
+    }
+
+    #[test]
+    fn router_config_errors_name_the_field() {
+        let e = load_router(&router_toml("[hummingbird]\nburst_ms = 3\n")).unwrap_err();
+        assert!(e.field.contains("burst_ms"), "{e}");
+        let e = load_router(&router_toml("").replace("id = 1", "id = 0")).unwrap_err();
+        assert_eq!(e.field, "interface[0].id");
+        let e = load_router(&router_toml("").replace("capacity_bps = 1000000", "capacity_bps = 0")).unwrap_err();
+        assert_eq!(e.field, "interface[0].capacity_bps");
+        let e = load_router(&router_toml("").replace("127.0.0.1:31003", "localhost")).unwrap_err();
+        assert!(e.to_string().contains("router.toml") && e.field.contains("remote"), "{e}");
+    }
+
+    #[test]
+    fn documented_example_configs_load() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/examples/two-machines");
+        for f in ["router-110.toml", "router-111.toml"] {
+            RouterConfig::load(&dir.join(f)).unwrap();
+        }
+        for f in ["control-110.toml", "control-111.toml"] {
+            ControlConfig::load(&dir.join(f)).unwrap();
+        }
+        HostConfig::load(&dir.join("host-111.toml")).unwrap();
+        crate::topology::Topology::load(&dir.join("topology.toml")).unwrap();
+    }
+}

@@ -1,0 +1,377 @@
+//! The AS control service (`aviary control`): issues this AS's hop fields with its own key,
+//! assembles complete paths for its hosts by having every AS on a route add its hop field
+//! (no process holds another AS's secret), and grants Hummingbird reservations to the AS
+//! operator (the out-of-band control plane of seed 000 §4.2).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{anyhow, bail, Context};
+use aviary_hummingbird::{BwCodec, ResIdAllocator, ResInfo, Reservation, SecretValue};
+use aviary_scion::path::hop_expiry_ns;
+use aviary_scion::{combine, HopMacKey, IsdAsn};
+use tiny_http::{Header, Method, Request, Response, Server};
+
+use crate::api::{self, ExtendRequest, Grant, HopWire, PathWire, PathsReply, ReservationRequest, SegmentWire};
+use crate::config::{read_secret, ControlConfig};
+use crate::routes::{routes, SegmentPlan};
+use crate::topology::{IfRef, Neighbor, Topology};
+
+/// Routes offered per destination.
+const MAX_PATHS: usize = 8;
+/// How far a segment's timestamp may lie in the past or future when an AS extends it.
+const MAX_SEGMENT_AGE_S: u64 = 3600;
+const MAX_FUTURE_S: u64 = 60;
+const WORKERS: usize = 4;
+
+fn unix_now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// An HTTP error: status and message for the reply.
+#[derive(Debug)]
+struct Failure(u16, String);
+
+impl<E: std::fmt::Display> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Failure(400, e.to_string())
+    }
+}
+
+pub struct ControlService {
+    ia: IsdAsn,
+    mac_key: HopMacKey,
+    sv: SecretValue,
+    exp_time: u8,
+    codec: BwCodec,
+    topology: Topology,
+    peers: HashMap<IsdAsn, SocketAddr>,
+    operator_token: String,
+    state_file: PathBuf,
+    resids: Mutex<ResIdAllocator>,
+    /// Built segments by plan, with the Unix time after which they are rebuilt.
+    segments: Mutex<HashMap<SegmentPlan, (SegmentWire, u64)>>,
+}
+
+impl ControlService {
+    pub fn from_config(cfg: &ControlConfig, cfg_path: &std::path::Path) -> anyhow::Result<Self> {
+        let secret = read_secret(cfg_path, "master_secret_file", &cfg.master_secret_file)?;
+        let token = std::fs::read_to_string(&cfg.operator_token_file)
+            .with_context(|| format!("{}: operator_token_file", cfg_path.display()))?;
+        let topology = Topology::load(&cfg.topology)?;
+        if topology.as_entry(cfg.ia).is_none() {
+            bail!("{}: ia: {} is not in the topology {}", cfg_path.display(), cfg.ia, cfg.topology.display());
+        }
+        std::fs::create_dir_all(&cfg.state_dir)
+            .with_context(|| format!("{}: state_dir: cannot create {}", cfg_path.display(), cfg.state_dir.display()))?;
+        let state_file = cfg.state_dir.join("resids.json");
+        let resids = match std::fs::read(&state_file) {
+            Ok(bytes) => serde_json::from_slice(&bytes).with_context(|| format!("corrupt {}", state_file.display()))?,
+            Err(_) => ResIdAllocator::new(cfg.hummingbird.max_res_id),
+        };
+        Ok(Self {
+            ia: cfg.ia,
+            mac_key: HopMacKey::from_master_secret(&secret),
+            sv: SecretValue::from_master_secret(&secret),
+            exp_time: cfg.hop_exp_time,
+            codec: cfg.hummingbird.codec,
+            topology,
+            peers: cfg.peers.iter().map(|p| (p.ia, p.control)).collect(),
+            operator_token: token.trim().to_string(),
+            state_file,
+            resids: Mutex::new(resids),
+            segments: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Serves the API on `listen` until the process ends.
+    pub fn serve(self, listen: SocketAddr) -> anyhow::Result<()> {
+        let server = Server::http(listen).map_err(|e| anyhow!("control service cannot listen on {listen}: {e}"))?;
+        tracing::info!(ia = %self.ia, %listen, "control service up");
+        let (server, svc) = (Arc::new(server), Arc::new(self));
+        let workers: Vec<_> = (0..WORKERS)
+            .map(|_| {
+                let (server, svc) = (server.clone(), svc.clone());
+                std::thread::spawn(move || {
+                    for req in server.incoming_requests() {
+                        svc.handle(req);
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            let _ = w.join();
+        }
+        Ok(())
+    }
+
+    fn handle(&self, mut req: Request) {
+        let url = req.url().to_string();
+        let (path, query) = url.split_once('?').unwrap_or((&url, ""));
+        let mut body = String::new();
+        let result =
+            req.as_reader().read_to_string(&mut body).map_err(Failure::from).and_then(|_| match (req.method(), path) {
+                (Method::Post, "/v1/segments/extend") => {
+                    let r: ExtendRequest = serde_json::from_str(&body)?;
+                    Ok(serde_json::to_string(&self.extend(r)?)?)
+                }
+                (Method::Get, "/v1/paths") => {
+                    let dst = query
+                        .split('&')
+                        .find_map(|kv| kv.strip_prefix("dst="))
+                        .ok_or_else(|| Failure(400, "missing query parameter dst".into()))?;
+                    let dst: IsdAsn = dst.parse()?;
+                    Ok(serde_json::to_string(&PathsReply { paths: self.paths(dst)? })?)
+                }
+                (Method::Post, "/v1/reservations") => {
+                    self.authorise(&req)?;
+                    let r: ReservationRequest = serde_json::from_str(&body)?;
+                    Ok(serde_json::to_string(&self.grant(&r)?)?)
+                }
+                (Method::Get, "/v1/status") => Ok(serde_json::json!({ "ia": self.ia }).to_string()),
+                _ => Err(Failure(404, format!("no such endpoint: {} {path}", req.method()))),
+            });
+        let json = Header::from_bytes("Content-Type", "application/json").expect("static header");
+        let resp = match result {
+            Ok(body) => Response::from_string(body).with_header(json),
+            Err(Failure(code, msg)) => {
+                tracing::debug!(code, %msg, %path, "request refused");
+                Response::from_string(serde_json::json!({ "error": msg }).to_string())
+                    .with_status_code(code)
+                    .with_header(json)
+            }
+        };
+        let _ = req.respond(resp);
+    }
+
+    fn authorise(&self, req: &Request) -> Result<(), Failure> {
+        let given = req
+            .headers()
+            .iter()
+            .find(|h| h.field.equiv("Authorization"))
+            .and_then(|h| h.value.as_str().strip_prefix("Bearer "))
+            .unwrap_or("");
+        // Constant-time comparison: the token is the operator's credential.
+        let ok = given.len() == self.operator_token.len()
+            && given.bytes().zip(self.operator_token.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0;
+        if ok {
+            Ok(())
+        } else {
+            Err(Failure(401, "operator token missing or wrong".into()))
+        }
+    }
+
+    /// Appends this AS's hop field, as beaconing would when the segment passes through.
+    fn extend(&self, r: ExtendRequest) -> Result<SegmentWire, Failure> {
+        let now = unix_now();
+        let ts = u64::from(r.segment.timestamp);
+        if ts + MAX_SEGMENT_AGE_S < now || ts > now + MAX_FUTURE_S {
+            return Err(Failure(400, format!("segment timestamp {ts} is not current")));
+        }
+        let link = |ifid: u16| self.topology.neighbor(IfRef { ia: self.ia, ifid });
+        match r.segment.hops.last() {
+            None if r.cons_ingress != 0 => return Err(Failure(400, "a segment starts with ingress 0".into())),
+            None => {}
+            Some(prev) => {
+                let up = IfRef { ia: prev.ia, ifid: prev.cons_egress };
+                match link(r.cons_ingress) {
+                    Some((remote, n)) if remote == up && n != Neighbor::Child => {}
+                    _ => {
+                        return Err(Failure(
+                            400,
+                            format!("interface {} is not linked to {up} upstream", r.cons_ingress),
+                        ))
+                    }
+                }
+            }
+        }
+        if r.cons_egress != 0 && !matches!(link(r.cons_egress), Some((_, Neighbor::Child | Neighbor::Core))) {
+            return Err(Failure(400, format!("interface {} does not lead downstream", r.cons_egress)));
+        }
+        let mut seg = r.segment.to_segment()?;
+        let hop = *seg.push_hop(&self.mac_key, self.exp_time, r.cons_ingress, r.cons_egress);
+        let mut out = r.segment;
+        out.hops.push(HopWire {
+            ia: self.ia,
+            exp_time: hop.exp_time,
+            cons_ingress: hop.cons_ingress,
+            cons_egress: hop.cons_egress,
+            mac: hex::encode(hop.mac),
+        });
+        Ok(out)
+    }
+
+    /// A segment for `plan`, built by asking every AS on it in construction order.
+    fn build_segment(&self, plan: &SegmentPlan) -> anyhow::Result<SegmentWire> {
+        let now = unix_now();
+        if let Some((seg, rebuild_at)) = self.segments.lock().expect("poisoned").get(plan) {
+            if now < *rebuild_at {
+                return Ok(seg.clone());
+            }
+        }
+        let mut id = [0u8; 2];
+        getrandom::getrandom(&mut id).map_err(|e| anyhow!("no randomness: {e}"))?;
+        let mut seg = SegmentWire { seg_id: u16::from_be_bytes(id), timestamp: now as u32, hops: Vec::new() };
+        for hop in &plan.hops {
+            let req = ExtendRequest { segment: seg, cons_ingress: hop.cons_ingress, cons_egress: hop.cons_egress };
+            seg = if hop.ia == self.ia {
+                self.extend(req).map_err(|Failure(_, m)| anyhow!("{m}"))?
+            } else {
+                let addr = self.peers.get(&hop.ia).ok_or_else(|| anyhow!("no control service known for {}", hop.ia))?;
+                api::extend_segment(*addr, &req)?
+            };
+        }
+        let lifetime = hop_expiry_ns(0, self.exp_time) / 1_000_000_000;
+        self.segments.lock().expect("poisoned").insert(plan.clone(), (seg.clone(), now + lifetime / 2));
+        Ok(seg)
+    }
+
+    fn paths(&self, dst: IsdAsn) -> Result<Vec<PathWire>, Failure> {
+        if self.topology.as_entry(dst).is_none() {
+            return Err(Failure(404, format!("{dst} is not in the topology")));
+        }
+        let mut out = Vec::new();
+        let mut last_err = None;
+        for route in routes(&self.topology, self.ia, dst, MAX_PATHS) {
+            let built: anyhow::Result<Vec<SegmentWire>> =
+                route.segments.iter().map(|p| self.build_segment(p)).collect();
+            let built = match built {
+                Ok(b) => b,
+                Err(e) => {
+                    tracing::warn!(%dst, "route skipped: {e:#}");
+                    last_err = Some(e);
+                    continue;
+                }
+            };
+            let segs: Vec<_> = built.iter().map(SegmentWire::to_segment).collect::<anyhow::Result<_>>()?;
+            let with_dir: Vec<_> = segs.iter().zip(&route.segments).map(|(s, p)| (s, p.cons_dir())).collect();
+            let (path, expiry) = if with_dir.is_empty() {
+                (String::new(), u64::MAX)
+            } else {
+                let p = combine(&with_dir).map_err(|e| Failure(500, e.to_string()))?;
+                let expiry = segs
+                    .iter()
+                    .flat_map(|s| s.hops.iter().map(move |h| hop_expiry_ns(s.timestamp, h.exp_time) / 1_000_000_000))
+                    .min()
+                    .unwrap_or(0);
+                (hex::encode(p.to_bytes().map_err(|e| Failure(500, e.to_string()))?), expiry)
+            };
+            out.push(PathWire { ases: route.ases(), path, expiry });
+        }
+        if out.is_empty() {
+            let why = last_err.map_or("no route in the topology".to_string(), |e| format!("{e:#}"));
+            return Err(Failure(503, format!("no path to {dst}: {why}")));
+        }
+        Ok(out)
+    }
+
+    fn grant(&self, r: &ReservationRequest) -> Result<Grant, Failure> {
+        for (name, ifid) in [("ingress", r.ingress), ("egress", r.egress)] {
+            if ifid != 0 && self.topology.neighbor(IfRef { ia: self.ia, ifid }).is_none() {
+                return Err(Failure(400, format!("{name}: {} has no interface {ifid}", self.ia)));
+            }
+        }
+        if r.ingress == r.egress {
+            return Err(Failure(400, "ingress and egress must differ".into()));
+        }
+        if r.duration == 0 {
+            return Err(Failure(400, "duration: must be at least 1 s".into()));
+        }
+        let bw = self.codec.encode_ceil(r.bandwidth_bps).ok_or_else(|| {
+            Failure(400, format!("bandwidth_bps: {} is more than the codec can express", r.bandwidth_bps))
+        })?;
+        let start = u64::from(r.start);
+        let now = unix_now();
+        if start + u64::from(r.duration) <= now {
+            return Err(Failure(400, "the requested interval is over".into()));
+        }
+        let mut resids = self.resids.lock().expect("poisoned");
+        resids.expire(now);
+        let res_id =
+            resids.assign(r.ingress, start, start + u64::from(r.duration)).map_err(|e| Failure(409, e.to_string()))?;
+        let state = serde_json::to_vec(&*resids)?;
+        std::fs::write(&self.state_file, state).map_err(|e| Failure(500, format!("cannot persist ResIDs: {e}")))?;
+        drop(resids);
+        let info = ResInfo { ingress: r.ingress, egress: r.egress, res_id, bw, start: r.start, duration: r.duration };
+        let ak = self.sv.auth_key(&info);
+        tracing::info!(res_id, bw, ingress = r.ingress, egress = r.egress, "reservation granted");
+        Ok(Grant { ia: self.ia, bandwidth_bps: self.codec.decode_bps(bw), reservation: Reservation { info, ak } })
+    }
+}
+
+/// Runs a control service from its config file until the process is stopped.
+pub fn run(cfg_path: &std::path::Path) -> anyhow::Result<()> {
+    let cfg = ControlConfig::load(cfg_path)?;
+    let svc = ControlService::from_config(&cfg, cfg_path)?;
+    svc.serve(cfg.listen)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::RunLayout;
+
+    fn service(name: &str, ia: &str) -> (ControlService, RunLayout) {
+        let dir = std::env::temp_dir().join(format!("aviary-ctl-{name}-{}", std::process::id()));
+        let topo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies/line5.toml");
+        let layout = RunLayout::write(&topo, &dir, 20000).unwrap();
+        let a = &layout.ases[&ia.parse().unwrap()];
+        let cfg_path = a.dir.join("control.toml");
+        let cfg = ControlConfig::load(&cfg_path).unwrap();
+        (ControlService::from_config(&cfg, &cfg_path).unwrap(), layout)
+    }
+
+    fn segment(ts: u64) -> SegmentWire {
+        SegmentWire { seg_id: 0x1234, timestamp: ts as u32, hops: Vec::new() }
+    }
+
+    #[test]
+    fn extend_checks_links_and_freshness() {
+        // C = 1-ff00:0:110 (core): #1 to B, #2 to D.
+        let (c, layout) = service("extend", "1-ff00:0:110");
+        let now = unix_now();
+        let ok = c.extend(ExtendRequest { segment: segment(now), cons_ingress: 0, cons_egress: 1 }).unwrap();
+        assert_eq!(ok.hops.len(), 1);
+        let fail = |r: ExtendRequest| c.extend(r).err().map(|Failure(code, m)| (code, m)).expect("must be refused");
+        assert_eq!(fail(ExtendRequest { segment: segment(now), cons_ingress: 2, cons_egress: 1 }).0, 400);
+        assert_eq!(fail(ExtendRequest { segment: segment(now), cons_ingress: 0, cons_egress: 9 }).0, 400);
+        assert_eq!(
+            fail(ExtendRequest { segment: segment(now - 2 * MAX_SEGMENT_AGE_S), cons_ingress: 0, cons_egress: 1 }).0,
+            400
+        );
+        // B may extend C's segment only at the interface linked to C's egress.
+        let (b, _) = service("extend-b", "1-ff00:0:112");
+        assert!(b.extend(ExtendRequest { segment: ok.clone(), cons_ingress: 1, cons_egress: 2 }).is_ok());
+        assert!(b.extend(ExtendRequest { segment: ok.clone(), cons_ingress: 2, cons_egress: 1 }).is_err());
+        // The hop field verifies under C's key at C's router.
+        let secret = read_secret(std::path::Path::new("t"), "f", &layout.dir.join("1-ff00_0_110/master.key")).unwrap();
+        let seg = ok.to_segment().unwrap();
+        let key = HopMacKey::from_master_secret(&secret);
+        assert_eq!(seg.hops[0].mac, seg.hops[0].compute_mac(&key, 0x1234, seg.timestamp));
+        std::fs::remove_dir_all(&layout.dir).unwrap();
+    }
+
+    #[test]
+    fn grants_need_real_interfaces_and_give_distinct_resids() {
+        let (c, layout) = service("grant", "1-ff00:0:110");
+        let start = unix_now() as u32;
+        let req =
+            |ingress, egress| ReservationRequest { ingress, egress, bandwidth_bps: 1_000_000, start, duration: 60 };
+        let g1 = c.grant(&req(1, 2)).unwrap();
+        let g2 = c.grant(&req(1, 2)).unwrap();
+        assert_ne!(g1.reservation.info.res_id, g2.reservation.info.res_id);
+        assert!(g1.bandwidth_bps >= 1_000_000);
+        assert_eq!(g1.reservation.ak, c.sv.auth_key(&g1.reservation.info));
+        assert!(c.grant(&req(1, 7)).is_err());
+        assert!(c.grant(&req(2, 2)).is_err());
+        let over = ReservationRequest { start: start - 120, ..req(1, 2) };
+        assert!(c.grant(&over).is_err(), "a reservation that is already over");
+        // ResIDs survive a restart of the service.
+        let (c2, _) = service("grant", "1-ff00:0:110");
+        assert_ne!(c2.grant(&req(1, 2)).unwrap().reservation.info.res_id, g1.reservation.info.res_id);
+        std::fs::remove_dir_all(&layout.dir).unwrap();
+    }
+}

@@ -1,0 +1,223 @@
+//! Building the packets of one flow (sans-IO: the caller gives sequence numbers and times).
+//!
+//! A factory holds a template packet of the flow's exact size on its path; each packet is the
+//! template with the payload header written, the SCION/UDP checksum set and, on a reserved
+//! path, the Hummingbird path stamped. The checksum covers the pseudo header (ISD-ASes and
+//! host addresses), the UDP header and the payload but not the path, so stamping after it
+//! (and routers rewriting AggMACs in flight) leaves it valid.
+
+use std::net::{IpAddr, SocketAddr};
+
+use anyhow::{bail, Context};
+use aviary_hummingbird::path::{hop_area, FLYOVER_BIT, FLYOVER_LINES, HOP_LINES};
+use aviary_hummingbird::{as_hops, build_path, ResInfo, Reservation, Source};
+use aviary_scion::header::path_type;
+use aviary_scion::path::HOP_LEN;
+use aviary_scion::udp::{self, UDP_HEADER_LEN};
+use aviary_scion::{HostAddr, IsdAsn, ScionHeader, ScionView};
+use clap::ValueEnum;
+use serde::{Deserialize, Serialize};
+
+use super::payload::{PayloadHeader, MAX_FLOW_NAME};
+use super::ScionAddr;
+use crate::api::PathWire;
+
+/// Who sends what to whom.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlowSpec {
+    pub name: String,
+    pub src_ia: IsdAsn,
+    /// The sender's socket: SCION source host and UDP source port.
+    pub src: SocketAddr,
+    pub dst: ScionAddr,
+    /// Whole SCION packet length (header, path, UDP header, payload).
+    pub size: usize,
+}
+
+/// How a forging attacker alters the flyovers of a valid reservation. Each alteration makes
+/// the AggMAC fail at the reserved AS (BadMac), since A_K binds every reservation field and
+/// the FlyoverMAC needs A_K.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Forgery {
+    /// Claims the largest BW code (or another one if the grant already has it).
+    RaiseBw,
+    /// Claims the reservation lasts an hour longer.
+    ExtendDuration,
+    /// Stamps with a random A_K, as someone who saw the path but never got the key.
+    WrongKey,
+    /// The three above in turn, packet by packet.
+    Cycle,
+}
+
+impl Forgery {
+    fn for_packet(self, seq: u64) -> Self {
+        match self {
+            Forgery::Cycle => [Forgery::RaiseBw, Forgery::ExtendDuration, Forgery::WrongKey][(seq % 3) as usize],
+            f => f,
+        }
+    }
+}
+
+/// Offsets in a flyover hop field of the ResID|BW word and of ResDuration.
+const RES_WORD: usize = HOP_LEN;
+const RES_DURATION: usize = HOP_LEN + 6;
+
+struct Forger {
+    forgery: Forgery,
+    /// Stamps with random authentication keys.
+    wrong_key: Source,
+    /// Offsets of the flyover hop fields in the packet.
+    flyovers: Vec<usize>,
+}
+
+/// Builds the packets of one flow on one path.
+pub struct PacketFactory {
+    template: Vec<u8>,
+    buf: Vec<u8>,
+    payload_off: usize,
+    name: String,
+    source: Option<Source>,
+    forger: Option<Forger>,
+}
+
+impl PacketFactory {
+    /// `reservations` are `(AS hop index, reservation)` in path order (see
+    /// [`super::ReservationFile::select_path`]); empty for a best-effort flow. `forgery` needs
+    /// reservations to forge.
+    pub fn new(
+        spec: &FlowSpec,
+        path: &PathWire,
+        reservations: &[(usize, Reservation)],
+        forgery: Option<Forgery>,
+    ) -> anyhow::Result<Self> {
+        if spec.name.len() > MAX_FLOW_NAME {
+            bail!("flow name {:?} is longer than {MAX_FLOW_NAME} bytes", spec.name);
+        }
+        if forgery.is_some() && reservations.is_empty() {
+            bail!("forging flyovers needs a reservation to start from");
+        }
+        let (ptype, path_bytes) = match path.standard_path()? {
+            None if reservations.is_empty() => (path_type::EMPTY, Vec::new()),
+            None => bail!("the destination is in the source AS: there is no AS hop to reserve"),
+            Some(sp) if reservations.is_empty() => (path_type::SCION, sp.to_bytes()?),
+            Some(sp) => {
+                let hops = as_hops(&sp).len();
+                if hops != path.ases.len() {
+                    bail!("the path's hop fields cross {hops} ASes but its AS list has {}", path.ases.len());
+                }
+                let infos: Vec<(usize, ResInfo)> = reservations.iter().map(|(k, r)| (*k, r.info)).collect();
+                // Any base no earlier than every start will do: stamping rewrites it per packet.
+                let base = infos.iter().map(|(_, r)| r.start).max().unwrap_or(0);
+                (path_type::HUMMINGBIRD, build_path(&sp, &infos, base)?.to_bytes()?)
+            }
+        };
+        let header = ScionHeader {
+            traffic_class: 0,
+            flow_id: u32::from(spec.src.port()),
+            next_hdr: udp::PROTOCOL_UDP,
+            path_type: ptype,
+            dst_ia: spec.dst.ia,
+            src_ia: spec.src_ia,
+            dst_host: host_addr(spec.dst.host.ip()),
+            src_host: host_addr(spec.src.ip()),
+            path: path_bytes,
+        };
+        let need = header.len() + UDP_HEADER_LEN + PayloadHeader::len_for(&spec.name);
+        if spec.size < need || spec.size > usize::from(u16::MAX) {
+            bail!("packet size {} must be between {need} (the headers on this path) and 65535", spec.size);
+        }
+        let payload = vec![0; spec.size - header.len() - UDP_HEADER_LEN];
+        let template = udp::packet_to_vec(&header, spec.src.port(), spec.dst.host.port(), &payload)?;
+        let ordered: Vec<Reservation> = reservations.iter().map(|(_, r)| *r).collect();
+        let source = (!ordered.is_empty()).then(|| Source::new(&template, &ordered)).transpose()?;
+        let forger = match forgery {
+            None => None,
+            Some(forgery) => {
+                let mut fake = ordered.clone();
+                for r in &mut fake {
+                    getrandom::getrandom(&mut r.ak)
+                        .map_err(|e| anyhow::anyhow!("no randomness for a forged key: {e}"))?;
+                }
+                Some(Forger {
+                    forgery,
+                    wrong_key: Source::new(&template, &fake)?,
+                    flyovers: flyover_offsets(&template),
+                })
+            }
+        };
+        Ok(Self {
+            buf: template.clone(),
+            payload_off: header.len() + UDP_HEADER_LEN,
+            template,
+            name: spec.name.clone(),
+            source,
+            forger,
+        })
+    }
+
+    /// The packet with sequence number `seq`, sent at `now_ns` (Unix ns): payload header,
+    /// checksum and, on a reserved path, the Hummingbird stamp (forged if so configured).
+    pub fn fill(&mut self, seq: u64, now_ns: u64) -> anyhow::Result<&[u8]> {
+        let buf = &mut self.buf;
+        buf.copy_from_slice(&self.template);
+        PayloadHeader { flow: &self.name, seq, sent_ns: now_ns }.emit(&mut buf[self.payload_off..])?;
+        udp::set_checksum(buf)?;
+        let Some(source) = &mut self.source else { return Ok(buf) };
+        match &mut self.forger {
+            None => source.stamp(buf, now_ns).context("cannot stamp the reserved path")?,
+            Some(f) => f.stamp(source, buf, seq, now_ns)?,
+        }
+        Ok(buf)
+    }
+}
+
+impl Forger {
+    /// Stamps `pkt` with forged flyovers.
+    fn stamp(&mut self, honest: &mut Source, pkt: &mut [u8], seq: u64, now_ns: u64) -> anyhow::Result<()> {
+        let forgery = self.forgery.for_packet(seq);
+        if forgery == Forgery::WrongKey {
+            return Ok(self.wrong_key.stamp(pkt, now_ns)?);
+        }
+        honest.stamp(pkt, now_ns)?;
+        for &off in &self.flyovers {
+            if forgery == Forgery::RaiseBw {
+                let w = &mut pkt[off + RES_WORD..off + RES_WORD + 4];
+                let word = u32::from_be_bytes(w.try_into().unwrap());
+                let bw = if word & 0x3ff == 0x3ff { 0x3fe } else { 0x3ff };
+                w.copy_from_slice(&((word & !0x3ff) | bw).to_be_bytes());
+            } else {
+                let d = &mut pkt[off + RES_DURATION..off + RES_DURATION + 2];
+                let longer = u16::from_be_bytes([d[0], d[1]]).wrapping_add(3600);
+                d.copy_from_slice(&longer.to_be_bytes());
+            }
+        }
+        Ok(())
+    }
+}
+
+fn host_addr(ip: IpAddr) -> HostAddr {
+    match ip {
+        IpAddr::V4(a) => HostAddr::V4(a),
+        IpAddr::V6(a) => HostAddr::V6(a),
+    }
+}
+
+/// Offsets in `pkt` of the flyover hop fields of its Hummingbird path.
+fn flyover_offsets(pkt: &[u8]) -> Vec<usize> {
+    let Ok(view) = ScionView::new_checked(pkt) else { return Vec::new() };
+    let (start, path) = (view.path_range().start, view.path());
+    let Some((base, lines)) = hop_area(path) else { return Vec::new() };
+    let mut out = Vec::new();
+    let mut line = 0;
+    while line < lines {
+        let off = base + 4 * line;
+        if path[off] & FLYOVER_BIT != 0 {
+            out.push(start + off);
+            line += FLYOVER_LINES;
+        } else {
+            line += HOP_LINES;
+        }
+    }
+    out
+}

@@ -1,0 +1,16 @@
+//! aviary's processes and what they share: topology files, per-process configs, the UDP
+//! underlay, the border router, the AS control service, the host agent and the runner
+//! that starts a whole topology. The mechanisms stay sans-IO in their own crates; this
+//! crate wires them to sockets and clocks.
+
+pub mod api;
+pub mod config;
+pub mod control;
+pub mod host;
+pub mod metrics;
+pub mod router;
+pub mod routes;
+pub mod run;
+pub mod signals;
+pub mod topology;
+pub mod underlay;

@@ -1,0 +1,442 @@
+//! `aviary run`: turns a topology into a run directory of per-process configs and starts,
+//! supervises and stops one border router and one control service per AS.
+//!
+//! Layout of a run directory:
+//! ```text
+//! topology.toml                  copy of the topology (control services read it)
+//! <isd-as>/router.toml           router config     <isd-as>/control.toml  control config
+//! <isd-as>/master.key            the AS's secret (only this AS's processes read it)
+//! <isd-as>/operator.token        bearer token for the AS's reservation API
+//! <isd-as>/state/                the control service's granted ResIDs
+//! hosts/<name>.toml              host configs for `aviary host`
+//! logs/<isd-as>-router.log ...   each process's output; logs/supervisor.log
+//! ```
+//! AS number k (in topology order, from 1) lives on 127.0.k.1 with ports from
+//! `port_base + 100·(k−1)`; its hosts on 127.0.k.10, 127.0.k.11, ...
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use aviary_scion::IsdAsn;
+
+use crate::config::{
+    write_toml, ControlConfig, GrantConfig, HostConfig, InterfaceConfig, Peer, QueueConfig, RouterConfig,
+};
+use crate::topology::Topology;
+
+/// A child that exits sooner than this after its start counts as a failed start.
+const MIN_UPTIME: Duration = Duration::from_secs(2);
+const MAX_FAILED_STARTS: u32 = 5;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Role {
+    Router,
+    Control,
+}
+
+impl Role {
+    fn name(self) -> &'static str {
+        match self {
+            Role::Router => "router",
+            Role::Control => "control",
+        }
+    }
+}
+
+/// Addresses and files of one AS in a run.
+#[derive(Clone, Debug)]
+pub struct AsRun {
+    pub ia: IsdAsn,
+    pub dir: PathBuf,
+    pub router: RouterConfig,
+    pub control: ControlConfig,
+}
+
+impl AsRun {
+    pub fn operator_token(&self) -> anyhow::Result<String> {
+        let f = self.dir.join("operator.token");
+        Ok(fs::read_to_string(&f).with_context(|| format!("cannot read {}", f.display()))?.trim().to_string())
+    }
+}
+
+/// The configs of every process of a topology, written to a run directory.
+#[derive(Clone, Debug)]
+pub struct RunLayout {
+    pub dir: PathBuf,
+    pub topology: Topology,
+    pub ases: BTreeMap<IsdAsn, AsRun>,
+    pub hosts: BTreeMap<String, HostConfig>,
+}
+
+fn ia_dir(ia: IsdAsn) -> String {
+    ia.to_string().replace(':', "_")
+}
+
+fn random_hex(n: usize) -> anyhow::Result<String> {
+    let mut b = vec![0u8; n];
+    getrandom::getrandom(&mut b).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
+    Ok(hex::encode(b))
+}
+
+impl RunLayout {
+    /// Derives every process's config from the topology and writes them under `dir`.
+    pub fn write(topology_file: &Path, dir: &Path, port_base: u16) -> anyhow::Result<Self> {
+        let topology = Topology::load(topology_file)?;
+        let n = topology.ases.len();
+        if usize::from(port_base) + 100 * n > usize::from(u16::MAX) {
+            bail!("--port-base {port_base} leaves no room for {n} ASes (100 ports each)");
+        }
+        fs::create_dir_all(dir.join("logs")).with_context(|| format!("cannot create {}", dir.display()))?;
+        fs::create_dir_all(dir.join("hosts"))?;
+        let dir = dir.canonicalize()?;
+        fs::copy(topology_file, dir.join("topology.toml"))?;
+        let index: BTreeMap<IsdAsn, usize> = topology.ases.iter().enumerate().map(|(k, a)| (a.ia, k)).collect();
+        let ip = |k: usize, host: u8| IpAddr::V4(Ipv4Addr::new(127, 0, (k + 1) as u8, host));
+        let port = |k: usize, off: usize| port_base + (100 * k + off) as u16;
+        // The socket of each link end: (ia, ifid) -> address.
+        let mut link_addr = BTreeMap::new();
+        for a in &topology.ases {
+            let k = index[&a.ia];
+            for (j, (local, ..)) in topology.links_of(a.ia).enumerate() {
+                link_addr.insert((a.ia, local.ifid), SocketAddr::new(ip(k, 1), port(k, 10 + j)));
+            }
+        }
+        let peers: Vec<Peer> = topology
+            .ases
+            .iter()
+            .map(|a| Peer { ia: a.ia, control: SocketAddr::new(ip(index[&a.ia], 1), port(index[&a.ia], 2)) })
+            .collect();
+        let mut ases = BTreeMap::new();
+        for a in &topology.ases {
+            let k = index[&a.ia];
+            let as_dir = dir.join(ia_dir(a.ia));
+            fs::create_dir_all(&as_dir)?;
+            // Secrets of an earlier run in the same directory are kept, like the
+            // reservations in its state directory that were granted under them.
+            for (file, len) in [("master.key", 32), ("operator.token", 16)] {
+                let f = as_dir.join(file);
+                if !f.exists() {
+                    fs::write(&f, random_hex(len)? + "\n")?;
+                }
+            }
+            let interfaces = topology
+                .links_of(a.ia)
+                .map(|(local, remote, _, link)| InterfaceConfig {
+                    id: local.ifid,
+                    local: link_addr[&(a.ia, local.ifid)],
+                    remote: link_addr[&(remote.ia, remote.ifid)],
+                    neighbor: remote.ia,
+                    capacity_bps: link.capacity_bps,
+                    delay_ms: link.delay_ms,
+                })
+                .collect();
+            let router = RouterConfig {
+                ia: a.ia,
+                master_secret_file: "master.key".into(),
+                internal: SocketAddr::new(ip(k, 1), port(k, 0)),
+                management: SocketAddr::new(ip(k, 1), port(k, 1)),
+                hummingbird: Default::default(),
+                queues: QueueConfig::default(),
+                interfaces,
+            };
+            let control = ControlConfig {
+                ia: a.ia,
+                master_secret_file: "master.key".into(),
+                listen: SocketAddr::new(ip(k, 1), port(k, 2)),
+                topology: "../topology.toml".into(),
+                operator_token_file: "operator.token".into(),
+                state_dir: "state".into(),
+                hop_exp_time: 63,
+                hummingbird: GrantConfig::default(),
+                peers: peers.iter().filter(|p| p.ia != a.ia).cloned().collect(),
+            };
+            write_toml(&as_dir.join("router.toml"), &router)?;
+            write_toml(&as_dir.join("control.toml"), &control)?;
+            ases.insert(a.ia, AsRun { ia: a.ia, dir: as_dir, router, control });
+        }
+        let mut hosts = BTreeMap::new();
+        let mut per_as: BTreeMap<IsdAsn, u8> = BTreeMap::new();
+        for h in &topology.hosts {
+            let k = index[&h.ia];
+            let j = per_as.entry(h.ia).or_insert(10);
+            let cfg = HostConfig {
+                name: h.name.clone(),
+                ia: h.ia,
+                addr: ip(k, *j),
+                router: ases[&h.ia].router.internal,
+                control: ases[&h.ia].control.listen,
+            };
+            *j += 1;
+            write_toml(&dir.join("hosts").join(format!("{}.toml", h.name)), &cfg)?;
+            hosts.insert(h.name.clone(), cfg);
+        }
+        Ok(Self { dir, topology, ases, hosts })
+    }
+
+    /// Every address a process of this run will bind, with what it is for.
+    fn addresses(&self) -> Vec<(SocketAddr, bool, String)> {
+        let mut out = Vec::new();
+        for a in self.ases.values() {
+            out.push((a.router.internal, false, format!("router {} internal socket", a.ia)));
+            out.push((a.router.management, true, format!("router {} management API", a.ia)));
+            out.push((a.control.listen, true, format!("control service {}", a.ia)));
+            for i in &a.router.interfaces {
+                out.push((i.local, false, format!("router {} interface {}", a.ia, i.id)));
+            }
+        }
+        out
+    }
+
+    /// Fails with a clear message if any address of the run is taken.
+    pub fn check_addresses_free(&self) -> anyhow::Result<()> {
+        for (addr, tcp, what) in self.addresses() {
+            let taken = if tcp { TcpListener::bind(addr).err() } else { UdpSocket::bind(addr).err() };
+            if let Some(e) = taken {
+                bail!("cannot start: {addr} ({what}) is not available: {e}; is another run still active? (try --port-base)");
+            }
+        }
+        Ok(())
+    }
+
+    pub fn host(&self, name: &str) -> anyhow::Result<&HostConfig> {
+        self.hosts.get(name).with_context(|| format!("no host `{name}` in topology {}", self.topology.name))
+    }
+
+    pub fn host_config_path(&self, name: &str) -> PathBuf {
+        self.dir.join("hosts").join(format!("{name}.toml"))
+    }
+}
+
+struct Supervised {
+    ia: IsdAsn,
+    role: Role,
+    args: Vec<String>,
+    log: PathBuf,
+    child: Option<Child>,
+    started: Instant,
+    failed_starts: u32,
+}
+
+/// Starts `exe args`, its output appended to `log`; the child is killed when the thread
+/// that started it ends (PR_SET_PDEATHSIG), so nothing outlives a crashed supervisor.
+pub fn spawn_process(exe: &Path, args: &[String], log: &Path) -> anyhow::Result<Child> {
+    let out = OpenOptions::new().create(true).append(true).open(log)?;
+    let mut cmd = Command::new(exe);
+    cmd.args(args).stdin(Stdio::null()).stdout(out.try_clone()?).stderr(out);
+    // SAFETY: prctl is async-signal-safe; it makes the kernel kill the child when the
+    // supervisor dies, however it dies, so that no process outlives its run.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn().with_context(|| format!("cannot start {}", exe.display()))
+}
+
+/// The running processes of a topology. Dropping it stops them all.
+pub struct Network {
+    pub layout: RunLayout,
+    exe: PathBuf,
+    procs: Arc<Mutex<Vec<Supervised>>>,
+    stopping: Arc<AtomicBool>,
+    supervisor: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Network {
+    /// Starts a router and a control service per AS with the `aviary` binary `exe`, and
+    /// waits until every one of them answers.
+    pub fn start(exe: &Path, layout: RunLayout) -> anyhow::Result<Self> {
+        layout.check_addresses_free()?;
+        let mut procs = Vec::new();
+        for a in layout.ases.values() {
+            for role in [Role::Router, Role::Control] {
+                let cfg = a.dir.join(format!("{}.toml", role.name()));
+                let args = vec![role.name().to_string(), "--config".into(), cfg.display().to_string()];
+                let log = layout.dir.join("logs").join(format!("{}-{}.log", ia_dir(a.ia), role.name()));
+                let child = spawn_process(exe, &args, &log)?;
+                procs.push(Supervised {
+                    ia: a.ia,
+                    role,
+                    args,
+                    log,
+                    child: Some(child),
+                    started: Instant::now(),
+                    failed_starts: 0,
+                });
+            }
+        }
+        let mut net = Self {
+            layout,
+            exe: exe.to_path_buf(),
+            procs: Arc::new(Mutex::new(procs)),
+            stopping: Arc::new(AtomicBool::new(false)),
+            supervisor: None,
+        };
+        net.wait_ready(Duration::from_secs(15))?;
+        let (procs, stopping, exe, log) =
+            (net.procs.clone(), net.stopping.clone(), net.exe.clone(), net.layout.dir.join("logs/supervisor.log"));
+        net.supervisor = Some(std::thread::spawn(move || supervise(procs, stopping, exe, log)));
+        Ok(net)
+    }
+
+    /// Waits until every router's management API and every control service answers.
+    pub fn wait_ready(&self, timeout: Duration) -> anyhow::Result<()> {
+        let deadline = Instant::now() + timeout;
+        for a in self.layout.ases.values() {
+            for (what, addr) in [("router", a.router.management), ("control service", a.control.listen)] {
+                loop {
+                    if ureq::get(&format!("http://{addr}/v1/status")).timeout(Duration::from_millis(500)).call().is_ok()
+                    {
+                        break;
+                    }
+                    if let Some(exit) = self.exited(a.ia, what) {
+                        bail!("{what} of {} exited ({exit}); see {}", a.ia, self.layout.dir.join("logs").display());
+                    }
+                    if Instant::now() > deadline {
+                        bail!("{what} of {} did not come up within {timeout:?}", a.ia);
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn exited(&self, ia: IsdAsn, what: &str) -> Option<String> {
+        let mut procs = self.procs.lock().ok()?;
+        let p = procs.iter_mut().find(|p| p.ia == ia && what.starts_with(p.role.name()))?;
+        p.child.as_mut()?.try_wait().ok().flatten().map(|s| s.to_string())
+    }
+
+    /// Process id of a running process (for tests that kill one).
+    pub fn pid(&self, ia: IsdAsn, role: Role) -> Option<u32> {
+        let procs = self.procs.lock().ok()?;
+        procs.iter().find(|p| p.ia == ia && p.role == role)?.child.as_ref().map(Child::id)
+    }
+
+    pub fn pids(&self) -> Vec<u32> {
+        self.procs
+            .lock()
+            .map(|p| p.iter().filter_map(|s| s.child.as_ref().map(Child::id)).collect())
+            .unwrap_or_default()
+    }
+
+    /// Stops every process (SIGTERM, then SIGKILL after a grace period).
+    pub fn stop(&mut self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        if let Some(s) = self.supervisor.take() {
+            let _ = s.join();
+        }
+        let Ok(mut procs) = self.procs.lock() else { return };
+        for p in procs.iter_mut() {
+            if let Some(c) = &p.child {
+                // SAFETY: plain kill(2) on a child we own and have not reaped.
+                unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(2);
+        for p in procs.iter_mut() {
+            if let Some(mut c) = p.child.take() {
+                while c.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+}
+
+impl Drop for Network {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Restarts processes that exit while the run is active; gives up on one that keeps
+/// failing right after its start.
+fn supervise(procs: Arc<Mutex<Vec<Supervised>>>, stopping: Arc<AtomicBool>, exe: PathBuf, log: PathBuf) {
+    let mut log = File::options().create(true).append(true).open(log).ok();
+    let mut note = |msg: String| {
+        tracing::warn!("{msg}");
+        if let Some(f) = log.as_mut() {
+            let _ = writeln!(f, "{msg}");
+        }
+    };
+    while !stopping.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(100));
+        let Ok(mut procs) = procs.lock() else { return };
+        for p in procs.iter_mut() {
+            let Some(status) = p.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) else { continue };
+            if stopping.load(Ordering::SeqCst) {
+                break;
+            }
+            p.failed_starts = if p.started.elapsed() < MIN_UPTIME { p.failed_starts + 1 } else { 0 };
+            if p.failed_starts >= MAX_FAILED_STARTS {
+                note(format!(
+                    "{} {} exited ({status}) {MAX_FAILED_STARTS} times right after starting; giving up",
+                    p.role.name(),
+                    p.ia
+                ));
+                p.child = None;
+                continue;
+            }
+            note(format!("{} {} exited ({status}); restarting", p.role.name(), p.ia));
+            match spawn_process(&exe, &p.args, &p.log) {
+                Ok(c) => {
+                    p.child = Some(c);
+                    p.started = Instant::now();
+                }
+                Err(e) => note(format!("cannot restart {} {}: {e:#}", p.role.name(), p.ia)),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_as_has_its_own_secret_and_a_rerun_keeps_it() {
+        let dir = std::env::temp_dir().join(format!("aviary-layout-{}", std::process::id()));
+        let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies/two-isd.toml");
+        let layout = RunLayout::write(&topo, &dir, 20000).unwrap();
+        let mut secrets = Vec::new();
+        for a in layout.ases.values() {
+            let own = a.dir.join("master.key");
+            // Both processes of an AS read the AS's own secret and nothing else.
+            assert_eq!(a.dir.join(&a.router.master_secret_file), own);
+            assert_eq!(a.dir.join(&a.control.master_secret_file), own);
+            secrets.push(fs::read_to_string(&own).unwrap());
+            let cfg = RouterConfig::load(&a.dir.join("router.toml")).unwrap();
+            assert_eq!(cfg.interfaces.len(), a.router.interfaces.len());
+            ControlConfig::load(&a.dir.join("control.toml")).unwrap();
+        }
+        let n = secrets.len();
+        secrets.sort();
+        secrets.dedup();
+        assert_eq!(secrets.len(), n);
+        // Every link end points at the other end's socket.
+        let all: Vec<&InterfaceConfig> = layout.ases.values().flat_map(|a| &a.router.interfaces).collect();
+        for i in &all {
+            assert!(all.iter().any(|j| j.local == i.remote && j.remote == i.local && j.neighbor != i.neighbor));
+        }
+        let again = RunLayout::write(&topo, &dir, 20000).unwrap();
+        let a = again.ases.values().next().unwrap();
+        assert!(secrets.contains(&fs::read_to_string(a.dir.join("master.key")).unwrap()));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,342 @@
+//! Topology files: ISDs, ASes, inter-AS links with capacity and delay, and hosts.
+//!
+//! A topology is public knowledge (which ASes exist and how they are linked); secrets and
+//! addresses live in the per-process configs that `aviary run` derives from it.
+//!
+//! ```toml
+//! name = "line5"
+//! [[as]]
+//! ia = "1-ff00:0:110"
+//! core = true
+//! [[link]]
+//! a = "1-ff00:0:110#2"   # ISD-AS#interface
+//! b = "1-ff00:0:112#1"
+//! kind = "parent"        # a is b's parent; or "core" between two core ASes
+//! capacity_bps = 10_000_000
+//! delay_ms = 2.0
+//! [[host]]
+//! name = "src"
+//! ia = "1-ff00:0:111"
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::Path;
+
+use aviary_scion::IsdAsn;
+use serde::{Deserialize, Serialize};
+
+/// A topology or config that cannot be used, with the file and field at fault.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: {field}: {message}")]
+pub struct ConfigError {
+    pub file: String,
+    pub field: String,
+    pub message: String,
+}
+
+impl ConfigError {
+    pub fn new(file: impl fmt::Display, field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { file: file.to_string(), field: field.into(), message: message.into() }
+    }
+}
+
+/// Reads and parses a TOML file; parse errors name the file and the offending key.
+pub fn read_toml<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, ConfigError> {
+    let file = path.display();
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::new(&file, "(file)", e.to_string()))?;
+    toml::from_str(&text).map_err(|e| {
+        let field = e.span().map(|s| key_at(&text, s.start)).unwrap_or_else(|| "(document)".into());
+        ConfigError::new(&file, field, e.message().to_string())
+    })
+}
+
+/// The `key` or `[table]` on the line where a TOML error starts, for the message.
+fn key_at(text: &str, offset: usize) -> String {
+    let line_start = text[..offset.min(text.len())].rfind('\n').map_or(0, |i| i + 1);
+    let line_no = text[..line_start].matches('\n').count() + 1;
+    let line = text[line_start..].lines().next().unwrap_or("").trim();
+    let key = line.split('=').next().unwrap_or(line).trim();
+    format!("line {line_no} `{key}`")
+}
+
+/// An interface of an AS, written `ISD-AS#ifid`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct IfRef {
+    pub ia: IsdAsn,
+    pub ifid: u16,
+}
+
+impl fmt::Display for IfRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}#{}", self.ia, self.ifid)
+    }
+}
+
+impl std::str::FromStr for IfRef {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (ia, ifid) = s.split_once('#').ok_or_else(|| format!("`{s}` is not of the form ISD-AS#interface"))?;
+        let ia = ia.parse::<IsdAsn>().map_err(|e| format!("`{ia}`: {e}"))?;
+        let ifid = ifid.parse::<u16>().map_err(|_| format!("`{ifid}` is not an interface id (1-65535)"))?;
+        if ifid == 0 {
+            return Err("interface id 0 is reserved for the AS's inside".into());
+        }
+        Ok(Self { ia, ifid })
+    }
+}
+
+impl<'de> Deserialize<'de> for IfRef {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl Serialize for IfRef {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkKind {
+    /// `a` is `b`'s parent (provider).
+    Parent,
+    /// Between two core ASes.
+    Core,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AsEntry {
+    pub ia: IsdAsn,
+    #[serde(default)]
+    pub core: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Link {
+    pub a: IfRef,
+    pub b: IfRef,
+    pub kind: LinkKind,
+    /// Capacity in each direction, bit/s.
+    pub capacity_bps: u64,
+    /// One-way propagation delay.
+    #[serde(default)]
+    pub delay_ms: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Host {
+    pub name: String,
+    pub ia: IsdAsn,
+}
+
+/// A validated topology.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Topology {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(rename = "as")]
+    pub ases: Vec<AsEntry>,
+    #[serde(rename = "link", default)]
+    pub links: Vec<Link>,
+    #[serde(rename = "host", default)]
+    pub hosts: Vec<Host>,
+}
+
+/// One end of a link as seen from an AS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Neighbor {
+    Parent,
+    Child,
+    Core,
+}
+
+impl Topology {
+    /// Reads and validates a topology file.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let topo: Topology = read_toml(path)?;
+        topo.validate(&path.display().to_string())?;
+        Ok(topo)
+    }
+
+    pub fn validate(&self, file: &str) -> Result<(), ConfigError> {
+        let err = |field: String, msg: String| ConfigError::new(file, field, msg);
+        if self.ases.is_empty() {
+            return Err(err("as".into(), "a topology needs at least one AS".into()));
+        }
+        let mut cores = BTreeMap::new();
+        for (i, a) in self.ases.iter().enumerate() {
+            if cores.insert(a.ia, a.core).is_some() {
+                return Err(err(format!("as[{i}].ia"), format!("{} is listed twice", a.ia)));
+            }
+        }
+        let mut used = BTreeSet::new();
+        for (i, l) in self.links.iter().enumerate() {
+            for (end, r) in [("a", l.a), ("b", l.b)] {
+                let field = format!("link[{i}].{end}");
+                let Some(&core) = cores.get(&r.ia) else {
+                    return Err(err(field, format!("{} is not an AS of this topology", r.ia)));
+                };
+                if !used.insert(r) {
+                    return Err(err(field, format!("interface {r} is used by two links")));
+                }
+                let ok = match (l.kind, end) {
+                    (LinkKind::Core, _) => core,
+                    (LinkKind::Parent, "b") => !core,
+                    (LinkKind::Parent, _) => true,
+                };
+                if !ok {
+                    let what = if l.kind == LinkKind::Core {
+                        "a core link needs core ASes"
+                    } else {
+                        "a core AS has no parent"
+                    };
+                    return Err(err(field, format!("{what} ({} is {}core)", r.ia, if core { "" } else { "not " })));
+                }
+            }
+            if l.a.ia == l.b.ia {
+                return Err(err(format!("link[{i}].b"), "a link joins two different ASes".into()));
+            }
+            if l.capacity_bps == 0 {
+                return Err(err(format!("link[{i}].capacity_bps"), "must be positive".into()));
+            }
+            if !(0.0..=10_000.0).contains(&l.delay_ms) {
+                return Err(err(format!("link[{i}].delay_ms"), "must be between 0 and 10000".into()));
+            }
+        }
+        for a in self.ases.iter().filter(|a| !a.core) {
+            if !self.links.iter().any(|l| l.kind == LinkKind::Parent && l.b.ia == a.ia) {
+                let i = self.ases.iter().position(|x| x.ia == a.ia).unwrap_or(0);
+                return Err(err(format!("as[{i}]"), format!("non-core AS {} has no parent link", a.ia)));
+            }
+        }
+        let mut names = BTreeSet::new();
+        for (i, h) in self.hosts.iter().enumerate() {
+            let valid = !h.name.is_empty() && h.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+            if !valid {
+                return Err(err(format!("host[{i}].name"), "use letters, digits, '-' and '_'".into()));
+            }
+            if !names.insert(&h.name) {
+                return Err(err(format!("host[{i}].name"), format!("`{}` is used twice", h.name)));
+            }
+            if !cores.contains_key(&h.ia) {
+                return Err(err(format!("host[{i}].ia"), format!("{} is not an AS of this topology", h.ia)));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn as_entry(&self, ia: IsdAsn) -> Option<&AsEntry> {
+        self.ases.iter().find(|a| a.ia == ia)
+    }
+
+    pub fn is_core(&self, ia: IsdAsn) -> bool {
+        self.as_entry(ia).is_some_and(|a| a.core)
+    }
+
+    pub fn host(&self, name: &str) -> Option<&Host> {
+        self.hosts.iter().find(|h| h.name == name)
+    }
+
+    /// The links of `ia`: (local interface, remote interface, what the neighbour is, link).
+    pub fn links_of(&self, ia: IsdAsn) -> impl Iterator<Item = (IfRef, IfRef, Neighbor, &Link)> {
+        self.links.iter().filter_map(move |l| {
+            if l.a.ia == ia {
+                let n = if l.kind == LinkKind::Core { Neighbor::Core } else { Neighbor::Child };
+                Some((l.a, l.b, n, l))
+            } else if l.b.ia == ia {
+                let n = if l.kind == LinkKind::Core { Neighbor::Core } else { Neighbor::Parent };
+                Some((l.b, l.a, n, l))
+            } else {
+                None
+            }
+        })
+    }
+
+    /// The link at interface `r`, if any: (remote interface, what the neighbour is).
+    pub fn neighbor(&self, r: IfRef) -> Option<(IfRef, Neighbor)> {
+        self.links_of(r.ia).find(|(l, ..)| *l == r).map(|(_, remote, n, _)| (remote, n))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Topology, ConfigError> {
+        let t: Topology = toml::from_str(text).map_err(|e| ConfigError::new("t.toml", "?", e.to_string()))?;
+        t.validate("t.toml")?;
+        Ok(t)
+    }
+
+    const BASE: &str = r#"
+name = "t"
+[[as]]
+ia = "1-ff00:0:110"
+core = true
+[[as]]
+ia = "1-ff00:0:111"
+[[link]]
+a = "1-ff00:0:110#1"
+b = "1-ff00:0:111#1"
+kind = "parent"
+capacity_bps = 1000
+"#;
+
+    #[test]
+    fn shipped_topologies_are_valid() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies");
+        let mut n = 0;
+        for e in std::fs::read_dir(dir).unwrap() {
+            let t = Topology::load(&e.unwrap().path()).unwrap();
+            assert!(!t.hosts.is_empty());
+            n += 1;
+        }
+        assert!(n >= 2);
+    }
+
+    #[test]
+    fn neighbours_seen_from_both_ends() {
+        let t = parse(BASE).unwrap();
+        let (remote, n) = t.neighbor("1-ff00:0:111#1".parse().unwrap()).unwrap();
+        assert_eq!((remote.to_string().as_str(), n), ("1-ff00:0:110#1", Neighbor::Parent));
+        let (_, n) = t.neighbor("1-ff00:0:110#1".parse().unwrap()).unwrap();
+        assert_eq!(n, Neighbor::Child);
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let cases = [
+            (BASE.replace("111#1\"\nkind", "112#1\"\nkind"), "link[0].b"),
+            (BASE.replace("capacity_bps = 1000", "capacity_bps = 0"), "link[0].capacity_bps"),
+            (BASE.replace("kind = \"parent\"", "kind = \"core\""), "link[0].b"),
+            (BASE.replace("110#1\"\nb", "110#0\"\nb"), "?"),
+            (format!("{BASE}[[host]]\nname = \"h\"\nia = \"1-ff00:0:999\"\n"), "host[0].ia"),
+            (format!("{BASE}[[host]]\nname = \"h h\"\nia = \"1-ff00:0:111\"\n"), "host[0].name"),
+            (format!("{BASE}[[as]]\nia = \"1-ff00:0:111\"\n"), "as[2].ia"),
+            (format!("{BASE}[[as]]\nia = \"1-ff00:0:112\"\n"), "as[2]"),
+        ];
+        for (text, field) in cases {
+            let e = parse(&text).unwrap_err();
+            assert_eq!(e.field, field, "{e}");
+        }
+    }
+
+    #[test]
+    fn toml_errors_name_file_and_line() {
+        let dir = std::env::temp_dir().join(format!("aviary-topo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("bad.toml");
+        std::fs::write(&f, BASE.replace("capacity_bps = 1000", "capacity_bps = \"fast\"")).unwrap();
+        let e = Topology::load(&f).unwrap_err().to_string();
+        assert!(e.contains("bad.toml") && e.contains("capacity_bps"), "{e}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
