@@ -3,7 +3,10 @@
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
+use std::path::PathBuf;
+
 use aviary_lab::{bench, demo, machine};
+use aviary_node::run::{Network, RunLayout};
 
 #[derive(Parser)]
 #[command(name = "aviary", version, about = "Inter-domain QoS for SCION: Hummingbird reservations and friends")]
@@ -13,15 +16,60 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+enum HostMode {
+    /// Send a flow (constant bit rate or bursty, best effort or reserved, or an attack).
+    Send(aviary_node::host::SendOptions),
+    /// Receive flows and report goodput, loss and one-way delay per flow.
+    Sink(aviary_node::host::SinkOptions),
+}
+
+#[derive(Subcommand)]
 enum Command {
-    /// Data-plane demo: reserved, best-effort and attack flows through five ASes.
+    /// The emulated network of line5 as processes: reserved and best-effort flows under a flood.
     Demo {
         /// Print the summary as one JSON object.
         #[arg(long)]
         json: bool,
-        /// Simulated duration in milliseconds.
-        #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+        /// How long the legitimate flows send, in milliseconds.
+        #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1000..=40_000))]
         duration_ms: u64,
+        /// Run directory: configs, logs and report.html.
+        #[arg(long, default_value = "aviary-demo")]
+        dir: PathBuf,
+        /// First port of the run; each AS uses 100 ports from here.
+        #[arg(long, default_value_t = 30000)]
+        port_base: u16,
+    },
+    /// Host agent of an AS: traffic sender or sink over SCION/UDP.
+    Host {
+        /// Host config (TOML), e.g. aviary-run/hosts/source.toml.
+        #[arg(long)]
+        config: PathBuf,
+        #[command(subcommand)]
+        mode: HostMode,
+    },
+    /// Border router of one AS (forwards SCION and Hummingbird packets over UDP).
+    Router {
+        /// Router config (TOML).
+        #[arg(long)]
+        config: PathBuf,
+    },
+    /// Control service of one AS: hop fields, paths for hosts, reservations for the operator.
+    Control {
+        /// Control-service config (TOML).
+        #[arg(long)]
+        config: PathBuf,
+    },
+    /// Starts a router and a control service per AS of a topology and supervises them until Ctrl-C.
+    Run {
+        /// Topology file (TOML), e.g. testdata/topologies/line5.toml.
+        topology: PathBuf,
+        /// Run directory for configs, secrets and logs.
+        #[arg(long, default_value = "aviary-run")]
+        dir: PathBuf,
+        /// First port of the run; each AS uses 100 ports from here.
+        #[arg(long, default_value_t = 30000)]
+        port_base: u16,
     },
     /// Per-packet cost on one core, beside the figures of seed 000.
     Bench {
@@ -35,14 +83,41 @@ enum Command {
 }
 
 fn main() -> Result<()> {
+    use std::io::IsTerminal;
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .init();
     match Cli::parse().command {
-        Command::Demo { json, duration_ms } => {
-            let report = demo::run(duration_ms);
+        Command::Router { config } => aviary_node::router::run(&config)?,
+        Command::Control { config } => aviary_node::control::run(&config)?,
+        Command::Run { topology, dir, port_base } => run_topology(&topology, &dir, port_base)?,
+        Command::Demo { json, duration_ms, dir, port_base } => {
+            let opts = demo::DemoOptions { exe: std::env::current_exe()?, dir, port_base, duration_ms, progress: true };
+            let report = demo::run(&opts)?;
             if json {
                 println!("{}", serde_json::to_string(&report)?);
             } else {
-                println!("aviary demo: {} for {:.1} s of simulated time\n", report.topology, report.duration_s);
+                println!(
+                    "aviary demo: {} ({}), {:.0} s of traffic\n",
+                    report.topology, report.description, report.duration_s
+                );
                 print!("{}", demo::table(&report));
+                println!("\nreport: {}", report.report_html);
+            }
+        }
+        Command::Host { config, mode } => {
+            let cfg = aviary_node::config::HostConfig::load(&config)?;
+            match mode {
+                HostMode::Send(opts) => {
+                    let r = aviary_node::host::run_sender(&cfg, &opts)?;
+                    eprintln!("{}", serde_json::to_string(&r)?);
+                }
+                HostMode::Sink(opts) => {
+                    let r = aviary_node::host::run_sink(&cfg, &opts)?;
+                    eprintln!("{}", serde_json::to_string(&r.flows.keys().collect::<Vec<_>>())?);
+                }
             }
         }
         Command::Bench { json, quick } => {
@@ -61,5 +136,34 @@ fn main() -> Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+/// `aviary run`: start a topology, print where everything is, wait for Ctrl-C.
+fn run_topology(topology: &std::path::Path, dir: &std::path::Path, port_base: u16) -> Result<()> {
+    let stop = aviary_node::signals::stop_flag();
+    let layout = RunLayout::write(topology, dir, port_base)?;
+    let exe = std::env::current_exe()?;
+    let net = Network::start(&exe, layout)?;
+    let l = &net.layout;
+    println!("topology {} running in {}", l.topology.name, l.dir.display());
+    for a in l.ases.values() {
+        println!(
+            "  {:<16} router {} (management http://{})  control http://{}",
+            a.ia.to_string(),
+            a.router.internal,
+            a.router.management,
+            a.control.listen
+        );
+    }
+    for (name, h) in &l.hosts {
+        println!("  host {name:<12} {},{}  config {}", h.ia, h.addr, l.host_config_path(name).display());
+    }
+    println!("logs in {}; Ctrl-C stops every process", l.dir.join("logs").display());
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    println!("stopping");
+    drop(net);
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! Measurements and scenarios on top of the mechanism crates: the per-packet benchmark
-//! table of `aviary bench` and the in-process data-plane demo.
+//! table of `aviary bench` and the networked demo with its HTML report.
 
 pub mod bench;
 pub mod demo;
 pub mod machine;
+pub mod report;

@@ -1,0 +1,265 @@
+//! The emulated network as real processes on loopback: the `aviary` binary runs every
+//! border router, control service and host. Tests run one at a time (a shared lock), as
+//! they measure goodput on a machine with few cores.
+
+use std::net::UdpSocket;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use aviary_lab::demo::{self, DemoOptions};
+use aviary_node::host::{SenderReport, SinkReport};
+use aviary_node::run::{Network, Role, RunLayout};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn exe() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_aviary"))
+}
+
+fn topology(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies").join(name)
+}
+
+fn run_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("aviary-it-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// Processes whose command line mentions `dir` (every process of a run does).
+fn processes_of(dir: &Path) -> Vec<String> {
+    let needle = dir.display().to_string();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else { continue };
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.contains(&needle) && e.file_name().to_string_lossy().parse::<u32>().is_ok() {
+            // A zombie has an empty cmdline, so whatever matches is alive.
+            out.push(cmd);
+        }
+    }
+    out
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(p: &Path) -> T {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+#[test]
+fn demo_reserved_flow_keeps_its_rate_under_a_flood() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = run_dir("demo");
+    let opts = DemoOptions { exe: exe(), dir: dir.clone(), port_base: 32000, duration_ms: 6000, progress: false };
+    let report = demo::run(&opts).unwrap();
+    let flow = |kind: &str| report.flows.iter().find(|f| f.kind == kind).unwrap().clone();
+    let (reserved, best_effort, attack) = (flow("reserved"), flow("best_effort"), flow("attack"));
+    let reserved_bps = reserved.reserved_bps.expect("the reserved flow has a reservation");
+    assert!(
+        reserved.goodput_bps as f64 >= 0.95 * reserved_bps as f64,
+        "reserved flow: {} of {reserved_bps} bit/s\n{}",
+        reserved.goodput_bps,
+        demo::table(&report)
+    );
+    assert!(
+        (best_effort.goodput_bps as f64) < best_effort.offered_bps as f64 / 3.0,
+        "best effort kept {} of {} bit/s\n{}",
+        best_effort.goodput_bps,
+        best_effort.offered_bps,
+        demo::table(&report)
+    );
+    assert!(attack.offered_bps > 4 * 10_000_000, "the flood is five times the link capacity");
+    assert!(reserved.p99_ms < best_effort.p99_ms.max(1.0) * 10.0);
+    let html = std::fs::read_to_string(&report.report_html).unwrap();
+    assert!(html.contains("<svg") && html.contains("reserved"));
+    assert_eq!(processes_of(&dir), Vec::<String>::new(), "no process outlives the demo");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Starts line5 with a sink on `sink` and returns the network and the sink's destination.
+fn line5(name: &str, port_base: u16) -> Network {
+    let dir = run_dir(name);
+    let layout = RunLayout::write(&topology("line5.toml"), &dir, port_base).unwrap();
+    Network::start(&exe(), layout).unwrap()
+}
+
+#[test]
+fn traffic_without_a_valid_reservation_gets_no_priority() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let net = line5("nopriority", 33000);
+    let l = &net.layout;
+    // The source AS itself has no reservation: keep the sum of the flows below its 10 Mbit/s uplink.
+    let res = demo::reserve_transit(l, "source", "sink", 1_000_000, 300).unwrap();
+    let sink = l.host("sink").unwrap();
+    let dst = format!("{},{}:40000", sink.ia, sink.addr);
+    let report = |n: &str| l.dir.join(format!("{n}.json"));
+    let sink_proc =
+        demo::start_host(&exe(), l, "sink", "sink", &demo::sink_args(40000, 6000, &report("sink"))).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut senders = Vec::new();
+    for (flow, attack, rate) in
+        [("forge", "forge", 1_000_000u64), ("replay", "replay", 1_000_000), ("overuse", "overuse", 3_000_000)]
+    {
+        let mut args = demo::send_args(flow, dst.clone(), rate, 4000, &report(flow));
+        args.extend(["--attack", attack, "--reservation", res.to_str().unwrap()].map(String::from));
+        senders.push((flow, demo::start_host(&exe(), l, "source", flow, &args).unwrap()));
+    }
+    // Fill the middle links so that only priority traffic gets through in full.
+    let a_sink = l.host("attack-sink").unwrap();
+    let mut flood =
+        demo::send_args("flood", format!("{},{}:40001", a_sink.ia, a_sink.addr), 50_000_000, 4000, &report("flood"));
+    flood.extend(["--attack", "flood"].map(String::from));
+    senders.push(("flood", demo::start_host(&exe(), l, "attacker", "flood", &flood).unwrap()));
+    for (label, child) in senders {
+        demo::wait_host(child, l, label, Duration::from_secs(15)).unwrap();
+    }
+    demo::wait_host(sink_proc, l, "sink", Duration::from_secs(15)).unwrap();
+    let sink: SinkReport = read_json(&report("sink"));
+    let sent = |f: &str| read_json::<SenderReport>(&report(f));
+    let got = |f: &str| sink.flows.get(f).map_or(0, |r| r.received_packets);
+    assert!(sent("forge").sent_packets > 100);
+    assert_eq!(got("forge"), 0, "forged flyovers are dropped at the first reserved AS");
+    // Replays are older than the routers' packet age limit: never priority. They compete
+    // as best effort with a flood of five times the link capacity.
+    assert!(got("replay") * 5 < sent("replay").sent_packets, "stale replays got through: {}", got("replay"));
+    // Overuse: three times the reservation; priority is capped at the reserved rate, the
+    // excess competes with the flood as best effort.
+    let over = sink.flows.get("overuse").expect("overuse flow arrives in part");
+    let reserved_bps = sent("overuse").reserved_bps.unwrap() as f64;
+    let over_bps = over.received_bytes as f64 * 8.0 / sent("overuse").duration_s;
+    assert!(over_bps < 1.5 * reserved_bps, "overuse got {over_bps} bit/s on a {reserved_bps} bit/s reservation");
+    assert!(over_bps > 0.8 * reserved_bps, "the reserved share still arrives: {over_bps}");
+    // The first transit AS counted the forgeries as bad MACs.
+    let b = &l.ases[&"1-ff00:0:112".parse().unwrap()];
+    let metrics = ureq::get(&format!("http://{}/metrics", b.router.management)).call().unwrap().into_string().unwrap();
+    let bad_mac = metrics
+        .lines()
+        .find(|m| m.contains("reason=\"bad_mac\"") && m.contains("interface=\"2\""))
+        .and_then(|m| m.rsplit(' ').next()?.parse::<u64>().ok())
+        .unwrap_or(0);
+    assert!(bad_mac > 100, "{metrics}");
+}
+
+#[test]
+fn killed_router_is_back_within_five_seconds() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let net = line5("restart", 34000);
+    let l = &net.layout;
+    let sink = l.host("sink").unwrap();
+    let dst = format!("{},{}:40000", sink.ia, sink.addr);
+    let report = |n: &str| l.dir.join(format!("{n}.json"));
+    let sink_proc =
+        demo::start_host(&exe(), l, "sink", "sink", &demo::sink_args(40000, 11_000, &report("sink"))).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let sender = demo::start_host(
+        &exe(),
+        l,
+        "source",
+        "flow",
+        &demo::send_args("flow", dst, 1_000_000, 10_000, &report("flow")),
+    )
+    .unwrap();
+    let sink_started = Instant::now();
+    std::thread::sleep(Duration::from_secs(2));
+    let core = "1-ff00:0:110".parse().unwrap();
+    let pid = net.pid(core, Role::Router).unwrap();
+    // SAFETY: kill(2) on a child process of this test's network.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    let killed_at = sink_started.elapsed();
+    demo::wait_host(sender, l, "flow", Duration::from_secs(20)).unwrap();
+    demo::wait_host(sink_proc, l, "sink", Duration::from_secs(20)).unwrap();
+    assert_ne!(net.pid(core, Role::Router), Some(pid), "the supervisor restarted the router");
+    let s: SinkReport = read_json(&report("sink"));
+    let f = &s.flows["flow"];
+    let bin = Duration::from_millis(s.bin_ms);
+    // Every full bin from 5 s after the kill until the sender stopped carried traffic.
+    let first = ((killed_at + Duration::from_secs(5)).as_millis() / bin.as_millis()) as usize + 1;
+    let last = (Duration::from_millis(9_500).as_millis() / bin.as_millis()) as usize;
+    assert!(first < last);
+    for (i, b) in f.timeline_bps.iter().enumerate().take(last).skip(first) {
+        assert!(
+            *b > 0,
+            "no traffic in bin {i} ({:?} after the kill): {:?}",
+            bin * i as u32 - killed_at,
+            f.timeline_bps
+        );
+    }
+    let log = std::fs::read_to_string(l.dir.join("logs/supervisor.log")).unwrap();
+    assert!(log.contains("router 1-ff00:0:110 exited"), "{log}");
+}
+
+#[test]
+fn malformed_datagrams_are_counted_and_harmless() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let net = line5("malformed", 35000);
+    let a = &net.layout.ases[&"1-ff00:0:110".parse().unwrap()];
+    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut targets = vec![a.router.internal];
+    targets.extend(a.router.interfaces.iter().map(|i| i.local));
+    let junk: [&[u8]; 5] = [b"", b"\x00", &[0xff; 64], &[0u8; 1500], &[0x01; 3000]];
+    for t in &targets {
+        for j in junk {
+            s.send_to(j, t).unwrap();
+        }
+    }
+    std::thread::sleep(Duration::from_millis(600));
+    let status: serde_json::Value =
+        ureq::get(&format!("http://{}/v1/status", a.router.management)).call().unwrap().into_json().unwrap();
+    for i in status["interfaces"].as_array().unwrap() {
+        assert_eq!(i["received_packets"], 5, "{i}");
+        let drops: u64 = i["drops"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+        assert_eq!(drops, 5, "every junk datagram is dropped with a reason: {i}");
+    }
+    assert_eq!(net.pid(a.ia, Role::Router).is_some(), true);
+    // Bad requests to the control service get a clear error, not a crash.
+    let r = ureq::post(&format!("http://{}/v1/segments/extend", a.control.listen)).send_string("{not json");
+    assert!(matches!(r, Err(ureq::Error::Status(400, _))));
+    let r = ureq::post(&format!("http://{}/v1/reservations", a.control.listen)).send_string("{}");
+    assert!(matches!(r, Err(ureq::Error::Status(401, _))), "reservations need the operator token");
+    net.wait_ready(Duration::from_secs(2)).unwrap();
+}
+
+#[test]
+fn run_refuses_an_address_in_use() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = run_dir("taken");
+    let layout = RunLayout::write(&topology("two-isd.toml"), &dir, 36000).unwrap();
+    let taken = layout.ases.values().next().unwrap().router.interfaces[0].local;
+    let _holder = UdpSocket::bind(taken).unwrap();
+    let err = Network::start(&exe(), layout).err().expect("start must fail").to_string();
+    assert!(err.contains(&taken.to_string()) && err.contains("interface"), "{err}");
+    assert_eq!(processes_of(&dir), Vec::<String>::new());
+}
+
+#[test]
+fn two_isd_paths_cross_segments_and_deliver() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = run_dir("twoisd");
+    let net = Network::start(&exe(), RunLayout::write(&topology("two-isd.toml"), &dir, 37000).unwrap()).unwrap();
+    let l = &net.layout;
+    let (src, dst) = (l.host("h111").unwrap(), l.host("h211").unwrap());
+    let paths = aviary_node::api::fetch_paths(src.control, dst.ia).unwrap();
+    assert!(paths.len() >= 2);
+    let report = |n: &str| l.dir.join(format!("{n}.json"));
+    let sink = demo::start_host(&exe(), l, "h211", "sink", &demo::sink_args(40000, 3500, &report("sink"))).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut senders = Vec::new();
+    for i in 0..2 {
+        let flow = format!("path{i}");
+        let mut args = demo::send_args(&flow, format!("{},{}:40000", dst.ia, dst.addr), 500_000, 2000, &report(&flow));
+        args.extend(["--path-index".to_string(), i.to_string()]);
+        senders.push((flow.clone(), demo::start_host(&exe(), l, "h111", &flow, &args).unwrap()));
+    }
+    for (flow, c) in senders {
+        demo::wait_host(c, l, &flow, Duration::from_secs(10)).unwrap();
+    }
+    demo::wait_host(sink, l, "sink", Duration::from_secs(10)).unwrap();
+    let s: SinkReport = read_json(&report("sink"));
+    for i in 0..2 {
+        let sent = read_json::<SenderReport>(&report(&format!("path{i}"))).sent_packets;
+        let got = s.flows[&format!("path{i}")].received_packets;
+        assert!(got as f64 >= 0.99 * sent as f64, "path {i}: {got} of {sent}");
+    }
+    drop(net);
+    assert_eq!(processes_of(&dir), Vec::<String>::new());
+}
