@@ -263,3 +263,66 @@ fn two_isd_paths_cross_segments_and_deliver() {
     drop(net);
     assert_eq!(processes_of(&dir), Vec::<String>::new());
 }
+
+#[test]
+fn management_api_changes_links_policing_and_keys_at_runtime() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let net = line5("mgmt", 38000);
+    let l = &net.layout;
+    let core = &l.ases[&"1-ff00:0:110".parse().unwrap()];
+    let mgmt = core.router.management;
+    let put = |path: &str, body: &str| ureq::put(&format!("http://{mgmt}{path}")).send_string(body);
+    let status =
+        || -> serde_json::Value { ureq::get(&format!("http://{mgmt}/v1/status")).call().unwrap().into_json().unwrap() };
+    let iface = |s: &serde_json::Value, id: u64| {
+        s["interfaces"].as_array().unwrap().iter().find(|i| i["id"] == id).unwrap().clone()
+    };
+
+    // Bad requests are refused with a reason and change nothing.
+    assert!(matches!(put("/v1/interfaces/9", r#"{"capacity_bps":1}"#), Err(ureq::Error::Status(400, _))));
+    assert!(matches!(put("/v1/interfaces/2", r#"{"capacity":1}"#), Err(ureq::Error::Status(400, _))));
+    assert!(matches!(put("/v1/policing", r#"{"burst_ms":-1}"#), Err(ureq::Error::Status(400, _))));
+    assert!(matches!(put("/v1/keys", r#"{"master_secret":"abcd"}"#), Err(ureq::Error::Status(400, _))));
+    assert_eq!(iface(&status(), 2)["capacity_bps"], 10_000_000);
+
+    put("/v1/policing", r#"{"burst_ms":20}"#).unwrap();
+    assert_eq!(status()["burst_ms"], 20.0);
+
+    // Taking the link to D down (capacity 0) stops the flow; bringing it back resumes it.
+    let sink = l.host("sink").unwrap();
+    let report = |n: &str| l.dir.join(format!("{n}.json"));
+    let sink_proc =
+        demo::start_host(&exe(), l, "sink", "sink", &demo::sink_args(40000, 6500, &report("sink"))).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let dst = format!("{},{}:40000", sink.ia, sink.addr);
+    let sender =
+        demo::start_host(&exe(), l, "source", "flow", &demo::send_args("flow", dst, 500_000, 6000, &report("flow")))
+            .unwrap();
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_secs(2));
+    put("/v1/interfaces/2", r#"{"capacity_bps":0}"#).unwrap();
+    let down_at = t0.elapsed();
+    std::thread::sleep(Duration::from_secs(2));
+    put("/v1/interfaces/2", r#"{"capacity_bps":10000000,"delay_ms":5.0}"#).unwrap();
+    let up_at = t0.elapsed();
+    assert_eq!(iface(&status(), 2)["delay_ms"], 5.0);
+    std::thread::sleep(Duration::from_millis(1500));
+    // A new key invalidates the hop fields issued under the old one: packets are now dropped.
+    let secret = "11".repeat(32);
+    put("/v1/keys", &format!(r#"{{"master_secret":"{secret}"}}"#)).unwrap();
+    demo::wait_host(sender, l, "flow", Duration::from_secs(15)).unwrap();
+    demo::wait_host(sink_proc, l, "sink", Duration::from_secs(15)).unwrap();
+    let s: SinkReport = read_json(&report("sink"));
+    let tl = &s.flows["flow"].timeline_bps;
+    let bin = |t: Duration| (t.as_millis() / u128::from(s.bin_ms)) as usize;
+    // t0 is ~0.3 s after the sink started; allow a bin either side of each change.
+    let offset = bin(Duration::from_millis(300));
+    let silent = &tl[offset + bin(down_at) + 2..offset + bin(up_at)];
+    assert!(silent.iter().all(|b| *b == 0), "traffic while the link was down: {tl:?}");
+    assert!(tl[offset + bin(up_at) + 2] > 0, "traffic resumes when the link is back: {tl:?}");
+    let bad_mac = ureq::get(&format!("http://{mgmt}/metrics")).call().unwrap().into_string().unwrap();
+    assert!(
+        bad_mac.lines().any(|m| m.contains("reason=\"bad_mac\"") && !m.ends_with(" 0")),
+        "old hop fields fail after the key change"
+    );
+}
