@@ -301,3 +301,24 @@ impl Router {
         }
     }
 }
+
+impl aviary_qos::Processor for Router {
+    fn path_types(&self) -> &'static [u8] {
+        &[path_type::SCION, path_type::HUMMINGBIRD]
+    }
+
+    fn process_batch(&mut self, pkts: &mut [&mut [u8]], ingress: u16, now_ns: u64, verdicts: &mut [Verdict]) {
+        Router::process_batch(self, pkts, ingress, now_ns, verdicts);
+    }
+
+    fn set_param(&mut self, name: &str, value: f64) -> Result<bool, String> {
+        match name {
+            "burst_ms" if (0.0..=10_000.0).contains(&value) => {
+                self.set_burst_ns((value * 1e6) as u64);
+                Ok(true)
+            }
+            "burst_ms" => Err("burst_ms must be between 0 and 10000".into()),
+            _ => Ok(false),
+        }
+    }
+}

@@ -8,6 +8,7 @@ pub mod config;
 pub mod control;
 pub mod host;
 pub mod metrics;
+pub mod pipeline;
 pub mod router;
 pub mod routes;
 pub mod run;

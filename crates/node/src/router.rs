@@ -9,7 +9,8 @@
 //! forwarding thread through a command channel and reads a status copy the forwarding
 //! thread publishes a few times a second, so the forwarding path takes no locks.
 //!
-//! A new mechanism is one more processor next to `hummingbird` in [`Forwarder::process`].
+//! Mechanisms are [`aviary_qos::Processor`]s chosen by path type (see [`crate::pipeline`]);
+//! adding one is one more entry in [`processors`].
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
@@ -26,6 +27,7 @@ use tiny_http::{Header, Method, Response, Server};
 
 use crate::config::{read_secret, QueueConfig, RouterConfig};
 use crate::metrics::{ClassSnapshot, InterfaceStats, IoDrop, RouterStatus};
+use crate::pipeline::Pipeline;
 use crate::underlay::{wait_readable, BatchSocket, RecvBatch};
 
 const BATCH: usize = aviary_hummingbird::router::MAX_BATCH;
@@ -65,15 +67,21 @@ fn link_params(capacity_bps: u64, delay_ms: f64, q: &QueueConfig) -> LinkParams 
     }
 }
 
-fn build_processor(ia: IsdAsn, secret: &[u8], ids: &[u16], params: RouterParams) -> anyhow::Result<HbirdRouter> {
+/// The mechanisms this router hosts, keyed from the AS master secret.
+fn processors(ia: IsdAsn, secret: &[u8], ids: &[u16], params: RouterParams) -> anyhow::Result<Pipeline> {
     let fwd = AsForwarding::new(ia, HopMacKey::from_master_secret(secret), ids.iter().copied());
-    HbirdRouter::new(fwd, SecretValue::from_master_secret(secret), params).map_err(|e| anyhow!("hummingbird: {e}"))
+    // SCION (type 1) and Hummingbird (type 5).
+    let hummingbird = HbirdRouter::new(fwd, SecretValue::from_master_secret(secret), params)
+        .map_err(|e| anyhow!("hummingbird: {e}"))?;
+    Ok(Pipeline::new(vec![Box::new(hummingbird)]))
 }
 
 /// The forwarding thread's state.
 pub struct Forwarder {
     ia: IsdAsn,
-    processor: HbirdRouter,
+    pipeline: Pipeline,
+    /// Kept for a key change, which rebuilds the processors.
+    params: RouterParams,
     internal: BatchSocket,
     links: Vec<Link>,
     /// `stats[0]`: inside; `stats[i + 1]`: `links[i]`.
@@ -93,7 +101,7 @@ impl Forwarder {
     ) -> anyhow::Result<(Self, Sender<CommandMsg>, Arc<Mutex<RouterStatus>>)> {
         let secret = read_secret(cfg_path, "master_secret_file", &cfg.master_secret_file)?;
         let ids: Vec<u16> = cfg.interfaces.iter().map(|i| i.id).collect();
-        let processor = build_processor(cfg.ia, &secret, &ids, cfg.hummingbird)?;
+        let pipeline = processors(cfg.ia, &secret, &ids, cfg.hummingbird)?;
         let internal = BatchSocket::bind(cfg.internal).context("internal socket")?;
         let mut links = Vec::new();
         let mut stats = vec![InterfaceStats { id: 0, ..Default::default() }];
@@ -113,7 +121,8 @@ impl Forwarder {
         let status = Arc::new(Mutex::new(RouterStatus::default()));
         let fwd = Self {
             ia: cfg.ia,
-            processor,
+            pipeline,
+            params: cfg.hummingbird,
             internal,
             links,
             stats,
@@ -180,7 +189,7 @@ impl Forwarder {
             }
         }
         let verdicts = &mut verdicts[..pkts.len()];
-        self.processor.process_batch(&mut pkts, ingress, now, verdicts);
+        self.pipeline.process_batch(&mut pkts, ingress, now, verdicts);
         for (pkt, v) in pkts.iter().zip(verdicts.iter()) {
             match *v {
                 Verdict::Forward { egress, class } => {
@@ -250,7 +259,7 @@ impl Forwarder {
         let status = RouterStatus {
             ia: Some(self.ia),
             started_unix_s: self.started_unix_s,
-            burst_ms: self.processor.params().burst_ns as f64 / 1e6,
+            burst_ms: self.params.burst_ns as f64 / 1e6,
             interfaces: self.stats.clone(),
         };
         if let Ok(mut s) = self.status.lock() {
@@ -279,18 +288,15 @@ impl Forwarder {
                 link.sched.set_params_at(p, now_ns());
             }
             Command::Burst { burst_ms } => {
-                if !(0.0..=10_000.0).contains(&burst_ms) {
-                    return Err("burst_ms must be between 0 and 10000".into());
-                }
-                self.processor.set_burst_ns((burst_ms * 1e6) as u64);
+                self.pipeline.set_param("burst_ms", burst_ms)?;
+                self.params.burst_ns = (burst_ms * 1e6) as u64;
             }
             Command::MasterSecret(secret) => {
                 if secret.len() < 16 {
                     return Err("master_secret needs at least 16 bytes".into());
                 }
                 let ids: Vec<u16> = self.links.iter().map(|l| l.id).collect();
-                self.processor =
-                    build_processor(self.ia, &secret, &ids, *self.processor.params()).map_err(|e| e.to_string())?;
+                self.pipeline = processors(self.ia, &secret, &ids, self.params).map_err(|e| e.to_string())?;
             }
         }
         self.publish();

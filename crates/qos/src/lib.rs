@@ -6,9 +6,11 @@
 //! egress link is emulated by an [`EgressScheduler`]: rate, delay, strict priority, bounded queues.
 
 mod policer;
+mod processor;
 mod scheduler;
 mod verdict;
 
 pub use policer::{InverseRateTable, PolicerConfigError, ReservationPolicer, INV_SHIFT};
+pub use processor::Processor;
 pub use scheduler::{ClassStats, EgressScheduler, LinkParams, SchedulerStats};
 pub use verdict::{Class, DropCounters, DropReason, Verdict};
