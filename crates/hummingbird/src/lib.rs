@@ -15,6 +15,7 @@ mod prepare;
 pub mod reservation;
 pub mod resid;
 pub mod router;
+pub mod seal;
 pub mod source;
 pub mod testbed;
 
@@ -25,4 +26,5 @@ pub use path_view::HbirdPathView;
 pub use reservation::{as_hops, build_path, AsHop, Reservation};
 pub use resid::{ResIdAllocator, ResIdError};
 pub use router::{PolicingMode, Router, RouterParams};
+pub use seal::{open, seal, BuyerKey, SealContext, SealError};
 pub use source::Source;

@@ -1,8 +1,10 @@
 //! ResID assignment per ingress interface by online interval colouring (First Fit,
-//! seed 000 §5.3): a new reservation gets the smallest ResID not held by any reservation
-//! on the same ingress whose validity overlaps its own. First Fit keeps the largest ResID
-//! within a small factor of the most reservations active at once, which bounds the
-//! router's policing array.
+//! seed 000 §4.3): a new reservation gets the smallest ResID not held by any reservation
+//! on the same ingress whose validity overlaps its own. The paper sizes the policing array
+//! as ResID_max = R·TotalBW/MinBW with R = 3, the ratio of the optimal online algorithm
+//! (Kierstead–Trotter); First Fit's worst case on interval graphs is between 5 and 8 times
+//! the most reservations active at once, so an AS using it needs R = 8 for a guarantee.
+//! On random workloads it stays within about 10% of the optimum (`aviary lab resid`).
 
 use std::collections::BTreeMap;
 
