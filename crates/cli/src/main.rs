@@ -24,6 +24,22 @@ enum HostMode {
 }
 
 #[derive(Subcommand)]
+enum LabCommand {
+    /// ResIDs that First-Fit assignment needs on random reservation workloads, against the optimum.
+    Resid {
+        /// Seed of the workloads.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Smaller workloads.
+        #[arg(long)]
+        quick: bool,
+        /// Print one JSON object per row.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
 enum Command {
     /// The emulated network of line5 as processes: reserved and best-effort flows under a flood.
     Demo {
@@ -70,6 +86,11 @@ enum Command {
         /// First port of the run; each AS uses 100 ports from here.
         #[arg(long, default_value_t = 30000)]
         port_base: u16,
+    },
+    /// Measurements beside the papers' figures.
+    Lab {
+        #[command(subcommand)]
+        command: LabCommand,
     },
     /// Per-packet cost on one core, beside the figures of seed 000.
     Bench {
@@ -118,6 +139,16 @@ fn main() -> Result<()> {
                     let r = aviary_node::host::run_sink(&cfg, &opts)?;
                     eprintln!("{}", serde_json::to_string(&r.flows.keys().collect::<Vec<_>>())?);
                 }
+            }
+        }
+        Command::Lab { command: LabCommand::Resid { seed, quick, json } } => {
+            let rows = aviary_lab::resid::run(seed, quick);
+            if json {
+                for r in &rows {
+                    println!("{}", serde_json::to_string(r)?);
+                }
+            } else {
+                print!("{}", aviary_lab::resid::table(&rows));
             }
         }
         Command::Bench { json, quick } => {

@@ -5,3 +5,4 @@ pub mod bench;
 pub mod demo;
 pub mod machine;
 pub mod report;
+pub mod resid;

@@ -28,7 +28,8 @@ fn escape(s: &str) -> String {
 fn plot(flows: &[FlowSummary], bin_ms: u64) -> String {
     let bins = flows.iter().map(|f| f.timeline_bps.len()).max().unwrap_or(0).max(1);
     let peak = flows.iter().flat_map(|f| f.timeline_bps.iter().copied()).max().unwrap_or(1).max(1) as f64 / 1e6;
-    let y_max = (peak * 1.1).ceil().max(1.0);
+    // A multiple of the four grid steps, so that the axis labels are round numbers.
+    let y_max = ((peak * 1.1) / 4.0).ceil().max(1.0) * 4.0;
     let t_max = bins as f64 * bin_ms as f64 / 1000.0;
     let x = |t: f64| PAD_L + t / t_max * (W - PAD_L - PAD_R);
     let y = |v: f64| H - PAD_B - v / y_max * (H - PAD_T - PAD_B);
