@@ -16,6 +16,7 @@ pub mod reservation;
 pub mod resid;
 pub mod router;
 pub mod seal;
+pub mod service;
 pub mod source;
 pub mod testbed;
 
@@ -27,4 +28,5 @@ pub use reservation::{as_hops, build_path, AsHop, Reservation};
 pub use resid::{ResIdAllocator, ResIdError};
 pub use router::{PolicingMode, Router, RouterParams};
 pub use seal::{open, seal, BuyerKey, SealContext, SealError};
+pub use service::{Fulfilment, RedeemRequest, ReservationService, ServiceError, ServiceState};
 pub use source::Source;

@@ -28,7 +28,7 @@ pub struct Held {
 }
 
 /// ResIDs held per ingress interface; serialisable so an AS service can persist it.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ResIdAllocator {
     max_res_id: u32,
     held: BTreeMap<u16, Vec<Held>>,

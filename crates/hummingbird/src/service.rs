@@ -1,0 +1,199 @@
+//! The AS reservation service's logic (seed 000 §4.2, "Asset Redemption"), sans-IO: a redeem
+//! request seen on the ledger goes in, the reservation sealed to the buyer comes out, ready
+//! to be delivered on chain. The daemon around it (ledger access, issuing and listing
+//! assets) lives in `aviary-node`.
+//!
+//! For each request the service checks the interval, assigns a ResID on the ingress
+//! interface (First Fit, [`ResIdAllocator`]), encodes the bandwidth with the AS's codec
+//! (rounded up: the buyer gets at least what it paid for), derives A_K from the AS's secret
+//! value and seals `(ResInfo, A_K)` to the buyer's ephemeral key, bound to the chain, the
+//! AS and the request. Its state (ResIDs held, requests answered) is serialisable so that
+//! it survives a restart: a request is never answered twice, and a ResID never handed out
+//! twice for overlapping intervals.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::bw::BwCodec;
+use crate::crypto::{ResInfo, SecretValue};
+use crate::reservation::Reservation;
+use crate::resid::{ResIdAllocator, ResIdError};
+use crate::seal::{self, SealContext, SealError};
+
+/// A redeem request addressed to this AS, as the ledger records it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RedeemRequest {
+    /// The request id on chain (u256, big-endian).
+    pub request_id: [u8; 32],
+    /// Interfaces of the redeemed ingress and egress assets.
+    pub ingress: u16,
+    pub egress: u16,
+    pub bandwidth_kbps: u64,
+    /// Unix seconds, `[start, expiry)`.
+    pub start: u64,
+    pub expiry: u64,
+    /// The buyer's ephemeral X25519 public key.
+    pub buyer_key: [u8; 32],
+}
+
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum ServiceError {
+    #[error("request already answered")]
+    AlreadyDelivered,
+    #[error("the interval [{start}, {expiry}) is empty or over")]
+    IntervalOver { start: u64, expiry: u64 },
+    #[error("the interval is longer than a reservation can be (65535 s)")]
+    TooLong,
+    #[error("start {0} does not fit a 32-bit timestamp")]
+    StartOutOfRange(u64),
+    #[error("{0} kbit/s is more than the bandwidth codec expresses")]
+    Bandwidth(u64),
+    #[error(transparent)]
+    ResId(#[from] ResIdError),
+    #[error(transparent)]
+    Seal(#[from] SealError),
+}
+
+/// What the service remembers across restarts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServiceState {
+    pub resids: ResIdAllocator,
+    /// Request ids answered (hex).
+    pub delivered: BTreeSet<String>,
+}
+
+impl ServiceState {
+    /// A fresh state; ResIDs up to `max_res_id` (the routers' policing array).
+    pub fn new(max_res_id: u32) -> Self {
+        Self { resids: ResIdAllocator::new(max_res_id), delivered: BTreeSet::new() }
+    }
+}
+
+/// A reservation ready for delivery: the sealed blob, and what it contains (for logs and
+/// the operator, never published).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fulfilment {
+    pub sealed: Vec<u8>,
+    pub reservation: Reservation,
+}
+
+pub struct ReservationService {
+    isd_as: u64,
+    chain_id: u64,
+    sv: SecretValue,
+    codec: BwCodec,
+    state: ServiceState,
+}
+
+impl ReservationService {
+    pub fn new(isd_as: u64, chain_id: u64, master_secret: &[u8], codec: BwCodec, state: ServiceState) -> Self {
+        Self { isd_as, chain_id, sv: SecretValue::from_master_secret(master_secret), codec, state }
+    }
+
+    pub fn state(&self) -> &ServiceState {
+        &self.state
+    }
+
+    pub fn is_delivered(&self, request_id: &[u8; 32]) -> bool {
+        self.state.delivered.contains(&hex::encode(request_id))
+    }
+
+    /// Answers a request at `now` (Unix s); `ikm` is 32 bytes of fresh randomness for the
+    /// HPKE ephemeral key. On error nothing changes.
+    pub fn fulfil(&mut self, req: &RedeemRequest, now: u64, ikm: &[u8; 32]) -> Result<Fulfilment, ServiceError> {
+        if self.is_delivered(&req.request_id) {
+            return Err(ServiceError::AlreadyDelivered);
+        }
+        if req.expiry <= req.start || req.expiry <= now {
+            return Err(ServiceError::IntervalOver { start: req.start, expiry: req.expiry });
+        }
+        let duration = u16::try_from(req.expiry - req.start).map_err(|_| ServiceError::TooLong)?;
+        let start = u32::try_from(req.start).map_err(|_| ServiceError::StartOutOfRange(req.start))?;
+        let bps = req.bandwidth_kbps.checked_mul(1000).ok_or(ServiceError::Bandwidth(req.bandwidth_kbps))?;
+        let bw = self.codec.encode_ceil(bps).ok_or(ServiceError::Bandwidth(req.bandwidth_kbps))?;
+        // Work on a copy of the ResIDs so that a failure below leaves the state untouched.
+        let mut resids = self.state.resids.clone();
+        resids.expire(now);
+        let res_id = resids.assign(req.ingress, req.start, req.expiry)?;
+        let info = ResInfo { ingress: req.ingress, egress: req.egress, res_id, bw, start, duration };
+        let reservation = Reservation { info, ak: self.sv.auth_key(&info) };
+        let context = SealContext::new(self.chain_id, self.isd_as, req.request_id);
+        let sealed = seal::seal_with_ephemeral_ikm(&reservation, &context, &req.buyer_key, ikm)?;
+        self.state.resids = resids;
+        self.state.delivered.insert(hex::encode(req.request_id));
+        Ok(Fulfilment { sealed, reservation })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::seal::BuyerKey;
+
+    const NOW: u64 = 1_800_000_000;
+
+    fn request(id: u8, buyer: &BuyerKey) -> RedeemRequest {
+        RedeemRequest {
+            request_id: [id; 32],
+            ingress: 1,
+            egress: 2,
+            bandwidth_kbps: 4000,
+            start: NOW,
+            expiry: NOW + 600,
+            buyer_key: buyer.public(),
+        }
+    }
+
+    fn service() -> ReservationService {
+        ReservationService::new(0x0001_ff00_0000_0110, 31337, &[7; 32], BwCodec::Paper, ServiceState::new(1000))
+    }
+
+    #[test]
+    fn buyer_opens_a_reservation_the_as_router_accepts() {
+        let buyer = BuyerKey::derive(b"buyer");
+        let mut s = service();
+        let f = s.fulfil(&request(1, &buyer), NOW, &[9; 32]).unwrap();
+        let ctx = SealContext::new(31337, 0x0001_ff00_0000_0110, [1; 32]);
+        let opened = seal::open(&f.sealed, &ctx, &buyer).unwrap();
+        assert_eq!(opened, f.reservation);
+        // A_K is the one the AS's routers derive from the same master secret.
+        assert_eq!(opened.ak, SecretValue::from_master_secret(&[7; 32]).auth_key(&opened.info));
+        assert!(BwCodec::Paper.decode_bps(opened.info.bw) >= 4_000_000);
+        assert_eq!((opened.info.start, opened.info.duration), (NOW as u32, 600));
+        assert!(seal::open(&f.sealed, &ctx, &BuyerKey::derive(b"someone else")).is_err());
+    }
+
+    #[test]
+    fn requests_are_answered_once_with_distinct_resids() {
+        let buyer = BuyerKey::derive(b"buyer");
+        let mut s = service();
+        let a = s.fulfil(&request(1, &buyer), NOW, &[1; 32]).unwrap();
+        let b = s.fulfil(&request(2, &buyer), NOW, &[2; 32]).unwrap();
+        assert_ne!(a.reservation.info.res_id, b.reservation.info.res_id);
+        assert_eq!(s.fulfil(&request(1, &buyer), NOW, &[3; 32]), Err(ServiceError::AlreadyDelivered));
+        // The state survives a restart.
+        let state: ServiceState = serde_json::from_str(&serde_json::to_string(s.state()).unwrap()).unwrap();
+        let mut again = ReservationService::new(0x0001_ff00_0000_0110, 31337, &[7; 32], BwCodec::Paper, state);
+        assert_eq!(again.fulfil(&request(2, &buyer), NOW, &[3; 32]), Err(ServiceError::AlreadyDelivered));
+        let c = again.fulfil(&request(3, &buyer), NOW, &[4; 32]).unwrap();
+        assert!(![a.reservation.info.res_id, b.reservation.info.res_id].contains(&c.reservation.info.res_id));
+    }
+
+    #[test]
+    fn bad_requests_change_nothing() {
+        let buyer = BuyerKey::derive(b"buyer");
+        let mut s = service();
+        let before = s.state().clone();
+        let over = RedeemRequest { expiry: NOW, ..request(1, &buyer) };
+        assert!(matches!(s.fulfil(&over, NOW, &[1; 32]), Err(ServiceError::IntervalOver { .. })));
+        let long = RedeemRequest { expiry: NOW + 70_000, ..request(1, &buyer) };
+        assert_eq!(s.fulfil(&long, NOW, &[1; 32]), Err(ServiceError::TooLong));
+        let huge = RedeemRequest { bandwidth_kbps: u64::MAX / 10, ..request(1, &buyer) };
+        assert!(matches!(s.fulfil(&huge, NOW, &[1; 32]), Err(ServiceError::Bandwidth(_))));
+        let bad_key = RedeemRequest { buyer_key: [0; 32], ..request(1, &buyer) };
+        assert!(matches!(s.fulfil(&bad_key, NOW, &[1; 32]), Err(ServiceError::Seal(_))));
+        assert_eq!(s.state(), &before);
+    }
+}
