@@ -139,6 +139,7 @@ impl Forwarder {
     pub fn run(mut self) -> anyhow::Result<()> {
         let mut ready = vec![false; self.links.len() + 1];
         let mut last_publish = 0;
+        let mut first = 0;
         let mut out: Vec<(Vec<u8>, SocketAddr)> = Vec::new();
         loop {
             while let Ok((cmd, reply)) = self.commands.try_recv() {
@@ -153,7 +154,10 @@ impl Forwarder {
                 wait_readable(&socks, Some(sleep), &mut ready)?;
             }
             let now = now_ns();
-            for k in 0..ready.len() {
+            // Start with a different socket each round: queue space freed since the last
+            // round must not always go to the same ingress.
+            first = (first + 1) % ready.len();
+            for k in (first..ready.len()).chain(0..first) {
                 if ready[k] {
                     self.receive(k, now, &mut out)?;
                 }
