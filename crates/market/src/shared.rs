@@ -1,0 +1,117 @@
+//! The embedded ledger shared by the processes of one machine through its data directory:
+//! every operation takes an exclusive lock on `<dir>/lock`, continues the chain from the
+//! state on disk, and (for a transaction) writes the new state back before unlocking. The
+//! AS services and the market client of a run use one directory this way, as they would use
+//! one chain node; each process keeps its own accounts.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use alloy_primitives::{Address, Bytes, U256};
+
+use crate::embedded::CHAIN_ID;
+use crate::{Account, EmbeddedLedger, Ledger, LedgerError, Receipt};
+
+pub struct SharedLedger {
+    dir: PathBuf,
+    accounts: Vec<Account>,
+}
+
+impl SharedLedger {
+    /// Opens (or creates) the ledger in `dir`.
+    pub fn open(dir: impl AsRef<Path>) -> Result<Self, LedgerError> {
+        let dir = dir.as_ref().to_path_buf();
+        std::fs::create_dir_all(&dir).map_err(|e| state_error(&dir, e))?;
+        let s = Self { dir, accounts: Account::dev_accounts() };
+        s.with(|_| Ok(()))?;
+        Ok(s)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Runs `f` on the chain as it is on disk, holding the directory's lock.
+    fn with<R>(&self, f: impl FnOnce(&mut EmbeddedLedger) -> Result<R, LedgerError>) -> Result<R, LedgerError> {
+        let lock = File::create(self.dir.join("lock")).map_err(|e| state_error(&self.dir, e))?;
+        lock.lock().map_err(|e| state_error(&self.dir, e))?;
+        let mut ledger = EmbeddedLedger::open(&self.dir)?;
+        f(&mut ledger)
+        // The lock is released when `lock` is dropped, after the state was written.
+    }
+}
+
+fn state_error(dir: &Path, e: std::io::Error) -> LedgerError {
+    LedgerError::State { path: dir.display().to_string(), message: e.to_string() }
+}
+
+impl Ledger for SharedLedger {
+    fn chain_id(&self) -> u64 {
+        CHAIN_ID
+    }
+
+    fn accounts(&self) -> &[Account] {
+        &self.accounts
+    }
+
+    fn deploy(&mut self, from: &Account, init_code: Bytes) -> Result<Address, LedgerError> {
+        self.with(|l| l.deploy(from, init_code))
+    }
+
+    fn send(&mut self, from: &Account, to: Address, data: Bytes, value: U256) -> Result<Receipt, LedgerError> {
+        self.with(|l| l.send(from, to, data, value))
+    }
+
+    fn call(&self, from: Address, to: Address, data: Bytes) -> Result<Bytes, LedgerError> {
+        self.with(|l| l.call(from, to, data))
+    }
+
+    fn block_timestamp(&self) -> Result<u64, LedgerError> {
+        self.with(|l| l.block_timestamp())
+    }
+
+    fn balance(&self, address: Address) -> Result<U256, LedgerError> {
+        self.with(|l| l.balance(address))
+    }
+
+    fn fund(&mut self, address: Address, amount: U256) -> Result<(), LedgerError> {
+        self.with(|l| l.fund(address, amount))
+    }
+
+    fn advance_time(&mut self, secs: u64) -> Result<(), LedgerError> {
+        self.with(|l| l.advance_time(secs))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_handles_see_each_others_transactions() {
+        let dir = std::env::temp_dir().join(format!("aviary-shared-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut a = SharedLedger::open(&dir).unwrap();
+        let b = SharedLedger::open(&dir).unwrap();
+        let who = Address::repeat_byte(0x42);
+        a.fund(who, U256::from(7)).unwrap();
+        assert_eq!(b.balance(who).unwrap(), U256::from(7));
+        // Concurrent writers from threads (as from processes) lose nothing.
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let dir = dir.clone();
+                std::thread::spawn(move || {
+                    let mut l = SharedLedger::open(&dir).unwrap();
+                    for _ in 0..5 {
+                        l.fund(who, U256::from(1)).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(b.balance(who).unwrap(), U256::from(27));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
