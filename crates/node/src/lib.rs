@@ -4,9 +4,11 @@
 //! crate wires them to sockets and clocks.
 
 pub mod api;
+pub mod as_service;
 pub mod config;
 pub mod control;
 pub mod host;
+pub mod market_setup;
 pub mod metrics;
 pub mod pipeline;
 pub mod router;

@@ -31,6 +31,7 @@ use aviary_scion::IsdAsn;
 use crate::config::{
     write_toml, ControlConfig, GrantConfig, HostConfig, InterfaceConfig, Peer, QueueConfig, RouterConfig,
 };
+use crate::market_setup::MarketLayout;
 use crate::topology::Topology;
 
 /// A child that exits sooner than this after its start counts as a failed start.
@@ -41,6 +42,7 @@ const MAX_FAILED_STARTS: u32 = 5;
 pub enum Role {
     Router,
     Control,
+    AsService,
 }
 
 impl Role {
@@ -48,6 +50,7 @@ impl Role {
         match self {
             Role::Router => "router",
             Role::Control => "control",
+            Role::AsService => "as-service",
         }
     }
 }
@@ -75,6 +78,8 @@ pub struct RunLayout {
     pub topology: Topology,
     pub ases: BTreeMap<IsdAsn, AsRun>,
     pub hosts: BTreeMap<String, HostConfig>,
+    /// The bandwidth market, when the run has one ([`RunLayout::enable_market`]).
+    pub market: Option<MarketLayout>,
 }
 
 fn ia_dir(ia: IsdAsn) -> String {
@@ -179,7 +184,7 @@ impl RunLayout {
             write_toml(&dir.join("hosts").join(format!("{}.toml", h.name)), &cfg)?;
             hosts.insert(h.name.clone(), cfg);
         }
-        Ok(Self { dir, topology, ases, hosts })
+        Ok(Self { dir, topology, ases, hosts, market: None })
     }
 
     /// Every address a process of this run will bind, with what it is for.
@@ -204,6 +209,12 @@ impl RunLayout {
                 bail!("cannot start: {addr} ({what}) is not available: {e}; is another run still active? (try --port-base)");
             }
         }
+        Ok(())
+    }
+
+    /// Adds the bandwidth market: the ledger, the contracts and an AS service per AS.
+    pub fn enable_market(&mut self) -> anyhow::Result<()> {
+        self.market = Some(self.write_market()?);
         Ok(())
     }
 
@@ -260,8 +271,12 @@ impl Network {
     pub fn start(exe: &Path, layout: RunLayout) -> anyhow::Result<Self> {
         layout.check_addresses_free()?;
         let mut procs = Vec::new();
+        let mut roles = vec![Role::Router, Role::Control];
+        if layout.market.is_some() {
+            roles.push(Role::AsService);
+        }
         for a in layout.ases.values() {
-            for role in [Role::Router, Role::Control] {
+            for &role in &roles {
                 let cfg = a.dir.join(format!("{}.toml", role.name()));
                 let args = vec![role.name().to_string(), "--config".into(), cfg.display().to_string()];
                 let log = layout.dir.join("logs").join(format!("{}-{}.log", ia_dir(a.ia), role.name()));

@@ -1,0 +1,355 @@
+//! The AS reservation service (`aviary as-service`): the AS's agent on the bandwidth market.
+//!
+//! Once: register the AS (its P-256 key, certified by its ISD's root, and a proof of
+//! possession) and become a seller in the marketplace. Then, every poll: issue and list the
+//! assets its config offers for the coming periods, and answer every redeem request addressed
+//! to the AS: a ResID by First Fit on the ingress, A_K from the AS's secret, `(ResInfo, A_K)`
+//! sealed to the buyer's key ([`aviary_hummingbird::ReservationService`]) and delivered on
+//! chain. What it did is kept in `state_dir`, so a restart neither re-issues nor re-answers.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use aviary_hummingbird::{RedeemRequest, ReservationService, ServiceState};
+use aviary_market::contracts::AssetSpec;
+use aviary_market::registration::P256Signature;
+use aviary_market::{Account, Deployment, Ledger, RpcLedger, SharedLedger, U256};
+use aviary_scion::IsdAsn;
+use serde::{Deserialize, Serialize};
+
+use crate::config::{read_secret, ConfigError, GrantConfig};
+use crate::topology::read_toml;
+
+/// Where the chain is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum LedgerConfig {
+    /// The embedded ledger in this data directory (shared by the processes of a machine).
+    Embedded(PathBuf),
+    /// An EVM node's JSON-RPC URL.
+    Rpc(String),
+}
+
+impl LedgerConfig {
+    pub fn open(&self, accounts: Vec<Account>) -> anyhow::Result<Box<dyn Ledger>> {
+        Ok(match self {
+            LedgerConfig::Embedded(dir) => Box::new(SharedLedger::open(dir)?),
+            LedgerConfig::Rpc(url) => Box::new(RpcLedger::connect(url, accounts)?),
+        })
+    }
+}
+
+/// The contracts of a market deployment and the marketplace to sell in (JSON file).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeploymentFile {
+    pub registry: aviary_market::Address,
+    pub assets: aviary_market::Address,
+    pub market: aviary_market::Address,
+    pub marketplace: u64,
+}
+
+impl DeploymentFile {
+    pub fn deployment(&self) -> Deployment {
+        Deployment { registry: self.registry, assets: self.assets, market: self.market }
+    }
+
+    pub fn load(path: &Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("{}", path.display()))
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    Ingress,
+    Egress,
+}
+
+/// Bandwidth the AS sells on one side of one interface.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OfferConfig {
+    pub interface: u16,
+    pub direction: Direction,
+    pub bandwidth_kbps: u64,
+    /// The smallest piece a buyer may split off.
+    pub min_bandwidth_kbps: u32,
+    /// Time grid of the assets, s.
+    pub granularity_s: u32,
+    /// Length of each asset issued, s (a multiple of the granularity, at most 65535).
+    pub period_s: u64,
+    /// How many periods ahead are on sale.
+    pub periods_ahead: u64,
+    /// Wei per kbit/s per second.
+    pub price_per_unit: u128,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AsServiceConfig {
+    pub ia: IsdAsn,
+    pub master_secret_file: PathBuf,
+    pub ledger: LedgerConfig,
+    pub deployment_file: PathBuf,
+    /// The AS's ledger account (secp256k1 private key, hex).
+    pub account_key_file: PathBuf,
+    /// The AS's P-256 key (hex scalar) and its certificate by the ISD root (JSON `{r, s}`).
+    pub as_key_file: PathBuf,
+    pub certificate_file: PathBuf,
+    pub state_dir: PathBuf,
+    #[serde(default)]
+    pub hummingbird: GrantConfig,
+    #[serde(default = "default_poll_ms")]
+    pub poll_ms: u64,
+    #[serde(rename = "offer", default)]
+    pub offers: Vec<OfferConfig>,
+}
+
+fn default_poll_ms() -> u64 {
+    200
+}
+
+impl AsServiceConfig {
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let mut c: Self = read_toml(path)?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let abs = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        };
+        for p in [
+            &mut c.master_secret_file,
+            &mut c.deployment_file,
+            &mut c.account_key_file,
+            &mut c.as_key_file,
+            &mut c.certificate_file,
+            &mut c.state_dir,
+        ] {
+            abs(p);
+        }
+        if let LedgerConfig::Embedded(dir) = &mut c.ledger {
+            abs(dir);
+        }
+        let file = path.display().to_string();
+        for (i, o) in c.offers.iter().enumerate() {
+            let field = |f: &str| format!("offer[{i}].{f}");
+            if o.interface == 0 {
+                return Err(ConfigError::new(&file, field("interface"), "0 is the AS's inside, not an interface"));
+            }
+            if o.granularity_s == 0 || o.period_s == 0 || o.period_s % u64::from(o.granularity_s) != 0 {
+                return Err(ConfigError::new(&file, field("period_s"), "must be a positive multiple of granularity_s"));
+            }
+            if o.period_s > u64::from(u16::MAX) {
+                return Err(ConfigError::new(&file, field("period_s"), "a reservation lasts at most 65535 s"));
+            }
+            if o.bandwidth_kbps < u64::from(o.min_bandwidth_kbps) || o.min_bandwidth_kbps == 0 {
+                return Err(ConfigError::new(
+                    &file,
+                    field("min_bandwidth_kbps"),
+                    "must be positive and at most bandwidth_kbps",
+                ));
+            }
+        }
+        Ok(c)
+    }
+}
+
+/// What survives a restart.
+#[derive(Debug, Serialize, Deserialize)]
+struct PersistedState {
+    service: ServiceState,
+    /// Start of the first period issued per offer: periods follow each other from there.
+    origins: BTreeMap<usize, u64>,
+    /// (offer index, period start) already issued and listed.
+    issued: BTreeSet<(usize, u64)>,
+    /// Requests below this id have been looked at.
+    next_request: u64,
+}
+
+pub struct AsService {
+    cfg: AsServiceConfig,
+    ledger: Box<dyn Ledger>,
+    deployment: DeploymentFile,
+    account: Account,
+    service: ReservationService,
+    origins: BTreeMap<usize, u64>,
+    issued: BTreeSet<(usize, u64)>,
+    next_request: u64,
+    state_file: PathBuf,
+}
+
+fn read_hex_file(path: &Path) -> anyhow::Result<Vec<u8>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    hex::decode(text.trim()).with_context(|| format!("{} is not hex", path.display()))
+}
+
+impl AsService {
+    pub fn new(cfg: AsServiceConfig, cfg_path: &Path) -> anyhow::Result<Self> {
+        let secret = read_secret(cfg_path, "master_secret_file", &cfg.master_secret_file)?;
+        let account = Account::from_hex(&hex::encode(read_hex_file(&cfg.account_key_file)?))?;
+        let ledger = cfg.ledger.open(vec![account.clone()])?;
+        let deployment = DeploymentFile::load(&cfg.deployment_file)?;
+        std::fs::create_dir_all(&cfg.state_dir)?;
+        let state_file = cfg.state_dir.join("as-service.json");
+        let persisted: Option<PersistedState> = match std::fs::read(&state_file) {
+            Ok(b) => Some(serde_json::from_slice(&b).with_context(|| format!("corrupt {}", state_file.display()))?),
+            Err(_) => None,
+        };
+        let (state, origins, issued, next_request) = match persisted {
+            Some(p) => (p.service, p.origins, p.issued, p.next_request),
+            None => (ServiceState::new(cfg.hummingbird.max_res_id), BTreeMap::new(), BTreeSet::new(), 1),
+        };
+        let service =
+            ReservationService::new(cfg.ia.to_u64(), ledger.chain_id(), &secret, cfg.hummingbird.codec, state);
+        Ok(Self { cfg, ledger, deployment, account, service, origins, issued, next_request, state_file })
+    }
+
+    fn persist(&self) -> anyhow::Result<()> {
+        let state = PersistedState {
+            service: self.service.state().clone(),
+            origins: self.origins.clone(),
+            issued: self.issued.clone(),
+            next_request: self.next_request,
+        };
+        let tmp = self.state_file.with_extension("tmp");
+        std::fs::write(&tmp, serde_json::to_vec(&state)?)?;
+        std::fs::rename(&tmp, &self.state_file)?;
+        Ok(())
+    }
+
+    /// Registers the AS and becomes a seller, unless already done.
+    pub fn register(&mut self) -> anyhow::Result<()> {
+        let d = self.deployment.deployment();
+        let ia = self.cfg.ia.to_u64();
+        let me = self.account.address();
+        if d.as_of(&*self.ledger, me)? != ia {
+            let key = p256::ecdsa::SigningKey::from_slice(&read_hex_file(&self.cfg.as_key_file)?)
+                .context("as_key_file: not a P-256 private key")?;
+            let cert: P256Signature = serde_json::from_str(
+                &std::fs::read_to_string(&self.cfg.certificate_file)
+                    .with_context(|| format!("cannot read {}", self.cfg.certificate_file.display()))?,
+            )
+            .with_context(|| format!("{}", self.cfg.certificate_file.display()))?;
+            let reg = d.registration(&*self.ledger, ia, cert, &key, me)?;
+            d.register(&mut *self.ledger, &self.account, &reg).context("registration")?;
+            tracing::info!(ia = %self.cfg.ia, account = %me, "registered on the AS registry");
+        }
+        if d.seller_as(&*self.ledger, self.deployment.marketplace, me)? != ia {
+            d.register_seller(&mut *self.ledger, &self.account, self.deployment.marketplace)?;
+            d.set_approval_for_all(&mut *self.ledger, &self.account, d.market, true)?;
+        }
+        Ok(())
+    }
+
+    /// Issues and lists the assets of every offer for the coming periods. Periods follow each
+    /// other from the first issue (on the granularity grid), so the asset on sale when the
+    /// service starts covers a whole period from then.
+    pub fn issue_due(&mut self, now: u64) -> anyhow::Result<usize> {
+        let d = self.deployment.deployment();
+        let mut n = 0;
+        for (i, o) in self.cfg.offers.clone().iter().enumerate() {
+            let gran = u64::from(o.granularity_s);
+            let origin = *self.origins.entry(i).or_insert(now / gran * gran);
+            let current = origin + now.saturating_sub(origin) / o.period_s * o.period_s;
+            for k in 0..o.periods_ahead {
+                let start = current + k * o.period_s;
+                if self.issued.contains(&(i, start)) {
+                    continue;
+                }
+                let spec = AssetSpec {
+                    isd_as: self.cfg.ia.to_u64(),
+                    interface_id: o.interface,
+                    is_ingress: o.direction == Direction::Ingress,
+                    bandwidth: o.bandwidth_kbps,
+                    start_time: start,
+                    expiry_time: start + o.period_s,
+                    time_granularity: o.granularity_s,
+                    min_bandwidth: o.min_bandwidth_kbps,
+                };
+                let asset = d.issue(&mut *self.ledger, &self.account, &spec)?;
+                d.create_listing(
+                    &mut *self.ledger,
+                    &self.account,
+                    self.deployment.marketplace,
+                    asset,
+                    o.price_per_unit,
+                )?;
+                self.issued.insert((i, start));
+                self.persist()?;
+                n += 1;
+            }
+        }
+        // Forget periods long over.
+        self.issued.retain(|(i, s)| self.cfg.offers.get(*i).is_some_and(|o| s + o.period_s * 2 > now));
+        Ok(n)
+    }
+
+    /// Answers every new redeem request addressed to this AS.
+    pub fn answer_requests(&mut self, now: u64) -> anyhow::Result<usize> {
+        let d = self.deployment.deployment();
+        let next: u64 = d.next_request_id(&*self.ledger)?.try_into().unwrap_or(u64::MAX);
+        let mut answered = 0;
+        while self.next_request < next {
+            let id = U256::from(self.next_request);
+            let req = d.request_of(&*self.ledger, id)?;
+            if req.isdAs == self.cfg.ia.to_u64() && !self.service.is_delivered(&id.to_be_bytes::<32>()) {
+                let ingress = d.asset_of(&*self.ledger, U256::from(req.ingressId))?;
+                let egress = d.asset_of(&*self.ledger, U256::from(req.egressId))?;
+                let rr = RedeemRequest {
+                    request_id: id.to_be_bytes::<32>(),
+                    ingress: ingress.interfaceId,
+                    egress: egress.interfaceId,
+                    bandwidth_kbps: ingress.bandwidth.min(egress.bandwidth),
+                    start: ingress.startTime.max(egress.startTime),
+                    expiry: ingress.expiryTime.min(egress.expiryTime),
+                    buyer_key: req.ephemeralPubKey.0,
+                };
+                let mut ikm = [0u8; 32];
+                getrandom::getrandom(&mut ikm).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
+                match self.service.fulfil(&rr, now, &ikm) {
+                    Ok(f) => {
+                        d.deliver_reservation(&mut *self.ledger, &self.account, id, f.sealed.into())?;
+                        tracing::info!(
+                            request = self.next_request,
+                            res_id = f.reservation.info.res_id,
+                            "reservation delivered"
+                        );
+                        answered += 1;
+                    }
+                    // Nothing to deliver (say, an interval already over): the assets stay
+                    // escrowed; the operator sees why in the log.
+                    Err(e) => tracing::warn!(request = self.next_request, "request not answered: {e}"),
+                }
+            }
+            self.next_request += 1;
+            self.persist()?;
+        }
+        Ok(answered)
+    }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// Runs the service from its config file until the process is stopped.
+pub fn run(cfg_path: &Path) -> anyhow::Result<()> {
+    let cfg = AsServiceConfig::load(cfg_path)?;
+    let poll = Duration::from_millis(cfg.poll_ms);
+    let mut svc = AsService::new(cfg, cfg_path)?;
+    svc.register()?;
+    tracing::info!(ia = %svc.cfg.ia, "AS reservation service up");
+    let stop = crate::signals::stop_flag();
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+        let now = unix_now();
+        if let Err(e) = svc.issue_due(now).and_then(|_| svc.answer_requests(now)) {
+            tracing::warn!("{e:#}");
+        }
+        std::thread::sleep(poll);
+    }
+    Ok(())
+}
