@@ -55,6 +55,9 @@ enum Command {
         /// First port of the run; each AS uses 100 ports from here.
         #[arg(long, default_value_t = 30000)]
         port_base: u16,
+        /// Have each transit AS's operator grant the reservations instead of buying them on the market.
+        #[arg(long)]
+        granted: bool,
     },
     /// Host agent of an AS: traffic sender or sink over SCION/UDP.
     Host {
@@ -86,6 +89,15 @@ enum Command {
         /// First port of the run; each AS uses 100 ports from here.
         #[arg(long, default_value_t = 30000)]
         port_base: u16,
+        /// Also run the bandwidth market: embedded ledger, contracts and an AS service per AS.
+        #[arg(long)]
+        market: bool,
+    },
+    /// AS reservation service: registers the AS, sells its bandwidth, answers redeem requests.
+    AsService {
+        /// AS service config (TOML).
+        #[arg(long)]
+        config: PathBuf,
     },
     /// Measurements beside the papers' figures.
     Lab {
@@ -113,9 +125,11 @@ fn main() -> Result<()> {
     match Cli::parse().command {
         Command::Router { config } => aviary_node::router::run(&config)?,
         Command::Control { config } => aviary_node::control::run(&config)?,
-        Command::Run { topology, dir, port_base } => run_topology(&topology, &dir, port_base)?,
-        Command::Demo { json, duration_ms, dir, port_base } => {
-            let opts = demo::DemoOptions { exe: std::env::current_exe()?, dir, port_base, duration_ms, progress: true };
+        Command::Run { topology, dir, port_base, market } => run_topology(&topology, &dir, port_base, market)?,
+        Command::AsService { config } => aviary_node::as_service::run(&config)?,
+        Command::Demo { json, duration_ms, dir, port_base, granted } => {
+            let exe = std::env::current_exe()?;
+            let opts = demo::DemoOptions { exe, dir, port_base, duration_ms, progress: true, market: !granted };
             let report = demo::run(&opts)?;
             if json {
                 println!("{}", serde_json::to_string(&report)?);
@@ -171,9 +185,12 @@ fn main() -> Result<()> {
 }
 
 /// `aviary run`: start a topology, print where everything is, wait for Ctrl-C.
-fn run_topology(topology: &std::path::Path, dir: &std::path::Path, port_base: u16) -> Result<()> {
+fn run_topology(topology: &std::path::Path, dir: &std::path::Path, port_base: u16, market: bool) -> Result<()> {
     let stop = aviary_node::signals::stop_flag();
-    let layout = RunLayout::write(topology, dir, port_base)?;
+    let mut layout = RunLayout::write(topology, dir, port_base)?;
+    if market {
+        layout.enable_market()?;
+    }
     let exe = std::env::current_exe()?;
     let net = Network::start(&exe, layout)?;
     let l = &net.layout;
@@ -189,6 +206,9 @@ fn run_topology(topology: &std::path::Path, dir: &std::path::Path, port_base: u1
     }
     for (name, h) in &l.hosts {
         println!("  host {name:<12} {},{}  config {}", h.ia, h.addr, l.host_config_path(name).display());
+    }
+    if let Some(m) = &l.market {
+        println!("  market: ledger {}, contracts {}", m.ledger_dir.display(), m.deployment_file.display());
     }
     println!("logs in {}; Ctrl-C stops every process", l.dir.join("logs").display());
     while !stop.load(std::sync::atomic::Ordering::SeqCst) {

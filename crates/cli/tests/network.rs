@@ -50,11 +50,20 @@ fn read_json<T: serde::de::DeserializeOwned>(p: &Path) -> T {
 fn demo_reserved_flow_keeps_its_rate_under_a_flood() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = run_dir("demo");
-    let opts = DemoOptions { exe: exe(), dir: dir.clone(), port_base: 32000, duration_ms: 6000, progress: false };
+    let opts = DemoOptions {
+        exe: exe(),
+        dir: dir.clone(),
+        port_base: 32000,
+        duration_ms: 6000,
+        progress: false,
+        market: true,
+    };
     let report = demo::run(&opts).unwrap();
     let flow = |kind: &str| report.flows.iter().find(|f| f.kind == kind).unwrap().clone();
     let (reserved, best_effort, attack) = (flow("reserved"), flow("best_effort"), flow("attack"));
     let reserved_bps = reserved.reserved_bps.expect("the reserved flow has a reservation");
+    assert_eq!(report.reservations, "market");
+    assert!(report.price_wei.as_deref().is_some_and(|p| p != "0"), "the reservations were paid for");
     assert!(
         reserved.goodput_bps as f64 >= 0.95 * reserved_bps as f64,
         "reserved flow: {} of {reserved_bps} bit/s\n{}",

@@ -10,9 +10,14 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use aviary_hummingbird::BuyerKey;
+use aviary_market::client::{self, HopWant};
+use aviary_market::U256;
 use aviary_node::api::{self, ReservationRequest};
 use aviary_node::host::{HopReservation, ReservationFile, SenderReport, SinkReport};
+use aviary_node::routes::AsOnRoute;
 use aviary_node::run::{spawn_process, Network, RunLayout};
+use aviary_scion::IsdAsn;
 use serde::Serialize;
 
 /// The embedded default topology.
@@ -39,6 +44,8 @@ pub struct DemoOptions {
     pub duration_ms: u64,
     /// Progress lines on stderr.
     pub progress: bool,
+    /// Buy the reservations on the run's market (true) or have the ASes' operators grant them.
+    pub market: bool,
 }
 
 /// One flow of the summary.
@@ -70,6 +77,11 @@ pub struct DemoReport {
     pub bin_ms: u64,
     pub run_dir: String,
     pub report_html: String,
+    /// How the reservations were obtained: `market` (bought in one transaction on the
+    /// embedded ledger) or `granted` (by each AS's operator).
+    pub reservations: String,
+    /// What the market purchase cost, wei (decimal string; null when granted).
+    pub price_wei: Option<String>,
     pub flows: Vec<FlowSummary>,
 }
 
@@ -109,15 +121,31 @@ pub fn wait_host(mut child: Child, layout: &RunLayout, label: &str, timeout: Dur
     }
 }
 
-/// Obtains a reservation on every transit AS of the first path from `src` to `dst`, as
-/// the operator of each of those ASes would grant it, and writes the reservation file.
-pub fn reserve_transit(layout: &RunLayout, src: &str, dst: &str, bps: u64, secs: u16) -> anyhow::Result<PathBuf> {
+/// The transit ASes of the first path from `src` to `dst`, with their interfaces.
+fn transit(layout: &RunLayout, src: &str, dst: &str) -> anyhow::Result<Vec<AsOnRoute>> {
     let (src, dst) = (layout.host(src)?, layout.host(dst)?);
     let paths = api::fetch_paths(src.control, dst.ia)?;
     let path = paths.first().context("no path")?;
+    Ok(path.ases[1..path.ases.len().saturating_sub(1)].to_vec())
+}
+
+fn save_reservations(
+    layout: &RunLayout,
+    src: &str,
+    dst: &str,
+    reservations: Vec<HopReservation>,
+) -> anyhow::Result<PathBuf> {
+    let file = layout.dir.join(format!("reservation-{src}.json"));
+    ReservationFile { dst: layout.host(dst)?.ia, reservations }.save(&file)?;
+    Ok(file)
+}
+
+/// Obtains a reservation on every transit AS of the first path from `src` to `dst`, as
+/// the operator of each of those ASes would grant it, and writes the reservation file.
+pub fn reserve_transit(layout: &RunLayout, src: &str, dst: &str, bps: u64, secs: u16) -> anyhow::Result<PathBuf> {
     let start = (aviary_node::host::unix_ns() / 1_000_000_000) as u32 - 1;
     let mut reservations = Vec::new();
-    for hop in &path.ases[1..path.ases.len().saturating_sub(1)] {
+    for hop in transit(layout, src, dst)? {
         let a = &layout.ases[&hop.ia];
         let req =
             ReservationRequest { ingress: hop.ingress, egress: hop.egress, bandwidth_bps: bps, start, duration: secs };
@@ -127,9 +155,45 @@ pub fn reserve_transit(layout: &RunLayout, src: &str, dst: &str, bps: u64, secs:
             &req,
         )?));
     }
-    let file = layout.dir.join(format!("reservation-{}.json", src.name));
-    ReservationFile { dst: dst.ia, reservations }.save(&file)?;
-    Ok(file)
+    save_reservations(layout, src, dst, reservations)
+}
+
+/// Buys a reservation on every transit AS of the first path from `src` to `dst` on the
+/// run's market, in one transaction, waits for the ASes to deliver, opens the sealed
+/// reservations and writes the reservation file. Returns it and the price paid (wei).
+pub fn buy_transit(layout: &RunLayout, src: &str, dst: &str, bps: u64, secs: u64) -> anyhow::Result<(PathBuf, U256)> {
+    let market = layout.market.as_ref().context("this run has no market")?;
+    let mut ledger = market.ledger()?;
+    let d = market.deployment.deployment();
+    let hops = transit(layout, src, dst)?;
+    let wants: Vec<HopWant> =
+        hops.iter().map(|h| HopWant { isd_as: h.ia.to_u64(), ingress: h.ingress, egress: h.egress }).collect();
+    let gran = u64::from(aviary_node::market_setup::GRANULARITY_S);
+    let start = aviary_node::host::unix_ns() / 1_000_000_000 / gran * gran;
+    let expiry = start + secs.div_ceil(gran) * gran;
+    let kbps = bps.div_ceil(1000);
+    // The AS services list their assets once they are up: wait for them.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let plan = loop {
+        match client::plan_cheapest(&client::open_offers(&ledger, &d)?, &wants, start, expiry, kbps) {
+            Ok(p) => break p,
+            Err(e) if Instant::now() > deadline => return Err(e.into()),
+            Err(_) => std::thread::sleep(Duration::from_millis(200)),
+        }
+    };
+    let key = BuyerKey::from_os_rng()?;
+    let requests = client::buy_path(&mut ledger, &d, &market.buyer()?, &plan, &key)?;
+    let opened = client::await_deliveries(&ledger, &d, &requests, &key, Duration::from_secs(30))?;
+    let codec = aviary_node::config::GrantConfig::default().codec;
+    let reservations = opened
+        .into_iter()
+        .map(|(isd_as, reservation)| HopReservation {
+            ia: IsdAsn::from_u64(isd_as),
+            bandwidth_bps: codec.decode_bps(reservation.info.bw),
+            reservation,
+        })
+        .collect();
+    Ok((save_reservations(layout, src, dst, reservations)?, plan.total))
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
@@ -195,14 +259,31 @@ pub fn run(opts: &DemoOptions) -> anyhow::Result<DemoReport> {
     std::fs::create_dir_all(&opts.dir).with_context(|| format!("cannot create {}", opts.dir.display()))?;
     let topo_file = opts.dir.join("line5.toml");
     std::fs::write(&topo_file, LINE5)?;
-    let layout = RunLayout::write(&topo_file, &opts.dir, opts.port_base)?;
-    progress(opts.progress, &format!("starting 5 border routers and 5 control services ({})", layout.dir.display()));
+    let mut layout = RunLayout::write(&topo_file, &opts.dir, opts.port_base)?;
+    if opts.market {
+        progress(opts.progress, "deploying the market contracts on the embedded ledger");
+        layout.enable_market()?;
+    }
+    let services = if opts.market { ", control and AS services" } else { " and control services" };
+    progress(opts.progress, &format!("starting 5 border routers{services} ({})", layout.dir.display()));
     let net = Network::start(&opts.exe, layout)?;
     let l = &net.layout;
     let (exe, dur) = (&opts.exe, opts.duration_ms);
     let secs = u16::try_from(dur / 1000 + 120).unwrap_or(u16::MAX);
-    let res_file = reserve_transit(l, "source", "sink", FLOW_BPS, secs)?;
-    progress(opts.progress, "reservations granted on the three transit ASes");
+    let (res_file, price) = if opts.market {
+        let (file, price) = buy_transit(l, "source", "sink", FLOW_BPS, u64::from(secs))?;
+        progress(
+            opts.progress,
+            &format!(
+                "bought reservations on the three transit ASes in one transaction ({price} wei); delivered and opened"
+            ),
+        );
+        (file, Some(price.to_string()))
+    } else {
+        let file = reserve_transit(l, "source", "sink", FLOW_BPS, secs)?;
+        progress(opts.progress, "reservations granted on the three transit ASes by their operators");
+        (file, None)
+    };
 
     let sink = l.host("sink")?;
     let attack_sink = l.host("attack-sink")?;
@@ -281,6 +362,8 @@ pub fn run(opts: &DemoOptions) -> anyhow::Result<DemoReport> {
         bin_ms: BIN_MS,
         run_dir: l.dir.display().to_string(),
         report_html: html_path.display().to_string(),
+        reservations: if opts.market { "market" } else { "granted" }.into(),
+        price_wei: price,
         flows,
     };
     std::fs::write(&html_path, crate::report::html(&report))

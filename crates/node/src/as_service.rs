@@ -84,7 +84,7 @@ pub struct OfferConfig {
     /// How many periods ahead are on sale.
     pub periods_ahead: u64,
     /// Wei per kbit/s per second.
-    pub price_per_unit: u128,
+    pub price_per_unit: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -276,7 +276,7 @@ impl AsService {
                     &self.account,
                     self.deployment.marketplace,
                     asset,
-                    o.price_per_unit,
+                    u128::from(o.price_per_unit),
                 )?;
                 self.issued.insert((i, start));
                 self.persist()?;

@@ -27,7 +27,7 @@ use crate::run::RunLayout;
 /// Wei every AS account and the buyer start with (100 ETH).
 const FUNDS: u128 = 100_000_000_000_000_000_000;
 /// Price per kbit/s × s, wei.
-pub const PRICE_PER_UNIT: u128 = 1_000_000;
+pub const PRICE_PER_UNIT: u64 = 1_000_000;
 /// Assets: one hour each, on a one-minute grid, two periods on sale.
 pub const PERIOD_S: u64 = 3600;
 pub const GRANULARITY_S: u32 = 60;
