@@ -5,6 +5,8 @@ use clap::{Parser, Subcommand};
 
 use std::path::PathBuf;
 
+mod market;
+
 use aviary_lab::{bench, demo, machine};
 use aviary_node::run::{Network, RunLayout};
 
@@ -93,6 +95,11 @@ enum Command {
         #[arg(long)]
         market: bool,
     },
+    /// The bandwidth market as a buyer: offers, and buying reservations for a path.
+    Market {
+        #[command(subcommand)]
+        command: market::MarketCommand,
+    },
     /// AS reservation service: registers the AS, sells its bandwidth, answers redeem requests.
     AsService {
         /// AS service config (TOML).
@@ -127,6 +134,7 @@ fn main() -> Result<()> {
         Command::Control { config } => aviary_node::control::run(&config)?,
         Command::Run { topology, dir, port_base, market } => run_topology(&topology, &dir, port_base, market)?,
         Command::AsService { config } => aviary_node::as_service::run(&config)?,
+        Command::Market { command } => market::run(command)?,
         Command::Demo { json, duration_ms, dir, port_base, granted } => {
             let exe = std::env::current_exe()?;
             let opts = demo::DemoOptions { exe, dir, port_base, duration_ms, progress: true, market: !granted };

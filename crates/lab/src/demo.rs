@@ -10,14 +10,12 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use aviary_hummingbird::BuyerKey;
-use aviary_market::client::{self, HopWant};
 use aviary_market::U256;
 use aviary_node::api::{self, ReservationRequest};
+use aviary_node::buyer::{self, Purchase};
 use aviary_node::host::{HopReservation, ReservationFile, SenderReport, SinkReport};
 use aviary_node::routes::AsOnRoute;
 use aviary_node::run::{spawn_process, Network, RunLayout};
-use aviary_scion::IsdAsn;
 use serde::Serialize;
 
 /// The embedded default topology.
@@ -165,35 +163,21 @@ pub fn buy_transit(layout: &RunLayout, src: &str, dst: &str, bps: u64, secs: u64
     let market = layout.market.as_ref().context("this run has no market")?;
     let mut ledger = market.ledger()?;
     let d = market.deployment.deployment();
-    let hops = transit(layout, src, dst)?;
-    let wants: Vec<HopWant> =
-        hops.iter().map(|h| HopWant { isd_as: h.ia.to_u64(), ingress: h.ingress, egress: h.egress }).collect();
+    let (s, t) = (layout.host(src)?, layout.host(dst)?);
+    let path = api::fetch_paths(s.control, t.ia)?.into_iter().next().context("no path")?;
     let gran = u64::from(aviary_node::market_setup::GRANULARITY_S);
     let start = aviary_node::host::unix_ns() / 1_000_000_000 / gran * gran;
-    let expiry = start + secs.div_ceil(gran) * gran;
-    let kbps = bps.div_ceil(1000);
-    // The AS services list their assets once they are up: wait for them.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let plan = loop {
-        match client::plan_cheapest(&client::open_offers(&ledger, &d)?, &wants, start, expiry, kbps) {
-            Ok(p) => break p,
-            Err(e) if Instant::now() > deadline => return Err(e.into()),
-            Err(_) => std::thread::sleep(Duration::from_millis(200)),
-        }
+    let purchase = Purchase {
+        start,
+        expiry: start + secs.div_ceil(gran) * gran,
+        bandwidth_kbps: bps.div_ceil(1000),
+        reverse: false,
+        wait_for_offers: Duration::from_secs(30),
+        wait_for_delivery: Duration::from_secs(30),
     };
-    let key = BuyerKey::from_os_rng()?;
-    let requests = client::buy_path(&mut ledger, &d, &market.buyer()?, &plan, &key)?;
-    let opened = client::await_deliveries(&ledger, &d, &requests, &key, Duration::from_secs(30))?;
-    let codec = aviary_node::config::GrantConfig::default().codec;
-    let reservations = opened
-        .into_iter()
-        .map(|(isd_as, reservation)| HopReservation {
-            ia: IsdAsn::from_u64(isd_as),
-            bandwidth_bps: codec.decode_bps(reservation.info.bw),
-            reservation,
-        })
-        .collect();
-    Ok((save_reservations(layout, src, dst, reservations)?, plan.total))
+    let plan = buyer::plan(&ledger, &d, &buyer::wants(&path, false), &purchase)?;
+    let (file, _) = buyer::buy(&mut ledger, &d, &market.buyer()?, &plan, (s.ia, t.ia), &purchase)?;
+    Ok((save_reservations(layout, src, dst, file.reservations)?, plan.total))
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<T> {

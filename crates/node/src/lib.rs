@@ -5,6 +5,7 @@
 
 pub mod api;
 pub mod as_service;
+pub mod buyer;
 pub mod config;
 pub mod control;
 pub mod host;

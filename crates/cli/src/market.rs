@@ -1,0 +1,193 @@
+//! `aviary market`: the buyer's commands (list offers, plan and buy reservations for a path).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use aviary_market::client;
+use aviary_market::{Account, Deployment, Ledger, RpcLedger, SharedLedger};
+use aviary_node::as_service::DeploymentFile;
+use aviary_node::buyer::{self, Purchase};
+use aviary_node::config::HostConfig;
+use aviary_scion::IsdAsn;
+use clap::{Args, Subcommand};
+
+/// Which chain, which contracts, which account.
+#[derive(Args)]
+pub struct Chain {
+    /// A run directory of `aviary run --market` (its ledger, contracts and buyer account).
+    #[arg(long, conflicts_with_all = ["ledger_dir", "rpc"])]
+    run: Option<PathBuf>,
+    /// The embedded ledger's data directory.
+    #[arg(long)]
+    ledger_dir: Option<PathBuf>,
+    /// An EVM node's JSON-RPC URL.
+    #[arg(long, conflicts_with = "ledger_dir")]
+    rpc: Option<String>,
+    /// The deployment file (contract addresses, marketplace).
+    #[arg(long)]
+    deployment: Option<PathBuf>,
+    /// The buyer's account key (secp256k1, hex).
+    #[arg(long)]
+    account_key: Option<PathBuf>,
+}
+
+impl Chain {
+    fn open(&self) -> Result<(Box<dyn Ledger>, DeploymentFile, Option<Account>)> {
+        let market = self.run.as_ref().map(|r| r.join("market"));
+        let deployment = self
+            .deployment
+            .clone()
+            .or_else(|| market.as_ref().map(|m| m.join("deployment.json")))
+            .context("--deployment (or --run) is needed")?;
+        let key_file = self.account_key.clone().or_else(|| market.as_ref().map(|m| m.join("buyer.key")));
+        let account = match key_file {
+            Some(f) => Some(Account::from_hex(
+                std::fs::read_to_string(&f).with_context(|| format!("cannot read {}", f.display()))?.trim(),
+            )?),
+            None => None,
+        };
+        let ledger: Box<dyn Ledger> =
+            match (&self.rpc, self.ledger_dir.clone().or_else(|| market.map(|m| m.join("ledger")))) {
+                (Some(url), _) => Box::new(RpcLedger::connect(url, account.iter().cloned().collect())?),
+                (None, Some(dir)) => Box::new(SharedLedger::open(dir)?),
+                (None, None) => bail!("say which chain: --run, --ledger-dir or --rpc"),
+            };
+        Ok((ledger, DeploymentFile::load(&deployment)?, account))
+    }
+}
+
+#[derive(Subcommand)]
+pub enum MarketCommand {
+    /// Every open listing: AS, interface, direction, interval, bandwidth, price.
+    Offers {
+        #[command(flatten)]
+        chain: Chain,
+        /// Only this ISD-AS.
+        #[arg(long)]
+        ia: Option<IsdAsn>,
+    },
+    /// Buy reservations on every transit AS of the path a host uses to a destination, in one
+    /// transaction; wait for the deliveries and write the reservation file.
+    Buy {
+        #[command(flatten)]
+        chain: Chain,
+        /// The sending host's config (its control service gives the path).
+        #[arg(long)]
+        host: PathBuf,
+        /// Destination ISD-AS.
+        #[arg(long)]
+        dst: IsdAsn,
+        /// Which of the control service's paths.
+        #[arg(long, default_value_t = 0)]
+        path_index: usize,
+        #[arg(long)]
+        bandwidth_bps: u64,
+        /// Start (Unix s; default: now, rounded down to the time grid).
+        #[arg(long)]
+        start: Option<u64>,
+        #[arg(long, default_value_t = 600)]
+        duration_s: u64,
+        /// Time grid of the assets, s.
+        #[arg(long, default_value_t = 60)]
+        granularity_s: u64,
+        /// Also buy the reverse direction and write its reservation file here (for the destination).
+        #[arg(long)]
+        reverse_out: Option<PathBuf>,
+        /// Show the plan and its price, buy nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// The reservation file to write.
+        #[arg(long, required_unless_present = "dry_run")]
+        out: Option<PathBuf>,
+    },
+}
+
+fn ia(isd_as: u64) -> String {
+    IsdAsn::from_u64(isd_as).to_string()
+}
+
+pub fn run(cmd: MarketCommand) -> Result<()> {
+    match cmd {
+        MarketCommand::Offers { chain, ia: only } => {
+            let (ledger, dep, _) = chain.open()?;
+            let offers = client::open_offers(&*ledger, &dep.deployment())?;
+            println!(
+                "{:>8} {:<16} {:>5} {:<8} {:>10} {:>10} {:>10} {:>8} {:>12}",
+                "listing", "ISD-AS", "if", "dir", "start", "expiry", "kbit/s", "min", "wei/kbit·s"
+            );
+            for o in offers.iter().filter(|o| only.is_none_or(|i| i.to_u64() == o.asset.isdAs)) {
+                let a = &o.asset;
+                println!(
+                    "{:>8} {:<16} {:>5} {:<8} {:>10} {:>10} {:>10} {:>8} {:>12}",
+                    o.listing_id.to_string(),
+                    ia(a.isdAs),
+                    a.interfaceId,
+                    if a.isIngress { "ingress" } else { "egress" },
+                    a.startTime,
+                    a.expiryTime,
+                    a.bandwidth,
+                    a.minBandwidth,
+                    o.listing.pricePerUnit
+                );
+            }
+        }
+        MarketCommand::Buy {
+            chain,
+            host,
+            dst,
+            path_index,
+            bandwidth_bps,
+            start,
+            duration_s,
+            granularity_s,
+            reverse_out,
+            dry_run,
+            out,
+        } => {
+            let (mut ledger, dep, account) = chain.open()?;
+            let d: Deployment = dep.deployment();
+            let host = HostConfig::load(&host)?;
+            let paths = aviary_node::api::fetch_paths(host.control, dst)?;
+            let path = paths
+                .get(path_index)
+                .with_context(|| format!("there are {} paths, not {}", paths.len(), path_index + 1))?;
+            let gran = granularity_s.max(1);
+            let start = start.unwrap_or(aviary_node::host::unix_ns() / 1_000_000_000 / gran * gran);
+            let purchase = Purchase {
+                start,
+                expiry: start + duration_s,
+                bandwidth_kbps: bandwidth_bps.div_ceil(1000),
+                reverse: reverse_out.is_some(),
+                wait_for_offers: Duration::ZERO,
+                wait_for_delivery: Duration::from_secs(60),
+            };
+            let plan = buyer::plan(&*ledger, &d, &buyer::wants(path, purchase.reverse), &purchase)?;
+            for h in &plan.hops {
+                println!(
+                    "{:<16} {:>3} -> {:<3} listings {} + {}  {} wei",
+                    ia(h.want.isd_as),
+                    h.want.ingress,
+                    h.want.egress,
+                    h.ingress.listing_id,
+                    h.egress.listing_id,
+                    h.price
+                );
+            }
+            println!("total {} wei for [{}, {}) at {} kbit/s", plan.total, plan.start, plan.expiry, plan.bandwidth);
+            if dry_run {
+                return Ok(());
+            }
+            let account = account.context("--account-key (or --run) is needed to buy")?;
+            let (fwd, rev) = buyer::buy(&mut *ledger, &d, &account, &plan, (host.ia, dst), &purchase)?;
+            let out = out.context("--out is needed")?;
+            fwd.save(&out)?;
+            println!("reservations delivered and opened: {}", out.display());
+            if let (Some(rev), Some(f)) = (rev, reverse_out) {
+                rev.save(&f)?;
+                println!("reverse reservations (for the destination): {}", f.display());
+            }
+        }
+    }
+    Ok(())
+}
