@@ -335,3 +335,34 @@ fn management_api_changes_links_policing_and_keys_at_runtime() {
         "old hop fields fail after the key change"
     );
 }
+
+#[test]
+fn market_purchases_survive_an_as_service_restart() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = run_dir("market");
+    let mut layout = RunLayout::write(&topology("line5.toml"), &dir, 39000).unwrap();
+    layout.enable_market().unwrap();
+    let net = Network::start(&exe(), layout).unwrap();
+    let l = &net.layout;
+    let read = |p: &Path| -> aviary_node::host::ReservationFile { read_json(p) };
+    let (first, price) = demo::buy_transit(l, "source", "sink", 1_000_000, 600).unwrap();
+    assert!(price > aviary_market::U256::ZERO);
+    let first = read(&first);
+    assert_eq!(first.reservations.len(), 3);
+    // Kill the core AS's service; the supervisor restarts it, and it must neither answer the
+    // first request again nor reuse its ResID for the overlapping second purchase.
+    let core: aviary_scion::IsdAsn = "1-ff00:0:110".parse().unwrap();
+    let pid = net.pid(core, Role::AsService).unwrap();
+    // SAFETY: kill(2) on a child process of this test's network.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    let (second, _) = demo::buy_transit(l, "source", "sink", 1_000_000, 600).unwrap();
+    let second = read(&second);
+    assert_ne!(net.pid(core, Role::AsService), Some(pid));
+    let at_core = |f: &aviary_node::host::ReservationFile| {
+        f.reservations.iter().find(|r| r.ia == core).unwrap().reservation.info.res_id
+    };
+    assert_ne!(at_core(&first), at_core(&second), "overlapping reservations on one ingress share a ResID");
+    let log = std::fs::read_to_string(l.dir.join("logs/1-ff00_0_110-as-service.log")).unwrap();
+    assert_eq!(log.matches("reservation delivered").count(), 2, "each request answered once:\n{log}");
+    assert!(log.matches("AS reservation service up").count() >= 2, "the service was restarted:\n{log}");
+}
