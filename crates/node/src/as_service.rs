@@ -158,6 +158,25 @@ impl AsServiceConfig {
     }
 }
 
+/// First Fit's competitive ratio on interval graphs is at most 8 (Narayanaswamy and Subhash
+/// Babu): the R of seed 000 §4.3's bound for an AS that colours with First Fit.
+pub const FIRST_FIT_RATIO: u64 = 8;
+
+/// ResID_max = R · TotalBW / MinBW over the ingress interfaces sold (at most as many
+/// reservations of at least MinBW are active at once on an interface of TotalBW), and never
+/// more than the routers' policing array holds.
+pub fn res_id_bound(cfg: &AsServiceConfig) -> u32 {
+    let mut per_interface: BTreeMap<u16, (u64, u64)> = BTreeMap::new();
+    for o in cfg.offers.iter().filter(|o| o.direction == Direction::Ingress) {
+        let e = per_interface.entry(o.interface).or_insert((0, u64::MAX));
+        e.0 += o.bandwidth_kbps;
+        e.1 = e.1.min(u64::from(o.min_bandwidth_kbps.max(1)));
+    }
+    let worst = per_interface.values().map(|(total, min)| total / min).max().unwrap_or(0);
+    let bound = (FIRST_FIT_RATIO * worst.max(1)).min(u64::from(cfg.hummingbird.max_res_id));
+    u32::try_from(bound).unwrap_or(cfg.hummingbird.max_res_id)
+}
+
 /// What survives a restart.
 #[derive(Debug, Serialize, Deserialize)]
 struct PersistedState {
@@ -201,7 +220,7 @@ impl AsService {
         };
         let (state, origins, issued, next_request) = match persisted {
             Some(p) => (p.service, p.origins, p.issued, p.next_request),
-            None => (ServiceState::new(cfg.hummingbird.max_res_id), BTreeMap::new(), BTreeSet::new(), 1),
+            None => (ServiceState::new(res_id_bound(&cfg)), BTreeMap::new(), BTreeSet::new(), 1),
         };
         let service =
             ReservationService::new(cfg.ia.to_u64(), ledger.chain_id(), &secret, cfg.hummingbird.codec, state);
@@ -352,4 +371,71 @@ pub fn run(cfg_path: &Path) -> anyhow::Result<()> {
         std::thread::sleep(poll);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(extra_offer: &str) -> String {
+        format!(
+            r#"ia = "1-ff00:0:110"
+master_secret_file = "master.key"
+ledger = {{ embedded = "ledger" }}
+deployment_file = "deployment.json"
+account_key_file = "account.key"
+as_key_file = "as.key"
+certificate_file = "cert.json"
+state_dir = "state"
+
+[[offer]]
+interface = 1
+direction = "ingress"
+bandwidth_kbps = 5000
+min_bandwidth_kbps = 100
+granularity_s = 60
+period_s = 3600
+periods_ahead = 2
+price_per_unit = 1000
+{extra_offer}"#
+        )
+    }
+
+    fn load(text: &str) -> Result<AsServiceConfig, ConfigError> {
+        let dir = std::env::temp_dir().join(format!("aviary-as-cfg-{}-{}", std::process::id(), text.len()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("as-service.toml");
+        std::fs::write(&f, text).unwrap();
+        let r = AsServiceConfig::load(&f);
+        std::fs::remove_dir_all(&dir).unwrap();
+        r
+    }
+
+    #[test]
+    fn config_paths_are_resolved_and_errors_name_the_field() {
+        let c = load(&config("")).unwrap();
+        assert!(c.state_dir.is_absolute() && matches!(&c.ledger, LedgerConfig::Embedded(d) if d.is_absolute()));
+        let e = load(&config("").replace("period_s = 3600", "period_s = 3601")).unwrap_err();
+        assert_eq!(e.field, "offer[0].period_s");
+        let e = load(&config("").replace("period_s = 3600", "period_s = 72000")).unwrap_err();
+        assert_eq!(e.field, "offer[0].period_s");
+        let e = load(&config("").replace("min_bandwidth_kbps = 100", "min_bandwidth_kbps = 6000")).unwrap_err();
+        assert_eq!(e.field, "offer[0].min_bandwidth_kbps");
+        let e = load(&config("").replace("interface = 1", "interface = 0")).unwrap_err();
+        assert_eq!(e.field, "offer[0].interface");
+        let e = load(&config("").replace("direction = \"ingress\"", "direction = \"sideways\"")).unwrap_err();
+        assert!(e.to_string().contains("as-service.toml"), "{e}");
+    }
+
+    #[test]
+    fn res_id_bound_is_r_times_total_over_min() {
+        let c = load(&config("")).unwrap();
+        assert_eq!(res_id_bound(&c), 8 * 5000 / 100);
+        // Egress offers do not count; the router's array caps the bound.
+        let egress = "[[offer]]\ninterface = 2\ndirection = \"egress\"\nbandwidth_kbps = 100000\nmin_bandwidth_kbps = 1\ngranularity_s = 60\nperiod_s = 60\nperiods_ahead = 1\nprice_per_unit = 1\n";
+        assert_eq!(res_id_bound(&load(&config(egress)).unwrap()), 400);
+        let mut small = load(&config("")).unwrap();
+        small.hummingbird.max_res_id = 10;
+        assert_eq!(res_id_bound(&small), 10);
+    }
 }
