@@ -27,6 +27,16 @@ enum HostMode {
 
 #[derive(Subcommand)]
 enum LabCommand {
+    /// Gas of every contract call and of atomic buy-and-redeem for 1-16 hops, beside Table 2 of
+    /// seed 000; the latency of buy-and-redeem to delivery on the embedded ledger.
+    Gas {
+        /// Fewer latency repetitions.
+        #[arg(long)]
+        quick: bool,
+        /// Print one JSON object per row.
+        #[arg(long)]
+        json: bool,
+    },
     /// ResIDs that First-Fit assignment needs on random reservation workloads, against the optimum.
     Resid {
         /// Seed of the workloads.
@@ -161,6 +171,16 @@ fn main() -> Result<()> {
                     let r = aviary_node::host::run_sink(&cfg, &opts)?;
                     eprintln!("{}", serde_json::to_string(&r.flows.keys().collect::<Vec<_>>())?);
                 }
+            }
+        }
+        Command::Lab { command: LabCommand::Gas { quick, json } } => {
+            let rows = aviary_lab::gas::run(quick)?;
+            if json {
+                for r in &rows {
+                    println!("{}", serde_json::to_string(r)?);
+                }
+            } else {
+                print!("{}", aviary_lab::gas::table(&rows));
             }
         }
         Command::Lab { command: LabCommand::Resid { seed, quick, json } } => {

@@ -3,6 +3,7 @@
 
 pub mod bench;
 pub mod demo;
+pub mod gas;
 pub mod machine;
 pub mod report;
 pub mod resid;
