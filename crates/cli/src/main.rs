@@ -139,7 +139,11 @@ fn main() -> Result<()> {
         .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .init();
-    match Cli::parse().command {
+    let command = Cli::parse().command;
+    if matches!(command, Command::Lab { .. } | Command::Bench { .. } | Command::Market { .. } | Command::Demo { .. }) {
+        exit_quietly_on_broken_pipe();
+    }
+    match command {
         Command::Router { config } => aviary_node::router::run(&config)?,
         Command::Control { config } => aviary_node::control::run(&config)?,
         Command::Run { topology, dir, port_base, market } => run_topology(&topology, &dir, port_base, market)?,
@@ -245,4 +249,14 @@ fn run_topology(topology: &std::path::Path, dir: &std::path::Path, port_base: u1
     println!("stopping");
     drop(net);
     Ok(())
+}
+
+/// Commands whose output is a report end quietly when the reader goes away (`aviary lab gas |
+/// head`), as Unix tools do. Daemons keep Rust's default (SIGPIPE ignored), so that a client
+/// closing its connection early never ends a router or service.
+fn exit_quietly_on_broken_pipe() {
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread is started.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
 }
