@@ -175,6 +175,9 @@ pub fn run(cmd: MarketCommand) -> Result<()> {
                 );
             }
             println!("total {} wei for [{}, {}) at {} kbit/s", plan.total, plan.start, plan.expiry, plan.bandwidth);
+            for (token, amount) in &plan.token_totals {
+                println!("  and {amount} of ERC-20 token {token}");
+            }
             if dry_run {
                 return Ok(());
             }

@@ -7,6 +7,7 @@
 //! interval and bandwidth. The source and destination ASes have no interface on one side
 //! (0, the AS's inside), so only ASes with two interfaces on the path can be bought.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, B256, U256};
@@ -59,8 +60,6 @@ pub enum ClientError {
     NotTransit { hop: usize, isd_as: String },
     #[error("the requested interval [{0}, {1}) is empty")]
     EmptyInterval(u64, u64),
-    #[error("{0} is paid in ERC-20 token {1}; this client pays in the native currency only")]
-    TokenPayment(U256, Address),
     #[error("request {0}: no delivery within {1:?}")]
     Timeout(U256, Duration),
     #[error("request {0}: the sealed reservation does not open: {1}")]
@@ -97,8 +96,10 @@ pub struct Plan {
     pub start: u64,
     pub expiry: u64,
     pub bandwidth: u64,
-    /// Total price in wei.
+    /// Total price in the native currency (wei).
     pub total: U256,
+    /// Total price per ERC-20 token, for hops listed in token-paid marketplaces.
+    pub token_totals: BTreeMap<Address, U256>,
 }
 
 #[derive(Clone, Debug)]
@@ -138,6 +139,7 @@ pub fn plan_cheapest(
     }
     let mut hops = Vec::new();
     let mut total = U256::ZERO;
+    let mut token_totals = BTreeMap::new();
     for (i, w) in wants.iter().enumerate() {
         if w.ingress == 0 || w.egress == 0 {
             return Err(ClientError::NotTransit { hop: i, isd_as: ia_text(w.isd_as) });
@@ -157,19 +159,23 @@ pub fn plan_cheapest(
         };
         let (ingress, egress) = (cheapest(w.ingress, true)?, cheapest(w.egress, false)?);
         for o in [&ingress, &egress] {
-            if o.payment_token != Address::ZERO {
-                return Err(ClientError::TokenPayment(o.listing_id, o.payment_token));
+            let p = o.price(start, expiry, bandwidth);
+            if o.payment_token == Address::ZERO {
+                total += p;
+            } else {
+                *token_totals.entry(o.payment_token).or_insert(U256::ZERO) += p;
             }
         }
         let price = ingress.price(start, expiry, bandwidth) + egress.price(start, expiry, bandwidth);
-        total += price;
         hops.push(PlannedHop { want: *w, ingress, egress, price });
     }
-    Ok(Plan { hops, start, expiry, bandwidth, total })
+    Ok(Plan { hops, start, expiry, bandwidth, total, token_totals })
 }
 
 /// Buys and redeems every hop of `plan` in one transaction, the reservations to be sealed to
 /// `key`; returns the redeem request ids in hop order. Either every hop is bought or none.
+/// Token-paid pieces are paid from the buyer's allowance: the market is approved for each
+/// token's total first (an approval stays if the purchase then fails).
 pub fn buy_path<L: Ledger + ?Sized>(
     l: &mut L,
     d: &Deployment,
@@ -177,6 +183,9 @@ pub fn buy_path<L: Ledger + ?Sized>(
     plan: &Plan,
     key: &BuyerKey,
 ) -> Result<Vec<U256>, ClientError> {
+    for (token, amount) in &plan.token_totals {
+        crate::contracts::token::approve(l, buyer, *token, d.market, *amount)?;
+    }
     let (ids, _) = d.buy_and_redeem_path(l, buyer, plan.purchases(), B256::from(key.public()), plan.total)?;
     Ok(ids)
 }
