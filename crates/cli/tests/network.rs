@@ -396,3 +396,35 @@ fn market_purchases_survive_an_as_service_restart() {
     assert_eq!(log.matches("reservation delivered").count(), 2, "each request answered once:\n{log}");
     assert!(log.matches("AS reservation service up").count() >= 2, "the service was restarted:\n{log}");
 }
+
+#[test]
+fn shortcut_paths_turn_below_the_core_and_deliver() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let net = line5("shortcut", 40000 - 100 * 6);
+    let l = &net.layout;
+    let report = |n: &str| l.dir.join(format!("{n}.json"));
+    // B (attacker's AS) is A's (source's) parent: both ways the path turns at B.
+    for (from, to) in [("attacker", "source"), ("source", "attacker")] {
+        let (s, d) = (l.host(from).unwrap(), l.host(to).unwrap());
+        let paths = aviary_node::api::fetch_paths(s.control, d.ia).unwrap();
+        assert_eq!(paths[0].ases.len(), 2, "{from} -> {to}: {:?}", paths[0].ases);
+        let sink = demo::start_host(&exe(), l, to, "sink", &demo::sink_args(40000, 2500, &report("sink"))).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let dst = format!("{},{}:40000", d.ia, d.addr);
+        let flow =
+            demo::start_host(&exe(), l, from, "flow", &demo::send_args("flow", dst, 500_000, 1500, &report("flow")))
+                .unwrap();
+        demo::wait_host(flow, l, "flow", Duration::from_secs(10)).unwrap();
+        demo::wait_host(sink, l, "sink", Duration::from_secs(10)).unwrap();
+        let sent = read_json::<SenderReport>(&report("flow")).sent_packets;
+        let got = read_json::<SinkReport>(&report("sink")).flows.get("flow").map_or(0, |f| f.received_packets);
+        assert!(sent > 50 && got == sent, "{from} -> {to}: {got} of {sent}");
+    }
+    // The core AS forwarded none of it.
+    let core = &l.ases[&"1-ff00:0:110".parse().unwrap()];
+    let status: serde_json::Value =
+        ureq::get(&format!("http://{}/v1/status", core.router.management)).call().unwrap().into_json().unwrap();
+    let received: u64 =
+        status["interfaces"].as_array().unwrap().iter().map(|i| i["received_packets"].as_u64().unwrap()).sum();
+    assert_eq!(received, 0);
+}

@@ -12,12 +12,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{anyhow, bail, Context};
 use aviary_hummingbird::{BwCodec, ResIdAllocator, ResInfo, Reservation, SecretValue};
 use aviary_scion::path::hop_expiry_ns;
-use aviary_scion::{combine, HopMacKey, IsdAsn};
+use aviary_scion::{combine_from, HopMacKey, IsdAsn};
 use tiny_http::{Header, Method, Request, Response, Server};
 
 use crate::api::{self, ExtendRequest, Grant, HopWire, PathWire, PathsReply, ReservationRequest, SegmentWire};
 use crate::config::{read_secret, ControlConfig};
-use crate::routes::{routes, SegmentPlan};
+use crate::routes::{routes, HopPlan, SegmentPlan};
 use crate::topology::{IfRef, Neighbor, Topology};
 
 /// Routes offered per destination.
@@ -52,8 +52,8 @@ pub struct ControlService {
     operator_token: String,
     state_file: PathBuf,
     resids: Mutex<ResIdAllocator>,
-    /// Built segments by plan, with the Unix time after which they are rebuilt.
-    segments: Mutex<HashMap<SegmentPlan, (SegmentWire, u64)>>,
+    /// Built segments by their hops, with the Unix time after which they are rebuilt.
+    segments: Mutex<HashMap<Vec<HopPlan>, (SegmentWire, u64)>>,
 }
 
 impl ControlService {
@@ -207,7 +207,7 @@ impl ControlService {
     /// A segment for `plan`, built by asking every AS on it in construction order.
     fn build_segment(&self, plan: &SegmentPlan) -> anyhow::Result<SegmentWire> {
         let now = unix_now();
-        if let Some((seg, rebuild_at)) = self.segments.lock().expect("poisoned").get(plan) {
+        if let Some((seg, rebuild_at)) = self.segments.lock().expect("poisoned").get(&plan.hops) {
             if now < *rebuild_at {
                 return Ok(seg.clone());
             }
@@ -225,7 +225,7 @@ impl ControlService {
             };
         }
         let lifetime = hop_expiry_ns(0, self.exp_time) / 1_000_000_000;
-        self.segments.lock().expect("poisoned").insert(plan.clone(), (seg.clone(), now + lifetime / 2));
+        self.segments.lock().expect("poisoned").insert(plan.hops.clone(), (seg.clone(), now + lifetime / 2));
         Ok(seg)
     }
 
@@ -247,11 +247,11 @@ impl ControlService {
                 }
             };
             let segs: Vec<_> = built.iter().map(SegmentWire::to_segment).collect::<anyhow::Result<_>>()?;
-            let with_dir: Vec<_> = segs.iter().zip(&route.segments).map(|(s, p)| (s, p.cons_dir())).collect();
+            let with_dir: Vec<_> = segs.iter().zip(&route.segments).map(|(s, p)| (s, p.cons_dir(), p.from)).collect();
             let (path, expiry) = if with_dir.is_empty() {
                 (String::new(), u64::MAX)
             } else {
-                let p = combine(&with_dir).map_err(|e| Failure(500, e.to_string()))?;
+                let p = combine_from(&with_dir).map_err(|e| Failure(500, e.to_string()))?;
                 let expiry = segs
                     .iter()
                     .flat_map(|s| s.hops.iter().map(move |h| hop_expiry_ns(s.timestamp, h.exp_time) / 1_000_000_000))

@@ -38,6 +38,9 @@ pub enum SegmentKind {
 pub struct SegmentPlan {
     pub kind: SegmentKind,
     pub hops: Vec<HopPlan>,
+    /// The path uses the hops from this construction index on (0: all; more: a shortcut
+    /// that turns at `hops[from]` instead of going up to the core).
+    pub from: usize,
 }
 
 impl SegmentPlan {
@@ -66,7 +69,7 @@ impl Route {
     pub fn ases(&self) -> Vec<AsOnRoute> {
         let mut out: Vec<AsOnRoute> = Vec::new();
         for seg in &self.segments {
-            let mut hops = seg.hops.clone();
+            let mut hops = seg.hops[seg.from.min(seg.hops.len())..].to_vec();
             if !seg.cons_dir() {
                 hops.reverse();
             }
@@ -78,6 +81,14 @@ impl Route {
                     _ => out.push(AsOnRoute { ia: h.ia, ingress, egress }),
                 }
             }
+        }
+        // A path starts and ends inside its end ASes, also when a shortcut cuts a segment
+        // whose hop fields there name a link.
+        if let Some(first) = out.first_mut() {
+            first.ingress = 0;
+        }
+        if let Some(last) = out.last_mut() {
+            last.egress = 0;
         }
         out
     }
@@ -100,6 +111,11 @@ pub fn routes(topo: &Topology, src: IsdAsn, dst: IsdAsn, limit: usize) -> Vec<Ro
         leaf_segments(topo, dst, SegmentKind::Down).into_iter().map(Some).collect()
     };
     let mut out = Vec::new();
+    for (up, down) in ups.iter().flatten().flat_map(|u| downs.iter().flatten().map(move |d| (u, d))) {
+        if let Some(route) = shortcut(topo, up, down) {
+            out.push(route);
+        }
+    }
     for up in &ups {
         let from_core = up.as_ref().map_or(src, |u| u.hops[0].ia);
         for down in &downs {
@@ -117,6 +133,31 @@ pub fn routes(topo: &Topology, src: IsdAsn, dst: IsdAsn, limit: usize) -> Vec<Ro
     out.sort_by_key(|r| r.ases().len());
     out.truncate(limit);
     out
+}
+
+/// The shortcut of an up and a down segment that share a non-core AS: up to that AS, then
+/// down from it, without visiting the core (SCION's shortcut paths). When the shared AS is
+/// the destination (or the source) the path is the up (or down) segment alone, cut there.
+fn shortcut(topo: &Topology, up: &SegmentPlan, down: &SegmentPlan) -> Option<Route> {
+    // The shared AS nearest the source: the highest construction index on the up segment.
+    let (ku, kd) = up
+        .hops
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, h)| !topo.is_core(h.ia))
+        .find_map(|(ku, h)| down.hops.iter().position(|d| d.ia == h.ia).map(|kd| (ku, kd)))?;
+    let up_part = SegmentPlan { from: ku, ..up.clone() };
+    let down_part = SegmentPlan { from: kd, ..down.clone() };
+    let segments = if kd + 1 == down.hops.len() {
+        vec![up_part]
+    } else if ku + 1 == up.hops.len() {
+        vec![down_part]
+    } else {
+        vec![up_part, down_part]
+    };
+    let route = Route { segments };
+    loop_free(&route).then_some(route)
 }
 
 fn loop_free(route: &Route) -> bool {
@@ -137,7 +178,7 @@ fn leaf_segments(topo: &Topology, leaf: IsdAsn, kind: SegmentKind) -> Vec<Segmen
         if topo.is_core(ia) {
             let hops =
                 chain.iter().rev().map(|&(ia, up, down)| HopPlan { ia, cons_ingress: up, cons_egress: down }).collect();
-            out.push(SegmentPlan { kind, hops });
+            out.push(SegmentPlan { kind, hops, from: 0 });
             continue;
         }
         if chain.len() >= MAX_SEGMENT_ASES {
@@ -163,7 +204,7 @@ fn core_segments(topo: &Topology, from: IsdAsn, to: IsdAsn) -> Vec<Option<Segmen
     while let Some(chain) = stack.pop() {
         let last = *chain.last().expect("chains are never empty");
         if last.ia == from {
-            out.push(Some(SegmentPlan { kind: SegmentKind::Core, hops: chain }));
+            out.push(Some(SegmentPlan { kind: SegmentKind::Core, hops: chain, from: 0 }));
             continue;
         }
         if chain.len() >= MAX_CORE_ASES {
@@ -256,10 +297,34 @@ mod tests {
     #[test]
     fn no_route_revisits_an_as() {
         let t = topo("line5.toml");
-        // B to A would go up to C and back down through B: no loop-free route without shortcuts.
-        for r in routes(&t, ia("1-ff00:0:112"), ia("1-ff00:0:120"), 8) {
-            assert!(loop_free(&r));
-            assert_consistent(&t, &r, ia("1-ff00:0:112"), ia("1-ff00:0:120"));
+        let all: Vec<IsdAsn> = t.ases.iter().map(|a| a.ia).collect();
+        for &s in &all {
+            for &d in all.iter().filter(|d| **d != s) {
+                let rs = routes(&t, s, d, 8);
+                assert!(!rs.is_empty(), "{s} -> {d}");
+                for r in rs {
+                    assert!(loop_free(&r));
+                    assert_consistent(&t, &r, s, d);
+                }
+            }
         }
+    }
+
+    #[test]
+    fn shortcuts_turn_below_the_core() {
+        let t = topo("line5.toml");
+        // B to A (B is A's parent): the down segment from C, cut at B; C is not visited.
+        let rs = routes(&t, ia("1-ff00:0:112"), ia("1-ff00:0:111"), 8);
+        assert_eq!(rs.len(), 1);
+        let ases: Vec<String> = rs[0].ases().iter().map(|a| a.ia.to_string()).collect();
+        assert_eq!(ases, ["1-ff00:0:112", "1-ff00:0:111"]);
+        assert_eq!(rs[0].segments.iter().map(|s| (s.kind, s.from)).collect::<Vec<_>>(), [(SegmentKind::Down, 1)]);
+        // And back: A up to B, its parent, and no further.
+        let back = routes(&t, ia("1-ff00:0:111"), ia("1-ff00:0:112"), 8);
+        assert_eq!(
+            back[0].ases().iter().map(|a| a.ia.to_string()).collect::<Vec<_>>(),
+            ["1-ff00:0:111", "1-ff00:0:112"]
+        );
+        assert_eq!(back[0].segments.iter().map(|s| (s.kind, s.from)).collect::<Vec<_>>(), [(SegmentKind::Up, 1)]);
     }
 }

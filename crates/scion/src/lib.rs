@@ -21,5 +21,5 @@ pub use mac::{derive_forwarding_key, derive_key, HopMacKey};
 pub use path::{HopField, InfoField, PathError, StandardPath};
 pub use path_view::StandardPathView;
 pub use router::{AsForwarding, InterfaceSet};
-pub use segment::{combine, Segment};
+pub use segment::{combine, combine_from, Segment};
 pub use udp::{ScionUdpView, UdpError, UdpHeader};

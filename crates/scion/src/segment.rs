@@ -42,9 +42,17 @@ impl Segment {
 
     /// The info field and hop fields in travel order for the given direction.
     pub fn traversal(&self, cons_dir: bool) -> (InfoField, Vec<HopField>) {
-        let mut hops = self.hops.clone();
+        self.traversal_from(cons_dir, 0)
+    }
+
+    /// As [`Self::traversal`], leaving out the hop fields before construction index `from`
+    /// (a shortcut: the path turns at that AS instead of going up to the core). In
+    /// construction direction the SegID starts at β_from; against it the path still starts
+    /// at the last hop field, under β_{n-1}, and ends at `from`.
+    pub fn traversal_from(&self, cons_dir: bool, from: usize) -> (InfoField, Vec<HopField>) {
+        let mut hops = self.hops.get(from..).unwrap_or_default().to_vec();
         let seg_id = if cons_dir {
-            self.seg_id
+            self.beta(from.min(self.hops.len()))
         } else {
             hops.reverse();
             self.beta(self.hops.len().saturating_sub(1))
@@ -56,12 +64,20 @@ impl Segment {
 /// Combines up to three segments, each with its direction of use, into a standard path
 /// that starts at its first hop.
 pub fn combine(segments: &[(&Segment, bool)]) -> Result<StandardPath, PathError> {
+    let whole: Vec<_> = segments.iter().map(|(s, d)| (*s, *d, 0)).collect();
+    combine_from(&whole)
+}
+
+/// As [`combine`], each segment used from a construction index on (see
+/// [`Segment::traversal_from`]): an up and a down segment that share a non-core AS make a
+/// shortcut path that turns there.
+pub fn combine_from(segments: &[(&Segment, bool, usize)]) -> Result<StandardPath, PathError> {
     if segments.is_empty() || segments.len() > 3 {
         return Err(PathError::BadSegLens([0; 3]));
     }
     let mut path = StandardPath::default();
-    for (i, (seg, cons_dir)) in segments.iter().enumerate() {
-        let (info, hops) = seg.traversal(*cons_dir);
+    for (i, (seg, cons_dir, from)) in segments.iter().enumerate() {
+        let (info, hops) = seg.traversal_from(*cons_dir, *from);
         path.seg_len[i] = u8::try_from(hops.len()).map_err(|_| PathError::TooManyHops(hops.len()))?;
         path.info.push(info);
         path.hops.extend(hops);
