@@ -30,6 +30,8 @@ const ATTACK_SINK_PORT: u16 = 40_001;
 /// The attack starts this long before the legitimate flows and ends this long after them.
 const ATTACK_MARGIN_MS: u64 = 500;
 const BIN_MS: u64 = 250;
+/// Marks a run directory as the demo's own.
+const DEMO_MARKER: &str = ".aviary-demo";
 
 #[derive(Clone, Debug)]
 pub struct DemoOptions {
@@ -240,7 +242,14 @@ pub fn summarise(sent: &SenderReport, sink: &SinkReport) -> FlowSummary {
 
 /// Runs the demo; the network is stopped before this returns, also on error.
 pub fn run(opts: &DemoOptions) -> anyhow::Result<DemoReport> {
+    // Every demo starts afresh (new keys, a new chain): a directory an earlier demo made is
+    // emptied first; any other directory is used as it is.
+    let marker = opts.dir.join(DEMO_MARKER);
+    if marker.exists() {
+        std::fs::remove_dir_all(&opts.dir).with_context(|| format!("cannot empty {}", opts.dir.display()))?;
+    }
     std::fs::create_dir_all(&opts.dir).with_context(|| format!("cannot create {}", opts.dir.display()))?;
+    std::fs::write(&marker, "made by aviary demo; emptied by the next one\n")?;
     let topo_file = opts.dir.join("line5.toml");
     std::fs::write(&topo_file, LINE5)?;
     let mut layout = RunLayout::write(&topo_file, &opts.dir, opts.port_base)?;
