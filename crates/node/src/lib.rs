@@ -17,4 +17,7 @@ pub mod routes;
 pub mod run;
 pub mod signals;
 pub mod topology;
+#[cfg(not(target_os = "linux"))]
+compile_error!("aviary's UDP underlay uses recvmmsg/sendmmsg/ppoll and supports only Linux");
+#[cfg(target_os = "linux")]
 pub mod underlay;
