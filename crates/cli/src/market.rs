@@ -153,7 +153,7 @@ pub fn run(cmd: MarketCommand) -> Result<()> {
                 .get(path_index)
                 .with_context(|| format!("there are {} paths, not {}", paths.len(), path_index + 1))?;
             let gran = granularity_s.max(1);
-            let start = start.unwrap_or(aviary_node::host::unix_ns() / 1_000_000_000 / gran * gran);
+            let start = start.unwrap_or(aviary_node::clock::unix_s() / gran * gran);
             let purchase = Purchase {
                 start,
                 expiry: start + duration_s,

@@ -143,7 +143,7 @@ fn save_reservations(
 /// Obtains a reservation on every transit AS of the first path from `src` to `dst`, as
 /// the operator of each of those ASes would grant it, and writes the reservation file.
 pub fn reserve_transit(layout: &RunLayout, src: &str, dst: &str, bps: u64, secs: u16) -> anyhow::Result<PathBuf> {
-    let start = (aviary_node::host::unix_ns() / 1_000_000_000) as u32 - 1;
+    let start = aviary_node::clock::unix_s() as u32 - 1;
     let mut reservations = Vec::new();
     for hop in transit(layout, src, dst)? {
         let a = &layout.ases[&hop.ia];
@@ -168,7 +168,7 @@ pub fn buy_transit(layout: &RunLayout, src: &str, dst: &str, bps: u64, secs: u64
     let (s, t) = (layout.host(src)?, layout.host(dst)?);
     let path = api::fetch_paths(s.control, t.ia)?.into_iter().next().context("no path")?;
     let gran = u64::from(aviary_node::market_setup::GRANULARITY_S);
-    let start = aviary_node::host::unix_ns() / 1_000_000_000 / gran * gran;
+    let start = aviary_node::clock::unix_s() / gran * gran;
     let purchase = Purchase {
         start,
         expiry: start + secs.div_ceil(gran) * gran,

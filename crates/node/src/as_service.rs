@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use anyhow::Context;
 use aviary_hummingbird::{RedeemRequest, ReservationService, ServiceState};
@@ -19,6 +19,7 @@ use aviary_market::{Account, Deployment, Ledger, RpcLedger, SharedLedger, U256};
 use aviary_scion::IsdAsn;
 use serde::{Deserialize, Serialize};
 
+use crate::clock::unix_s;
 use crate::config::{read_secret, ConfigError, GrantConfig};
 use crate::topology::read_toml;
 
@@ -351,10 +352,6 @@ impl AsService {
     }
 }
 
-fn unix_now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
-
 /// Runs the service from its config file until the process is stopped.
 pub fn run(cfg_path: &Path) -> anyhow::Result<()> {
     let cfg = AsServiceConfig::load(cfg_path)?;
@@ -364,7 +361,7 @@ pub fn run(cfg_path: &Path) -> anyhow::Result<()> {
     tracing::info!(ia = %svc.cfg.ia, "AS reservation service up");
     let stop = crate::signals::stop_flag();
     while !stop.load(std::sync::atomic::Ordering::SeqCst) {
-        let now = unix_now();
+        let now = unix_s();
         if let Err(e) = svc.issue_due(now).and_then(|_| svc.answer_requests(now)) {
             tracing::warn!("{e:#}");
         }
@@ -402,7 +399,10 @@ price_per_unit = 1000
     }
 
     fn load(text: &str) -> Result<AsServiceConfig, ConfigError> {
-        let dir = std::env::temp_dir().join(format!("aviary-as-cfg-{}-{}", std::process::id(), text.len()));
+        // One directory per call: tests run in parallel.
+        static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("aviary-as-cfg-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("as-service.toml");
         std::fs::write(&f, text).unwrap();

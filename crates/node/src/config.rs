@@ -238,7 +238,10 @@ capacity_bps = 1000000
     }
 
     fn load_router(text: &str) -> Result<RouterConfig, ConfigError> {
-        let dir = std::env::temp_dir().join(format!("aviary-cfg-{}-{}", std::process::id(), text.len()));
+        // One directory per call: tests run in parallel.
+        static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("aviary-cfg-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("router.toml");
         std::fs::write(&f, text).unwrap();

@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Context};
 use aviary_hummingbird::{BwCodec, ResIdAllocator, ResInfo, Reservation, SecretValue};
@@ -16,6 +15,7 @@ use aviary_scion::{combine_from, HopMacKey, IsdAsn};
 use tiny_http::{Header, Method, Request, Response, Server};
 
 use crate::api::{self, ExtendRequest, Grant, HopWire, PathWire, PathsReply, ReservationRequest, SegmentWire};
+use crate::clock::unix_s;
 use crate::config::{read_secret, ControlConfig};
 use crate::routes::{routes, HopPlan, SegmentPlan};
 use crate::topology::{IfRef, Neighbor, Topology};
@@ -26,10 +26,6 @@ const MAX_PATHS: usize = 8;
 const MAX_SEGMENT_AGE_S: u64 = 3600;
 const MAX_FUTURE_S: u64 = 60;
 const WORKERS: usize = 4;
-
-fn unix_now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
 
 /// An HTTP error: status and message for the reply.
 #[derive(Debug)]
@@ -166,7 +162,7 @@ impl ControlService {
 
     /// Appends this AS's hop field, as beaconing would when the segment passes through.
     fn extend(&self, r: ExtendRequest) -> Result<SegmentWire, Failure> {
-        let now = unix_now();
+        let now = unix_s();
         let ts = u64::from(r.segment.timestamp);
         if ts + MAX_SEGMENT_AGE_S < now || ts > now + MAX_FUTURE_S {
             return Err(Failure(400, format!("segment timestamp {ts} is not current")));
@@ -206,7 +202,7 @@ impl ControlService {
 
     /// A segment for `plan`, built by asking every AS on it in construction order.
     fn build_segment(&self, plan: &SegmentPlan) -> anyhow::Result<SegmentWire> {
-        let now = unix_now();
+        let now = unix_s();
         if let Some((seg, rebuild_at)) = self.segments.lock().expect("poisoned").get(&plan.hops) {
             if now < *rebuild_at {
                 return Ok(seg.clone());
@@ -284,7 +280,7 @@ impl ControlService {
             Failure(400, format!("bandwidth_bps: {} is more than the codec can express", r.bandwidth_bps))
         })?;
         let start = u64::from(r.start);
-        let now = unix_now();
+        let now = unix_s();
         if start + u64::from(r.duration) <= now {
             return Err(Failure(400, "the requested interval is over".into()));
         }
@@ -332,7 +328,7 @@ mod tests {
     fn extend_checks_links_and_freshness() {
         // C = 1-ff00:0:110 (core): #1 to B, #2 to D.
         let (c, layout) = service("extend", "1-ff00:0:110");
-        let now = unix_now();
+        let now = unix_s();
         let ok = c.extend(ExtendRequest { segment: segment(now), cons_ingress: 0, cons_egress: 1 }).unwrap();
         assert_eq!(ok.hops.len(), 1);
         let fail = |r: ExtendRequest| c.extend(r).err().map(|Failure(code, m)| (code, m)).expect("must be refused");
@@ -357,7 +353,7 @@ mod tests {
     #[test]
     fn grants_need_real_interfaces_and_give_distinct_resids() {
         let (c, layout) = service("grant", "1-ff00:0:110");
-        let start = unix_now() as u32;
+        let start = unix_s() as u32;
         let req =
             |ingress, egress| ReservationRequest { ingress, egress, bandwidth_bps: 1_000_000, start, duration: 60 };
         let g1 = c.grant(&req(1, 2)).unwrap();

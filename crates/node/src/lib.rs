@@ -6,6 +6,7 @@
 pub mod api;
 pub mod as_service;
 pub mod buyer;
+pub mod clock;
 pub mod config;
 pub mod control;
 pub mod host;

@@ -16,7 +16,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use anyhow::{anyhow, Context};
 use aviary_hummingbird::{Router as HbirdRouter, RouterParams, SecretValue};
@@ -25,6 +25,7 @@ use aviary_scion::{AsForwarding, HopMacKey, HostAddr, IsdAsn, ScionView};
 use serde::Deserialize;
 use tiny_http::{Header, Method, Response, Server};
 
+use crate::clock::unix_ns;
 use crate::config::{read_secret, QueueConfig, RouterConfig};
 use crate::metrics::{ClassSnapshot, InterfaceStats, IoDrop, RouterStatus};
 use crate::pipeline::Pipeline;
@@ -36,10 +37,6 @@ const BUF_LEN: usize = 2048;
 const MAX_SLEEP: Duration = Duration::from_millis(20);
 const PUBLISH_EVERY_NS: u64 = 200_000_000;
 const SCION_UDP: u8 = 17;
-
-fn now_ns() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
-}
 
 /// A runtime change requested through the management API.
 #[derive(Debug)]
@@ -130,7 +127,7 @@ impl Forwarder {
             rx: RecvBatch::new(BATCH, BUF_LEN),
             status: status.clone(),
             commands,
-            started_unix_s: now_ns() / 1_000_000_000,
+            started_unix_s: unix_ns() / 1_000_000_000,
         };
         Ok((fwd, tx, status))
     }
@@ -145,7 +142,7 @@ impl Forwarder {
             while let Ok((cmd, reply)) = self.commands.try_recv() {
                 let _ = reply.send(self.apply(cmd));
             }
-            let now = now_ns();
+            let now = unix_ns();
             let wake = self.links.iter().filter_map(|l| l.sched.next_wakeup()).min();
             let sleep = wake.map_or(MAX_SLEEP, |w| Duration::from_nanos(w.saturating_sub(now)).min(MAX_SLEEP));
             {
@@ -153,7 +150,7 @@ impl Forwarder {
                 socks.extend(self.links.iter().map(|l| &l.sock));
                 wait_readable(&socks, Some(sleep), &mut ready)?;
             }
-            let now = now_ns();
+            let now = unix_ns();
             // Start with a different socket each round: queue space freed since the last
             // round must not always go to the same ingress.
             first = (first + 1) % ready.len();
@@ -289,7 +286,7 @@ impl Forwarder {
                     p.delay_ns = (d * 1e6) as u64;
                     self.stats[k + 1].delay_ms = d;
                 }
-                link.sched.set_params_at(p, now_ns());
+                link.sched.set_params_at(p, unix_ns());
             }
             Command::Burst { burst_ms } => {
                 self.pipeline.set_param("burst_ms", burst_ms)?;

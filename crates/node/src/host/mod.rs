@@ -15,7 +15,6 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::str::FromStr;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
 use aviary_hummingbird::Reservation;
@@ -28,6 +27,8 @@ pub mod packet;
 pub mod payload;
 pub mod send;
 pub mod sink;
+
+pub use crate::clock::unix_ns;
 
 pub use packet::{FlowSpec, Forgery, PacketFactory};
 pub use send::{run_sender, Attack, FlowKind, Generator, Pattern, SendOptions, SenderReport};
@@ -153,10 +154,4 @@ pub(crate) fn write_json<T: Serialize>(path: &Path, value: &T) -> anyhow::Result
     std::fs::write(&tmp, serde_json::to_vec_pretty(value)?)
         .with_context(|| format!("cannot write {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
-}
-
-/// CLOCK_REALTIME in ns: send timestamps, Hummingbird timestamps and one-way delays all use
-/// it (hosts on one machine share it; on several machines it needs NTP-level sync).
-pub fn unix_ns() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
 }
