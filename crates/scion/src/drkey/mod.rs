@@ -253,7 +253,13 @@ fn host_input(key_type: KeyType, protocol: Option<Protocol>, host: &HostAddr) ->
     (input, used.div_ceil(KEY_LEN) * KEY_LEN)
 }
 
-fn level2(l1: &Level1Key, key_type: KeyType, derivation: Derivation, protocol: Protocol, host: &HostAddr) -> [u8; 16] {
+fn level2(
+    l1: &Level1Key,
+    key_type: KeyType,
+    derivation: Derivation,
+    protocol: Protocol,
+    host: &HostAddr,
+) -> [u8; KEY_LEN] {
     let protocol = (derivation == Derivation::Generic).then_some(protocol);
     let (input, len) = host_input(key_type, protocol, host);
     prf(&l1.0, &input[..len])
