@@ -6,6 +6,7 @@
 //! from owned representations ([`ScionPacket`], [`StandardPath`]) with `parse`/`emit`.
 
 pub mod aes;
+pub mod drkey;
 pub mod header;
 pub mod ia;
 pub mod mac;
