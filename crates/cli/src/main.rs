@@ -28,7 +28,7 @@ enum HostMode {
 #[derive(Subcommand)]
 enum LabCommand {
     /// Gas of every contract call and of atomic buy-and-redeem for 1-16 hops, beside Table 2 of
-    /// seed 000; the latency of buy-and-redeem to delivery on the embedded ledger.
+    /// the Hummingbird paper; the latency of buy-and-redeem to delivery on the embedded ledger.
     Gas {
         /// Fewer latency repetitions.
         #[arg(long)]
@@ -121,7 +121,7 @@ enum Command {
         #[command(subcommand)]
         command: LabCommand,
     },
-    /// Per-packet cost on one core, beside the figures of seed 000.
+    /// Per-packet cost on one core, beside the figures of the Hummingbird paper.
     Bench {
         /// Print one JSON object per row.
         #[arg(long)]
@@ -209,7 +209,10 @@ fn main() -> Result<()> {
                 }
             } else {
                 print!("{}", bench::table(&rows));
-                println!("\npaper: seed 000, DPDK on a 2.1 GHz Xeon (Tables 3 and 4); ours: {}", machine::describe());
+                println!(
+                    "\npaper: Hummingbird, DPDK on a 2.1 GHz Xeon (Tables 3 and 4); ours: {}",
+                    machine::describe()
+                );
             }
         }
     }

@@ -1,4 +1,4 @@
-//! Reservation authentication (seed 000 §4.1, A.4, A.6): the AS secret value SV, the
+//! Reservation authentication (the Hummingbird paper, §4.1, A.4, A.6): the AS secret value SV, the
 //! authentication key `A_K = AES_SV(ResInfo)` and the per-packet
 //! `FlyoverMAC = AES_{A_K}(DstIA | PktLen | ResStartOffset | Millis·2^22 + Counter)[:6]`.
 

@@ -1,4 +1,4 @@
-//! Hummingbird (seed 000): flyover bandwidth reservations on SCION path type 5.
+//! Hummingbird (the Hummingbird paper): flyover bandwidth reservations on SCION path type 5.
 //!
 //! - [`path`]: the wire format (meta header, hop and flyover hop fields), reversal.
 //! - [`crypto`]: SV, A_K and FlyoverMAC.

@@ -1,4 +1,4 @@
-//! Path type 5 (seed 000, App. A): a 12-byte meta header, up to three info fields and hop
+//! Path type 5 (the Hummingbird paper, App. A): a 12-byte meta header, up to three info fields and hop
 //! fields of 12 bytes or flyover hop fields of 20 bytes. CurrHF and SegLen count 4-byte
 //! lines.
 //!

@@ -1,5 +1,5 @@
 //! ResID assignment per ingress interface by online interval colouring (First Fit,
-//! seed 000 §4.3): a new reservation gets the smallest ResID not held by any reservation
+//! the Hummingbird paper, §4.3): a new reservation gets the smallest ResID not held by any reservation
 //! on the same ingress whose validity overlaps its own. The paper sizes the policing array
 //! as ResID_max = R·TotalBW/MinBW with R = 3, the ratio of the optimal online algorithm
 //! (Kierstead–Trotter); First Fit's worst case on interval graphs is between 5 and 8 times

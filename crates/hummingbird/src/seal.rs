@@ -1,4 +1,4 @@
-//! Sealing a granted reservation `(ResInfo, A_K)` to the buyer (seed 000 §4.2, "Asset
+//! Sealing a granted reservation `(ResInfo, A_K)` to the buyer (the Hummingbird paper, §4.2, "Asset
 //! Redemption", and §5.3, C1: confidentiality of `A_K` during redemption).
 //!
 //! The buyer redeems its assets with an ephemeral X25519 public key; the AS answers with the

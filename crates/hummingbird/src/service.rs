@@ -1,4 +1,4 @@
-//! The AS reservation service's logic (seed 000 §4.2, "Asset Redemption"), sans-IO: a redeem
+//! The AS reservation service's logic (the Hummingbird paper, §4.2, "Asset Redemption"), sans-IO: a redeem
 //! request seen on the ledger goes in, the reservation sealed to the buyer comes out, ready
 //! to be delivered on chain. The daemon around it (ledger access, issuing and listing
 //! assets) lives in `aviary-node`.

@@ -1,5 +1,5 @@
 //! `aviary demo`: the emulated network of `line5.toml` (five ASes in a line, Fig. 1 of
-//! seed 000) as real processes. The source host obtains reservations on the three transit
+//! the Hummingbird paper) as real processes. The source host obtains reservations on the three transit
 //! ASes from their control services, then sends a reserved flow and a best-effort flow of
 //! the same rate to the sink while an attacker in the second AS floods the middle of the
 //! line at five times its capacity. Every border router enforces its links' capacity, so

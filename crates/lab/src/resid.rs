@@ -14,8 +14,8 @@
 //!   or before `s` and overlaps it, so all `k + 1` contain `s` and `k + 1 <= ω`.
 //! - In any other order (the realistic case: a market sells future intervals, bought ahead in
 //!   any order), First Fit may need more. Its worst-case performance ratio on interval graphs is
-//!   between 5 (Kierstead, Smith and Trotter 2016, seed 000's ref. \[28\]) and 8 (Narayanaswamy and
-//!   Subhash Babu 2008). The paper's `ResID_max := R · TotalBW / MinBW` (seed 000 §4.3, "ResID
+//!   between 5 (Kierstead, Smith and Trotter 2016, the Hummingbird paper's ref. \[28\]) and 8 (Narayanaswamy and
+//!   Subhash Babu 2008). The paper's `ResID_max := R · TotalBW / MinBW` (the Hummingbird paper, §4.3, "ResID
 //!   Assignment") takes `TotalBW / MinBW` as the bound on ω and `R = 3`, which is the ratio of the
 //!   optimal online algorithm of Kierstead and Trotter (3ω − 2), not of First Fit: an AS that
 //!   assigns by First Fit is guaranteed never to run out only with `ResID_max >= 8 · TotalBW /

@@ -1,4 +1,4 @@
-//! The buyer's side of the market (seed 000 §4.1, §4.2): find the listings that cover the hops
+//! The buyer's side of the market (the Hummingbird paper, §4.1, §4.2): find the listings that cover the hops
 //! of a path, plan the cheapest purchase, buy and redeem every hop in one transaction, wait for
 //! the ASes to deliver, and open the sealed reservations.
 //!

@@ -26,7 +26,7 @@ pub mod request_status {
     pub const DELIVERED: u8 = 2;
 }
 
-/// The attributes of an asset to issue (seed 000 §4.2).
+/// The attributes of an asset to issue (the Hummingbird paper, §4.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AssetSpec {
     /// The issuer's ISD-AS.

@@ -1,5 +1,5 @@
-//! aviary-market: Hummingbird's control plane on an EVM chain (seed 000, DESIGN.md "Control
-//! plane for reservations").
+//! aviary-market: Hummingbird's control plane on an EVM chain (the Hummingbird paper, its
+//! market on an EVM chain instead of Sui).
 //!
 //! - [`bindings`]: `sol!` bindings generated from the committed artifacts in `contracts/`.
 //! - [`contracts`]: typed calls ([`Deployment`]) on any [`Ledger`].

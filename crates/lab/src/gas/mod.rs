@@ -1,4 +1,4 @@
-//! `aviary lab gas`: the gas of every state-changing contract call of the market (seed 000
+//! `aviary lab gas`: the gas of every state-changing contract call of the market (the Hummingbird paper
 //! §4.2, §6, Appendix B.1) and of an atomic buy-and-redeem for 1, 2, 4, 8 and 16 hops with the
 //! worst-case split, beside the paper's Table 2 (Sui), and the latency of buy-and-redeem to
 //! delivery on the embedded ledger.
@@ -95,7 +95,7 @@ pub struct GasRow {
     pub gas_price_gwei: u64,
     /// gas × gas_price_gwei, ETH.
     pub cost_eth: f64,
-    /// The paper's figure for the comparable operation with its unit (seed 000 Table 2: total
+    /// The paper's figure for the comparable operation with its unit (the Hummingbird paper's Table 2: total
     /// SUI and USD; Fig. 4 for latency); null where it has none.
     pub paper: Option<String>,
     /// The paper's total in SUI (computation + storage − storage rebate), where it has one.
@@ -129,7 +129,7 @@ impl GasRow {
     }
 }
 
-/// A figure of seed 000 Table 2: total SUI and USD as printed (two significant figures).
+/// A figure of the Hummingbird paper's Table 2: total SUI and USD as printed (two significant figures).
 struct Paper {
     sui: &'static str,
     usd: &'static str,
@@ -212,7 +212,7 @@ pub fn table(rows: &[GasRow]) -> String {
         "gas",
         format!("ETH@{GAS_PRICE_GWEI}gwei"),
         "latency ms [p5, p95]",
-        "paper (seed 000, Sui)"
+        "paper (the Hummingbird paper, Sui)"
     );
     for r in rows {
         let hops = r.hops.map_or("-".into(), |h| h.to_string());
