@@ -1,4 +1,4 @@
-//! `AsForwarding::process` and `Router::process` of a testbed AS on fuzzed packets: no
+//! The standard forwarder and the Hummingbird router of a testbed AS on fuzzed packets: no
 //! panic, standard SCION packets get the same verdict from both, and a forwarded packet
 //! is still a well-formed SCION packet (it then goes on to the next ASes).
 //!
@@ -13,7 +13,7 @@ mod common;
 
 use aviary_hummingbird::testbed::Chain;
 use aviary_qos::Verdict;
-use aviary_scion::{path_type, ScionView};
+use aviary_scion::{path_type, ScionView, StandardForwarder};
 use libfuzzer_sys::fuzz_target;
 
 use common::{router, testbed, time, xor_onto};
@@ -36,10 +36,10 @@ fuzz_target!(|data: &[u8]| {
 
     let mut r = router(at);
     let standard = ScionView::new_checked(&pkt[..]).map_or(true, |v| v.path_type() != path_type::HUMMINGBIRD);
-    let v_fwd = r.forwarding().process(&mut pkt.clone(), ingress, now);
+    let v_fwd = StandardForwarder::standard(r.forwarding().clone()).process(&mut pkt.clone(), ingress, now);
     let mut v = r.process(&mut pkt, ingress, now);
     if standard {
-        assert_eq!(v, v_fwd, "AsForwarding and Router disagree on a non-Hummingbird packet");
+        assert_eq!(v, v_fwd, "the standard forwarder and Router disagree on a non-Hummingbird packet");
     }
     // A forwarded packet travels on through the rest of the chain.
     let mut next = at + 1;

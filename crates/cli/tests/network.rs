@@ -317,8 +317,14 @@ fn management_api_changes_links_policing_and_keys_at_runtime() {
         s["interfaces"].as_array().unwrap().iter().find(|i| i["id"] == id).unwrap().clone()
     };
 
-    // Bad requests are refused with a reason and change nothing.
-    assert!(matches!(put("/v1/interfaces/9", r#"{"capacity_bps":1}"#), Err(ureq::Error::Status(400, _))));
+    // Bad requests are refused with a reason and change nothing; what does not exist is a 404.
+    assert!(matches!(put("/v1/interfaces/9", r#"{"capacity_bps":1}"#), Err(ureq::Error::Status(404, _))));
+    assert!(matches!(put("/v1/mechanisms/zlane", "{}"), Err(ureq::Error::Status(404, _))));
+    // A mechanism's own settings are typed: an unknown field or a bad value names the field.
+    match put("/v1/mechanisms/hummingbird", r#"{"burst":5}"#) {
+        Err(ureq::Error::Status(400, r)) => assert!(r.into_string().unwrap().contains("burst"), "no field named"),
+        other => panic!("{other:?}"),
+    }
     assert!(matches!(put("/v1/interfaces/2", r#"{"capacity":1}"#), Err(ureq::Error::Status(400, _))));
     assert!(matches!(put("/v1/policing", r#"{"burst_ms":-1}"#), Err(ureq::Error::Status(400, _))));
     assert!(matches!(put("/v1/keys", r#"{"master_secret":"abcd"}"#), Err(ureq::Error::Status(400, _))));
@@ -326,6 +332,10 @@ fn management_api_changes_links_policing_and_keys_at_runtime() {
 
     put("/v1/policing", r#"{"burst_ms":20}"#).unwrap();
     assert_eq!(status()["burst_ms"], 20.0);
+    put("/v1/mechanisms/hummingbird", r#"{"burst_ms":30}"#).unwrap();
+    let s = status();
+    let hbird = s["mechanisms"].as_array().unwrap().iter().find(|m| m["name"] == "hummingbird").unwrap().clone();
+    assert_eq!((s["burst_ms"].as_f64(), hbird["settings"]["burst_ms"].as_f64()), (Some(30.0), Some(30.0)));
 
     // Taking the link to D down (capacity 0) stops the flow; bringing it back resumes it.
     let sink = l.host("sink").unwrap();

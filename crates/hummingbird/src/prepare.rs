@@ -3,8 +3,8 @@
 //! standard path and, for a flyover, the inputs of its A_K and FlyoverMAC.
 
 use aviary_qos::DropReason;
+use aviary_scion::forwarding::{is_peering, HopWork, NextHop, PathEnds};
 use aviary_scion::path::segment_of;
-use aviary_scion::router::{is_peering, HopWork, NextHop, PathEnds};
 use aviary_scion::{AsForwarding, IsdAsn};
 
 use crate::crypto::{flyover_block, ResInfo};

@@ -1,4 +1,4 @@
-//! Border-router processing of one AS (seed 000, Alg. 1-4), sans-IO: the packet bytes,
+//! Border-router processing of one AS (the Hummingbird paper, Alg. 1-4), sans-IO: the packet bytes,
 //! the ingress interface and the time go in; the packet is updated in place and a
 //! [`Verdict`] comes out. Standard SCION (type 1) packets take the same pipeline.
 //!
@@ -9,16 +9,15 @@
 //! the packet is fresh, the reservation is active and the policer admits it; otherwise it
 //! is forwarded best effort. The plain hop-field MAC is written back over the AggMAC.
 //!
-//! Packets are processed in batches, in stages: parse and check without cryptography
-//! (`prepare`), then each AES step for all packets of the batch together (A_K under the
-//! one SV, the per-packet A_K schedules and FlyoverMACs four at a time, the hop-field MACs
-//! under the one AS key), then verify, police and write back. A single packet is a batch
-//! of one.
+//! Packets go through the generic staged forwarder of `aviary_scion::forwarding`; the
+//! [`Flyovers`] extension adds only what is Hummingbird's: parsing path type 5 (`prepare`), the
+//! batch's A_K under the one SV and the per-packet FlyoverMACs four at a time (`crypto`), and
+//! the write-back and policing after the hop field verified (`admit`).
 
-use aviary_qos::{Class, DropCounters, DropReason, InverseRateTable, ReservationPolicer, Verdict};
+use aviary_qos::{Admission, Claim, Context, ControlError, DropReason, InverseRateTable, ReservationPolicer, Verdict};
 use aviary_scion::aes::Aes128;
+use aviary_scion::forwarding::{HopExtension, HopWork, Staged, StagedForwarder};
 use aviary_scion::header::{path_type, ScionView};
-use aviary_scion::router::HopWork;
 use aviary_scion::{AsForwarding, IsdAsn};
 use serde::{Deserialize, Serialize};
 
@@ -70,26 +69,37 @@ impl Default for RouterParams {
 }
 
 /// Packets processed together (stack-allocated state per packet).
-pub const MAX_BATCH: usize = 32;
+pub const MAX_BATCH: usize = aviary_scion::forwarding::MAX_BATCH;
 
-/// A Hummingbird-capable border router of one AS (all its interfaces).
+/// A Hummingbird-capable border router of one AS (all its interfaces): the generic staged
+/// forwarder with the flyover extension.
 #[derive(Clone, Debug)]
 pub struct Router {
-    fwd: AsForwarding,
+    inner: StagedForwarder<Flyovers>,
+}
+
+/// Hummingbird's part of forwarding: flyover hop fields, their cryptography and policing.
+#[derive(Clone, Debug)]
+pub struct Flyovers {
     sv: SecretValue,
     params: RouterParams,
     /// Policing array per ingress interface (0 = traffic from inside the AS).
     policers: Vec<(u16, ReservationPolicer)>,
     inv_table: InverseRateTable,
-    drops: DropCounters,
+    counters: FlyoverCounters,
 }
 
-/// A packet between the stages of the pipeline.
-#[derive(Clone, Copy)]
-struct Work {
-    path_start: usize,
-    hop: HopWork,
-    flyover: Option<FlyoverWork>,
+/// What became of the valid flyover packets this router forwarded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlyoverCounters {
+    /// Forwarded as reserved traffic.
+    pub reserved: u64,
+    /// Outside the freshness window (too old or from the future): best effort.
+    pub stale: u64,
+    /// Reservation not active at the time: best effort.
+    pub inactive: u64,
+    /// Beyond the reserved rate and burst: best effort.
+    pub over_rate: u64,
 }
 
 impl Router {
@@ -105,220 +115,175 @@ impl Router {
             .map(|i| Ok((i, ReservationPolicer::new(params.max_res_id, params.burst_ns)?)))
             .collect::<Result<_, _>>()?;
         let codec = params.codec;
-        Ok(Self {
-            fwd,
+        let ext = Flyovers {
             sv,
             params,
             policers,
             inv_table: InverseRateTable::new(|c| codec.decode_bps(c)),
-            drops: DropCounters::default(),
-        })
+            counters: FlyoverCounters::default(),
+        };
+        Ok(Self { inner: StagedForwarder::new(fwd, ext) })
     }
 
     pub fn params(&self) -> &RouterParams {
-        &self.params
+        &self.inner.ext.params
     }
     pub fn forwarding(&self) -> &AsForwarding {
-        &self.fwd
+        &self.inner.fwd
     }
-    pub fn drops(&self) -> &DropCounters {
-        &self.drops
+    pub fn counters(&self) -> &FlyoverCounters {
+        &self.inner.ext.counters
     }
     /// The burst allowance can change at runtime; policing state is kept.
     pub fn set_burst_ns(&mut self, burst_ns: u64) {
-        self.params.burst_ns = burst_ns;
-        for (_, p) in &mut self.policers {
+        let ext = &mut self.inner.ext;
+        ext.params.burst_ns = burst_ns;
+        for (_, p) in &mut ext.policers {
             p.set_burst_ns(burst_ns);
         }
     }
 
-    /// Processes one packet; drops are counted.
+    /// Processes one packet (path type 0, 1 or 5).
     pub fn process(&mut self, pkt: &mut [u8], ingress: u16, now_ns: u64) -> Verdict {
-        let mut v = [Verdict::Deliver];
-        self.process_chunk::<1>(&mut [pkt], ingress, now_ns, &mut v);
-        v[0]
+        self.inner.process(pkt, ingress, now_ns)
     }
 
-    /// Processes packets that arrived on the same interface at the same time; drops are
-    /// counted. `verdicts[i]` is the verdict of `pkts[i]`.
+    /// Processes packets that arrived on the same interface at the same time;
+    /// `verdicts[i]` is the verdict of `pkts[i]`.
     pub fn process_batch(&mut self, pkts: &mut [&mut [u8]], ingress: u16, now_ns: u64, verdicts: &mut [Verdict]) {
-        for (p, v) in pkts.chunks_mut(MAX_BATCH).zip(verdicts.chunks_mut(MAX_BATCH)) {
-            self.process_chunk::<MAX_BATCH>(p, ingress, now_ns, v);
+        self.inner.process_batch(pkts, ingress, now_ns, verdicts);
+    }
+}
+
+impl HopExtension for Flyovers {
+    type Work = FlyoverWork;
+
+    fn prepare(
+        &self,
+        fwd: &AsForwarding,
+        view: &ScionView<&[u8]>,
+        ingress: u16,
+    ) -> Result<(HopWork, Option<FlyoverWork>), DropReason> {
+        if view.path_type() != path_type::HUMMINGBIRD {
+            return Err(DropReason::UnsupportedPathType);
         }
+        let (src, dst): (IsdAsn, IsdAsn) = (view.src_ia(), view.dst_ia());
+        prepare_hbird(fwd, view.path(), src, dst, view.dst_ia_bytes(), view.pkt_len_u16(), ingress)
     }
 
-    /// The pipeline for up to `N` packets (state on the stack, sized for `N`).
-    fn process_chunk<const N: usize>(
-        &mut self,
-        pkts: &mut [&mut [u8]],
-        ingress: u16,
-        now_ns: u64,
-        verdicts: &mut [Verdict],
-    ) {
-        let n = pkts.len().min(verdicts.len()).min(N);
-        let mut work: [Option<Work>; N] = [None; N];
-
-        // Stage 1: parse and check everything that needs no cryptography.
-        for i in 0..n {
-            match self.prepare(pkts[i], ingress) {
-                Ok(w) => work[i] = Some(w),
-                Err(v) => verdicts[i] = v,
-            }
-        }
-
-        // Stage 2: A_K = AES_SV(ResInfo) for every flyover, under the one SV.
-        let mut fly_idx = [0usize; N];
-        let mut keys = [[0u8; 16]; N];
+    /// A_K = AES_SV(ResInfo) for every flyover under the one SV; then FlyoverMAC =
+    /// AES_{A_K}(...), key schedules interleaved; the candidate hop-field MAC is
+    /// AggMAC ⊕ FlyoverMAC.
+    fn crypto(&mut self, batch: &mut [Option<Staged<FlyoverWork>>]) {
+        let mut fly_idx = [0usize; MAX_BATCH];
+        let mut keys = [[0u8; 16]; MAX_BATCH];
+        let mut fly_macs = [[0u8; 16]; MAX_BATCH];
         let mut nf = 0;
-        for (i, w) in work[..n].iter().enumerate() {
-            if let Some(f) = w.as_ref().and_then(|w| w.flyover.as_ref()) {
+        for (i, w) in batch.iter().enumerate().take(MAX_BATCH) {
+            if let Some(f) = w.as_ref().and_then(|w| w.ext.as_ref()) {
                 fly_idx[nf] = i;
                 keys[nf] = f.res_block;
+                fly_macs[nf] = f.mac_block;
                 nf += 1;
             }
         }
         self.sv.auth_keys_in_place(&mut keys[..nf]);
-
-        // Stage 3: FlyoverMAC = AES_{A_K}(...), key schedules interleaved; the candidate
-        // hop-field MAC is AggMAC ⊕ FlyoverMAC.
-        let mut fly_macs = [[0u8; 16]; N];
-        for k in 0..nf {
-            fly_macs[k] = work[fly_idx[k]].as_ref().and_then(|w| w.flyover.as_ref()).map(|f| f.mac_block).unwrap();
-        }
         Aes128::encrypt_fresh_keys(&keys[..nf], &mut fly_macs[..nf]);
         for k in 0..nf {
-            let w = work[fly_idx[k]].as_mut().unwrap();
+            let Some(w) = batch[fly_idx[k]].as_mut() else { continue };
             let mut cand = w.hop.hop.mac;
             for (c, f) in cand.iter_mut().zip(&fly_macs[k]) {
                 *c ^= f;
             }
             w.hop.set_mac(cand);
         }
-
-        // Stage 4: hop-field MACs (and crossover MACs) under the AS key.
-        // One block per packet, plus one per crossover (at most one per packet): 2N.
-        let mut blocks = [[[0u8; 16]; 2]; N];
-        let mut owner = [[(0usize, false); 2]; N];
-        let blocks = blocks.as_flattened_mut();
-        let owner = owner.as_flattened_mut();
-        let mut nb = 0;
-        for (i, w) in work[..n].iter().enumerate() {
-            if let Some(w) = w {
-                let (b1, b2) = w.hop.mac_blocks();
-                blocks[nb] = b1;
-                owner[nb] = (i, false);
-                nb += 1;
-                if let Some(b2) = b2 {
-                    blocks[nb] = b2;
-                    owner[nb] = (i, true);
-                    nb += 1;
-                }
-            }
-        }
-        self.fwd.mac_key.macs(&mut blocks[..nb]);
-        let mut macs = [([0u8; 6], None); N];
-        for (b, (i, second)) in blocks[..nb].iter().zip(&owner[..nb]) {
-            let m: [u8; 6] = b[..6].try_into().unwrap();
-            if *second {
-                macs[*i].1 = Some(m);
-            } else {
-                macs[*i].0 = m;
-            }
-        }
-
-        // Stage 5: verify, police, write back.
-        for i in 0..n {
-            let Some(w) = &work[i] else { continue };
-            let (mac, next_mac) = macs[i];
-            let pkt = &mut *pkts[i];
-            let path = &mut pkt[w.path_start..];
-            verdicts[i] = match self.fwd.finish(path, &w.hop, mac, next_mac, now_ns) {
-                Err(r) => Verdict::Drop(r),
-                Ok(egress) => {
-                    if let Some(f) = &w.flyover {
-                        // The plain hop-field MAC replaces the AggMAC, so the path can be reversed.
-                        path[f.mac_off..f.mac_off + 6].copy_from_slice(&w.hop.hop.mac);
-                    }
-                    let class = self.charge(ingress, w.flyover.as_ref(), now_ns);
-                    match egress {
-                        Some(egress) => Verdict::Forward { egress, class },
-                        None => Verdict::Deliver,
-                    }
-                }
-            };
-        }
-        for v in &verdicts[..n] {
-            if let Verdict::Drop(r) = v {
-                self.drops.count(*r);
-            }
-        }
     }
 
-    /// Stage 1 for one packet; `Err` is its final verdict (a drop, or local delivery on
-    /// the empty path).
-    fn prepare(&self, pkt: &[u8], ingress: u16) -> Result<Work, Verdict> {
-        let view = ScionView::new_checked(pkt).map_err(|e| Verdict::Drop(e.into()))?;
-        let (src, dst): (IsdAsn, IsdAsn) = (view.src_ia(), view.dst_ia());
-        let path_start = view.path_range().start;
-        match view.path_type() {
-            path_type::HUMMINGBIRD => {
-                let (hop, flyover) =
-                    prepare_hbird(&self.fwd, view.path(), src, dst, view.dst_ia_bytes(), view.pkt_len_u16(), ingress)
-                        .map_err(Verdict::Drop)?;
-                Ok(Work { path_start, hop, flyover })
-            }
-            path_type::SCION => {
-                let hop = self.fwd.prepare_standard(view.path(), src, dst, ingress).map_err(Verdict::Drop)?;
-                Ok(Work { path_start, hop, flyover: None })
-            }
-            path_type::EMPTY => Err(self.fwd.process_empty(src, dst, ingress)),
-            _ => Err(Verdict::Drop(DropReason::UnsupportedPathType)),
+    fn admit(&mut self, path: &mut [u8], staged: &Staged<FlyoverWork>, ingress: u16, now_ns: u64) -> Admission {
+        if let Some(f) = &staged.ext {
+            // The plain hop-field MAC replaces the AggMAC, so the path can be reversed.
+            path[f.mac_off..f.mac_off + 6].copy_from_slice(&staged.hop.hop.mac);
         }
+        self.charge(ingress, staged.ext.as_ref(), now_ns)
     }
+}
 
-    /// Alg. 1 for a flyover that is fresh and active; everything else is best effort.
-    /// Called only once every check has passed: a dropped packet costs nothing.
-    fn charge(&mut self, ingress: u16, f: Option<&FlyoverWork>, now_ns: u64) -> Class {
-        let fresh = f.filter(|f| {
-            f.sent_ns <= now_ns.saturating_add(self.params.max_skew_ns)
-                && now_ns <= f.sent_ns + self.params.max_age_ns + self.params.max_skew_ns
-                && f.res.active_at(now_ns)
-        });
-        let Some(f) = fresh else {
-            return Class::BestEffort;
+impl Flyovers {
+    /// Alg. 1 for a flyover that is fresh and active; everything else is unauthenticated best
+    /// effort. Called only once every check has passed: a dropped packet costs nothing.
+    fn charge(&mut self, ingress: u16, f: Option<&FlyoverWork>, now_ns: u64) -> Admission {
+        let Some(f) = f else {
+            return Admission::UNAUTHENTICATED;
         };
+        let fresh = f.sent_ns <= now_ns.saturating_add(self.params.max_skew_ns)
+            && now_ns <= f.sent_ns + self.params.max_age_ns + self.params.max_skew_ns;
+        if !fresh {
+            self.counters.stale += 1;
+            return Admission::UNAUTHENTICATED;
+        }
+        if !f.res.active_at(now_ns) {
+            self.counters.inactive += 1;
+            return Admission::UNAUTHENTICATED;
+        }
         let Some((_, p)) = self.policers.iter_mut().find(|(i, _)| *i == ingress) else {
-            return Class::BestEffort;
+            return Admission::UNAUTHENTICATED;
         };
         let admitted = match self.params.policing {
             PolicingMode::Division => p.admit(f.res.res_id, f.pkt_len, self.params.codec.decode_bps(f.res.bw), now_ns),
             PolicingMode::Table => p.admit_table(f.res.res_id, f.pkt_len, f.res.bw, &self.inv_table, now_ns),
         };
         if admitted {
-            Class::Priority
+            self.counters.reserved += 1;
+            Admission::RESERVED
         } else {
-            Class::BestEffort
+            self.counters.over_rate += 1;
+            Admission::UNAUTHENTICATED
         }
     }
 }
 
+/// Runtime settings of the Hummingbird processor (`PUT /v1/mechanisms/hummingbird`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HummingbirdControl {
+    /// BurstTime of Alg. 1 in ms (0 to 10 000); policing state is kept.
+    pub burst_ms: Option<f64>,
+}
+
 impl aviary_qos::Processor for Router {
-    fn path_types(&self) -> &'static [u8] {
-        &[path_type::SCION, path_type::HUMMINGBIRD]
+    fn name(&self) -> &'static str {
+        "hummingbird"
     }
 
-    fn process_batch(&mut self, pkts: &mut [&mut [u8]], ingress: u16, now_ns: u64, verdicts: &mut [Verdict]) {
-        Router::process_batch(self, pkts, ingress, now_ns, verdicts);
+    /// Standard paths are the `scion` processor's; this one needs only its own path type.
+    fn claims(&self) -> &'static [Claim] {
+        &[Claim::PathType(path_type::HUMMINGBIRD)]
     }
 
-    fn set_param(&mut self, name: &str, value: f64) -> Result<bool, String> {
-        match name {
-            "burst_ms" if (0.0..=10_000.0).contains(&value) => {
-                self.set_burst_ns((value * 1e6) as u64);
-                Ok(true)
+    fn process_batch(&mut self, ctx: &mut Context<'_>, pkts: &mut [&mut [u8]], verdicts: &mut [Verdict]) {
+        Router::process_batch(self, pkts, ctx.ingress, ctx.now_ns, verdicts);
+    }
+
+    fn counters(&self, out: &mut dyn FnMut(&'static str, u64)) {
+        let c = self.counters();
+        out("flyover_reserved_packets", c.reserved);
+        out("flyover_stale_packets", c.stale);
+        out("flyover_inactive_packets", c.inactive);
+        out("flyover_over_rate_packets", c.over_rate);
+    }
+
+    fn control(&mut self, request: &serde_json::Value) -> Result<(), ControlError> {
+        let c: HummingbirdControl = serde_json::from_value(request.clone()).map_err(|e| ControlError::from_json(&e))?;
+        if let Some(ms) = c.burst_ms {
+            if !(0.0..=10_000.0).contains(&ms) {
+                return Err(ControlError::new("burst_ms", "must be between 0 and 10000"));
             }
-            "burst_ms" => Err("burst_ms must be between 0 and 10000".into()),
-            _ => Ok(false),
+            self.set_burst_ns((ms * 1e6) as u64);
         }
+        Ok(())
+    }
+
+    fn settings(&self) -> serde_json::Value {
+        serde_json::json!({ "burst_ms": self.params().burst_ns as f64 / 1e6 })
     }
 }

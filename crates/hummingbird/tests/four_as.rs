@@ -4,7 +4,7 @@
 use aviary_hummingbird::path::HbirdPath;
 use aviary_hummingbird::testbed::{Chain, IF_NEXT};
 use aviary_hummingbird::{Router, RouterParams, Source};
-use aviary_qos::{Class, Verdict};
+use aviary_qos::{Admission, Verdict};
 use aviary_scion::header::path_type;
 use aviary_scion::{ScionPacket, ScionView};
 
@@ -45,15 +45,15 @@ fn reserved_hops_get_priority_and_the_reversed_path_travels_back() {
     let mut classes = Vec::new();
     for (i, r) in rs.iter_mut().enumerate() {
         match r.process(&mut pkt, Chain::forward_ingress(i), NOW_NS) {
-            Verdict::Forward { egress, class } => {
+            Verdict::Forward { egress, admission } => {
                 assert_eq!(egress, IF_NEXT, "AS {i}");
-                classes.push(class);
+                classes.push(admission);
             }
             Verdict::Deliver => assert_eq!(i, 3, "delivered early"),
             Verdict::Drop(reason) => panic!("dropped at AS {i}: {reason:?}"),
         }
     }
-    assert_eq!(classes, [Class::BestEffort, Class::Priority, Class::Priority]);
+    assert_eq!(classes, [Admission::UNAUTHENTICATED, Admission::RESERVED, Admission::RESERVED]);
 
     // Every AggMAC has been replaced by its hop-field MAC.
     let arrived = hbird_path(&pkt);
@@ -80,12 +80,13 @@ fn reserved_hops_get_priority_and_the_reversed_path_travels_back() {
         if i == 0 {
             assert_eq!(v, Verdict::Deliver);
         } else {
-            assert_eq!(v, Verdict::best_effort(aviary_hummingbird::testbed::IF_PREV), "AS {i} on the way back");
+            assert_eq!(v, Verdict::unauthenticated(aviary_hummingbird::testbed::IF_PREV), "AS {i} on the way back");
         }
     }
-    for r in &rs {
-        assert_eq!(r.drops().total(), 0);
-    }
+    // Only the two flyover hops counted a reserved packet; nothing was demoted.
+    let reserved: Vec<u64> = rs.iter().map(|r| r.counters().reserved).collect();
+    assert_eq!(reserved, [0, 1, 1, 0]);
+    assert!(rs.iter().all(|r| r.counters().stale + r.counters().inactive + r.counters().over_rate == 0));
 }
 
 #[test]
@@ -99,7 +100,7 @@ fn standard_scion_packets_take_the_same_pipeline() {
             if i + 1 == n {
                 assert_eq!(v, Verdict::Deliver, "n={n}");
             } else {
-                assert_eq!(v, Verdict::best_effort(IF_NEXT), "n={n} AS {i}");
+                assert_eq!(v, Verdict::unauthenticated(IF_NEXT), "n={n} AS {i}");
             }
         }
         // And back over the reversed standard path.
@@ -131,7 +132,7 @@ fn flyovers_on_every_as_including_source_and_destination() {
             if i + 1 == n {
                 assert_eq!(v, Verdict::Deliver);
             } else {
-                assert_eq!(v, Verdict::priority(IF_NEXT), "n={n} AS {i}");
+                assert_eq!(v, Verdict::reserved(IF_NEXT), "n={n} AS {i}");
             }
         }
     }

@@ -17,7 +17,7 @@ use aviary_hummingbird::crypto::ResInfo;
 use aviary_hummingbird::path::{MetaHdr, FLYOVER_BIT, FLYOVER_LINES, HOP_LINES, META_LEN};
 use aviary_hummingbird::testbed::{Chain, IF_NEXT};
 use aviary_hummingbird::{HbirdPath, Reservation, Router, RouterParams, Source};
-use aviary_qos::{Class, Verdict};
+use aviary_qos::{Admission, Verdict};
 use aviary_scion::header::path_type;
 use aviary_scion::path::{num_info_fields, INFO_LEN};
 use aviary_scion::{HostAddr, InfoField, IsdAsn, ScionHeader, ScionPacket, ScionView};
@@ -137,9 +137,9 @@ fn stamped(s: &Spec) -> (Vec<u8>, u64) {
 fn arrive_at(s: &Spec, pkt: &mut [u8], k: usize, now: u64) {
     let c = chain(s.n);
     for i in 0..k {
-        let class = if s.res[i].is_some() { Class::Priority } else { Class::BestEffort };
+        let class = if s.res[i].is_some() { Admission::RESERVED } else { Admission::UNAUTHENTICATED };
         let v = router(c, i).process(pkt, Chain::forward_ingress(i), now);
-        assert_eq!(v, Verdict::Forward { egress: IF_NEXT, class }, "AS {i} of {s:?}");
+        assert_eq!(v, Verdict::Forward { egress: IF_NEXT, admission: class }, "AS {i} of {s:?}");
     }
 }
 
@@ -273,7 +273,7 @@ fn priority_flips(s: &Spec, k: usize) -> Vec<(usize, u8, Option<&'static str>)> 
             let mask = 1u8 << bit;
             let mut p = pkt.clone();
             p[i] ^= mask;
-            if let Verdict::Forward { class: Class::Priority, .. } = verdict_at(s, &p, k, now) {
+            if let Verdict::Forward { admission: Admission::RESERVED, .. } = verdict_at(s, &p, k, now) {
                 out.push((i, mask, unauthenticated(&pkt, i, mask)));
             }
         }
@@ -552,7 +552,7 @@ proptest! {
         let k = *at.get(&reserved);
         let (mut pkt, now) = stamped(&s);
         arrive_at(&s, &mut pkt, k, now);
-        let expected = if k + 1 == s.n { Verdict::Deliver } else { Verdict::priority(IF_NEXT) };
+        let expected = if k + 1 == s.n { Verdict::Deliver } else { Verdict::reserved(IF_NEXT) };
         prop_assert_eq!(verdict_at(&s, &pkt, k, now), expected);
 
         let hdr_len = ScionView::new_checked(&pkt[..]).unwrap().hdr_len();
@@ -561,7 +561,7 @@ proptest! {
         let mut p = pkt.clone();
         p[i] ^= mask;
         let v = verdict_at(&s, &p, k, now);
-        if matches!(v, Verdict::Forward { class: Class::Priority, .. }) {
+        if matches!(v, Verdict::Forward { admission: Admission::RESERVED, .. }) {
             let why = unauthenticated(&pkt, i, mask);
             prop_assert!(
                 why.is_some() && k + 1 < s.n,

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use aviary_hummingbird::crypto::{flyover_block, MAX_COUNTER, MAX_MILLIS, MAX_RES_ID};
 use aviary_hummingbird::{derive_sv, AuthKey, ResInfo, Router, RouterParams, SecretValue};
-use aviary_qos::{Class, DropReason, Verdict};
+use aviary_qos::{Admission, DropReason, Verdict};
 use aviary_scion::header::path_type;
 use aviary_scion::mac::{derive_forwarding_key, mac_input};
 use aviary_scion::{AsForwarding, HopMacKey, IsdAsn, ScionView};
@@ -50,11 +50,11 @@ fn parse_verdict(s: &str) -> Verdict {
         ["deliver"] => Verdict::Deliver,
         ["forward", class, egress] => {
             let class = match *class {
-                "priority" => Class::Priority,
-                "best_effort" => Class::BestEffort,
+                "priority" => Admission::RESERVED,
+                "best_effort" => Admission::UNAUTHENTICATED,
                 c => panic!("unknown class {c:?}"),
             };
-            Verdict::Forward { egress: egress.parse().expect("egress"), class }
+            Verdict::Forward { egress: egress.parse().expect("egress"), admission: class }
         }
         ["drop", reason] => Verdict::Drop(
             *DropReason::ALL
@@ -102,7 +102,7 @@ fn hop_macs() {
     let v = load();
     assert!(v.hop_mac.len() >= 16);
     for h in &v.hop_mac {
-        // The block, laid out field by field (DESIGN.md "Interop facts").
+        // The block, laid out field by field (docs/hummingbird-dataplane.md).
         let mut block = [0u8; 16];
         block[2..4].copy_from_slice(&h.seg_id.to_be_bytes());
         block[4..8].copy_from_slice(&h.timestamp.to_be_bytes());
@@ -232,7 +232,7 @@ fn packet_walks() {
 
 #[test]
 fn verdict_text_round_trips() {
-    for v in [Verdict::priority(1), Verdict::best_effort(65535), Verdict::Deliver]
+    for v in [Verdict::reserved(1), Verdict::unauthenticated(65535), Verdict::Deliver]
         .into_iter()
         .chain(DropReason::ALL.iter().map(|r| Verdict::Drop(*r)))
     {

@@ -1,4 +1,4 @@
-//! Per-packet cost of the data plane on one core, beside the figures of seed 000
+//! Per-packet cost of the data plane on one core, beside the figures of the Hummingbird paper
 //! (Tables 3 and 4: DPDK on a 2.1 GHz Xeon).
 //!
 //! Each row processes the same packet repeatedly. Routers mutate packets (CurrHF, SegID,
@@ -156,7 +156,7 @@ fn source_row(flyovers: usize, payload: usize, effort: Effort) -> Row {
         buf[hdr..].copy_from_slice(&body);
         src.stamp(black_box(&mut buf), now + i * 100).unwrap();
     });
-    // Table 4 of seed 000 is for four on-path ASes with 500 B and 1500 B payloads.
+    // Table 4 of the Hummingbird paper is for four on-path ASes with 500 B and 1500 B payloads.
     let paper = match (flyovers, payload) {
         (4, 500) => Some(494.0),
         (4, 1500) => Some(519.0),
@@ -180,7 +180,7 @@ pub fn run(effort: Effort) -> Vec<Row> {
     rows.push(row("scion hop, router", 1, 100, Some(123.0), std_case.single(effort)));
     rows.push(row("scion hop, router", BATCH, 100, Some(123.0), std_case.batch(effort)));
     let mut fly = flyover_case(now);
-    fly.expect(|v| *v == Verdict::priority(aviary_hummingbird::testbed::IF_NEXT));
+    fly.expect(|v| *v == Verdict::reserved(aviary_hummingbird::testbed::IF_NEXT));
     rows.push(row("hummingbird flyover hop, router", 1, 100, Some(308.0), fly.single(effort)));
     rows.push(row("hummingbird flyover hop, router", BATCH, 100, Some(308.0), fly.batch(effort)));
     for flyovers in [1, 2, 4, 8] {

@@ -2,6 +2,7 @@
 //! real machines an operator writes them by hand with real addresses. Relative paths in a
 //! config are relative to the directory of that config file.
 
+use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
@@ -9,6 +10,7 @@ use aviary_hummingbird::{BwCodec, RouterParams};
 use aviary_scion::IsdAsn;
 use serde::{Deserialize, Serialize};
 
+use crate::router::classes::{self, ClassTableConfig};
 use crate::topology::read_toml;
 pub use crate::topology::ConfigError;
 
@@ -27,6 +29,17 @@ pub struct InterfaceConfig {
     /// One-way delay added on egress.
     #[serde(default)]
     pub delay_ms: f64,
+    /// The class table of this link's egress scheduler (a `[class_table.NAME]`).
+    #[serde(default = "default_class_table", skip_serializing_if = "is_default_class_table")]
+    pub class_table: String,
+}
+
+fn default_class_table() -> String {
+    crate::router::classes::DEFAULT_TABLE.to_owned()
+}
+
+fn is_default_class_table(t: &str) -> bool {
+    t == crate::router::classes::DEFAULT_TABLE
 }
 
 /// Queue bounds of every egress interface.
@@ -57,8 +70,14 @@ pub struct RouterConfig {
     pub management: SocketAddr,
     #[serde(default)]
     pub hummingbird: RouterParams,
+    /// Bounds of the plain `default` class table (priority, best effort).
     #[serde(default)]
     pub queues: QueueConfig,
+    /// Admission label -> class name (see [`crate::router::classes`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub classes: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub class_table: BTreeMap<String, ClassTableConfig>,
     #[serde(rename = "interface", default)]
     pub interfaces: Vec<InterfaceConfig>,
 }
@@ -179,7 +198,25 @@ impl RouterConfig {
         if self.hummingbird.max_res_id > aviary_hummingbird::crypto::MAX_RES_ID {
             return Err(ConfigError::new(file, "hummingbird.max_res_id", "ResIDs have 22 bits"));
         }
+        if self.queues.priority_bytes == 0 || self.queues.best_effort_bytes == 0 {
+            let field =
+                if self.queues.priority_bytes == 0 { "queues.priority_bytes" } else { "queues.best_effort_bytes" };
+            return Err(ConfigError::new(file, field, "must be positive"));
+        }
+        let tables = self.class_tables(file)?;
+        for (i, f) in self.interfaces.iter().enumerate() {
+            if !tables.contains_key(&f.class_table) {
+                let known: Vec<&str> = tables.keys().map(String::as_str).collect();
+                let msg = format!("no class table `{}` (known: {})", f.class_table, known.join(", "));
+                return Err(ConfigError::new(file, format!("interface[{i}].class_table"), msg));
+            }
+        }
         Ok(())
+    }
+
+    /// The class tables by name, `default` included.
+    pub fn class_tables(&self, file: &str) -> Result<BTreeMap<String, aviary_qos::ClassTable>, ConfigError> {
+        classes::tables(file, &self.class_table, &self.queues)
     }
 }
 

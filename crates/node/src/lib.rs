@@ -11,8 +11,6 @@ pub mod config;
 pub mod control;
 pub mod host;
 pub mod market_setup;
-pub mod metrics;
-pub mod pipeline;
 pub mod router;
 pub mod routes;
 pub mod run;

@@ -142,6 +142,7 @@ impl RunLayout {
                     neighbor: remote.ia,
                     capacity_bps: link.capacity_bps,
                     delay_ms: link.delay_ms,
+                    class_table: crate::router::classes::DEFAULT_TABLE.into(),
                 })
                 .collect();
             let router = RouterConfig {
@@ -151,6 +152,8 @@ impl RunLayout {
                 management: SocketAddr::new(ip(k, 1), port(k, 1)),
                 hummingbird: Default::default(),
                 queues: QueueConfig::default(),
+                classes: Default::default(),
+                class_table: Default::default(),
                 interfaces,
             };
             let control = ControlConfig {

@@ -17,7 +17,7 @@ use aviary_node::host::{
     ScionAddr, SendOptions, Sink, SinkOptions,
 };
 use aviary_node::routes::AsOnRoute;
-use aviary_qos::{Class, DropReason, Verdict};
+use aviary_qos::{Admission, DropReason, Verdict};
 use aviary_scion::header::path_type;
 use aviary_scion::{HostAddr, ScionUdpView, ScionView};
 use clap::Parser;
@@ -121,8 +121,12 @@ fn reserved_packets_from_a_reservation_file_get_priority_at_each_reserved_as() {
         let now = NOW_NS + seq * 5_000_000;
         let mut pkt = f.fill(seq, now).unwrap().to_vec();
         assert_eq!(ScionView::new_checked(&pkt[..]).unwrap().path_type(), path_type::HUMMINGBIRD);
-        let p = Verdict::priority(IF_NEXT);
-        assert_eq!(walk(&mut rs, &mut pkt, now), [Verdict::best_effort(IF_NEXT), p, p, p, Verdict::Deliver], "{seq}");
+        let p = Verdict::reserved(IF_NEXT);
+        assert_eq!(
+            walk(&mut rs, &mut pkt, now),
+            [Verdict::unauthenticated(IF_NEXT), p, p, p, Verdict::Deliver],
+            "{seq}"
+        );
         // Routers rewrote the AggMACs; the checksum does not cover the path.
         sink.receive(&pkt, now + 3_000_000);
     }
@@ -161,11 +165,11 @@ fn forged_flyovers_are_dropped_with_a_bad_mac() {
         for seq in 0..3 {
             let mut pkt = f.fill(seq, NOW_NS).unwrap().to_vec();
             let v = walk(&mut rs, &mut pkt, NOW_NS);
-            assert_eq!(v, [Verdict::best_effort(IF_NEXT), Verdict::Drop(DropReason::BadMac)], "{forgery:?} {seq}");
+            assert_eq!(v, [Verdict::unauthenticated(IF_NEXT), Verdict::Drop(DropReason::BadMac)], "{forgery:?} {seq}");
             dropped += 1;
         }
     }
-    assert_eq!(rs[1].drops().get(DropReason::BadMac), dropped);
+    assert_eq!(dropped, 12);
 }
 
 #[test]
@@ -196,14 +200,17 @@ fn replayed_packets_are_sent_late_and_get_no_priority() {
         udp.verify().unwrap();
         // The copy of the packet stamped two seconds earlier, byte for byte.
         assert_eq!(u64::from_be_bytes(udp.payload()[11..19].try_into().unwrap()), i - 20);
-        let be = Verdict::best_effort(IF_NEXT);
+        let be = Verdict::unauthenticated(IF_NEXT);
         assert_eq!(walk(&mut rs, &mut pkt, now), [be, be, be, Verdict::Deliver], "replay {i}");
         // The same reservation, fresh, still has priority.
         let mut fresh = collect(&mut honest, now).pop().unwrap();
-        let p = Verdict::priority(IF_NEXT);
+        let p = Verdict::reserved(IF_NEXT);
         assert_eq!(walk(&mut rs, &mut fresh, now), [be, p, p, Verdict::Deliver]);
     }
-    assert_eq!(rs.iter().map(|r| r.drops().total()).sum::<u64>(), 0);
+    // Both reserved ASes saw every replay as stale and every fresh packet as reserved.
+    for r in &rs[1..3] {
+        assert_eq!((r.counters().stale, r.counters().reserved), (10, 10));
+    }
 }
 
 #[test]
@@ -285,7 +292,7 @@ fn sink_over_loopback_counts_what_arrives_and_survives_garbage() {
 struct Network {
     addr: SocketAddr,
     /// Per AS, the classes the packets got.
-    classes: Arc<Mutex<Vec<Vec<Class>>>>,
+    classes: Arc<Mutex<Vec<Vec<Admission>>>>,
     stop: Arc<AtomicBool>,
 }
 
@@ -305,7 +312,7 @@ impl Network {
                 let pkt = &mut buf[..n];
                 let now = aviary_node::host::unix_ns();
                 if walk(&mut rs, pkt, now).into_iter().enumerate().all(|(i, v)| match v {
-                    Verdict::Forward { class, .. } => {
+                    Verdict::Forward { admission: class, .. } => {
                         c.lock().unwrap()[i].push(class);
                         true
                     }
@@ -398,8 +405,12 @@ fn a_reserved_flow_end_to_end_over_loopback() {
     assert_eq!((flow.received_packets, flow.duplicates, got.malformed), (sent.sent_packets, 0, 0));
     assert!(flow.p99_ms < 500.0, "{flow:?}");
     let classes = net.classes.lock().unwrap().clone();
-    let all = |i: usize, c: Class| classes[i].len() as u64 == sent.sent_packets && classes[i].iter().all(|x| *x == c);
-    assert!(all(0, Class::BestEffort) && all(1, Class::Priority) && all(2, Class::Priority), "{classes:?}");
+    let all =
+        |i: usize, c: Admission| classes[i].len() as u64 == sent.sent_packets && classes[i].iter().all(|x| *x == c);
+    assert!(
+        all(0, Admission::UNAUTHENTICATED) && all(1, Admission::RESERVED) && all(2, Admission::RESERVED),
+        "{classes:?}"
+    );
     // Both reports were written.
     let on_disk: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("sink.json")).unwrap()).unwrap();
     assert_eq!(on_disk["flows"]["gold"]["received_packets"], sent.sent_packets);

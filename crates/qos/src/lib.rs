@@ -1,9 +1,11 @@
 //! Data-plane parts shared by aviary's mechanisms.
 //!
-//! Every router processor returns a [`Verdict`]; drops carry a [`DropReason`] that the
-//! daemon counts in a [`DropCounters`]. Reservation traffic is policed by a
-//! [`ReservationPolicer`] (seed 000, Alg. 1): one 8-byte timestamp per reservation. Each
-//! egress link is emulated by an [`EgressScheduler`]: rate, delay, strict priority, bounded queues.
+//! A router hosts mechanisms through the [`Processor`] seam: each returns a [`Verdict`] per
+//! packet, forwarding with an [`Admission`] or dropping with a [`DropReason`]. The router's
+//! [`Classifier`] maps admissions to the classes of each egress link's [`ClassTable`], and the
+//! link's [`EgressScheduler`] serves them (rate, delay, per-class queue and rate bounds, a policy).
+//! Reservation traffic is policed by a [`ReservationPolicer`] (the Hummingbird paper, Alg. 1):
+//! one 8-byte timestamp per reservation.
 
 mod class;
 mod policer;
@@ -15,6 +17,6 @@ pub use class::{
     Admission, ClassError, ClassId, ClassSpec, ClassTable, Classifier, LinkPolicy, QueueDiscipline, RateBound,
 };
 pub use policer::{InverseRateTable, PolicerConfigError, ReservationPolicer, INV_SHIFT};
-pub use processor::Processor;
+pub use processor::{drop_label, Claim, Context, ControlError, LinkState, Processor, RandomSource, SeededRandom};
 pub use scheduler::{ClassStats, EgressScheduler, LinkParams, SchedulerStats};
-pub use verdict::{Class, DropCounters, DropReason, Verdict};
+pub use verdict::{DropCounters, DropReason, Verdict};

@@ -1,19 +1,13 @@
 //! What a router processor decides for one packet.
 
-/// Forwarding class on an egress interface.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Class {
-    /// Traffic of a valid, non-exhausted reservation.
-    Priority,
-    /// Everything else.
-    BestEffort,
-}
+use crate::Admission;
 
 /// The outcome of processing one packet at a router.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
-    /// Send the (already updated) packet out of `egress` in `class`.
-    Forward { egress: u16, class: Class },
+    /// Send the (already updated) packet out of `egress`; the router's classifier maps the
+    /// admission to a class of that link.
+    Forward { egress: u16, admission: Admission },
     /// The packet has reached its destination AS: hand it to the local host or service.
     Deliver,
     /// Discard the packet; the reason is counted.
@@ -21,27 +15,41 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    pub const fn priority(egress: u16) -> Self {
-        Verdict::Forward { egress, class: Class::Priority }
+    pub const fn forward(egress: u16, admission: Admission) -> Self {
+        Verdict::Forward { egress, admission }
     }
-    pub const fn best_effort(egress: u16) -> Self {
-        Verdict::Forward { egress, class: Class::BestEffort }
+    /// Forward as traffic of a valid reservation.
+    pub const fn reserved(egress: u16) -> Self {
+        Self::forward(egress, Admission::RESERVED)
+    }
+    /// Forward as standard, unauthenticated traffic.
+    pub const fn unauthenticated(egress: u16) -> Self {
+        Self::forward(egress, Admission::UNAUTHENTICATED)
     }
 }
 
 macro_rules! drop_reasons {
     ($($variant:ident => $label:literal),+ $(,)?) => {
-        /// Why a packet was dropped. Every variant has a stable label for metrics.
+        /// Why a packet was dropped: a reason every mechanism shares (parsing and checking SCION
+        /// headers), or one of the processor's own. Every reason has a stable label for metrics.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        #[repr(u8)]
-        pub enum DropReason { $($variant),+ }
+        pub enum DropReason {
+            $($variant,)+
+            /// The processor's own reason `i`, labelled by its `Processor::drop_reasons()[i]`.
+            Mechanism(u8),
+        }
 
         impl DropReason {
-            /// All reasons, in discriminant order.
+            /// The shared reasons, in the order of [`Self::shared_index`].
             pub const ALL: &'static [DropReason] = &[$(DropReason::$variant),+];
-            /// The label used in metrics and logs.
+            /// The label used in metrics and logs (`"mechanism"` for a processor's own reason,
+            /// which the router labels through the processor).
             pub const fn label(self) -> &'static str {
-                match self { $(DropReason::$variant => $label),+ }
+                match self { $(DropReason::$variant => $label,)+ DropReason::Mechanism(_) => "mechanism" }
+            }
+            /// Position in [`Self::ALL`]; `None` for a processor's own reason.
+            pub fn shared_index(self) -> Option<usize> {
+                Self::ALL.iter().position(|r| *r == self)
             }
         }
     };
@@ -68,22 +76,37 @@ drop_reasons! {
 /// Per-reason drop counters of one processor (no atomics: each core owns its own).
 #[derive(Clone, Debug, Default)]
 pub struct DropCounters {
-    counts: [u64; DropReason::ALL.len()],
+    shared: [u64; DropReason::ALL.len()],
+    own: [u64; Self::OWN],
 }
 
 impl DropCounters {
+    /// A processor's own reasons that are counted separately; later ones share the last slot.
+    pub const OWN: usize = 16;
+
+    fn slot(&mut self, reason: DropReason) -> &mut u64 {
+        match reason {
+            DropReason::Mechanism(i) => &mut self.own[usize::from(i).min(Self::OWN - 1)],
+            r => &mut self.shared[r.shared_index().unwrap_or(0)],
+        }
+    }
     pub fn count(&mut self, reason: DropReason) {
-        self.counts[reason as usize] += 1;
+        *self.slot(reason) += 1;
     }
     pub fn get(&self, reason: DropReason) -> u64 {
-        self.counts[reason as usize]
+        match reason {
+            DropReason::Mechanism(i) => self.own[usize::from(i).min(Self::OWN - 1)],
+            r => r.shared_index().map_or(0, |i| self.shared[i]),
+        }
     }
     pub fn total(&self) -> u64 {
-        self.counts.iter().sum()
+        self.shared.iter().chain(&self.own).sum()
     }
-    /// `(label, count)` for every reason, zeros included, in a stable order.
-    pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
-        DropReason::ALL.iter().map(|r| (r.label(), self.counts[*r as usize]))
+    /// `(reason, count)` for every shared reason (zeros included, in a stable order), then every
+    /// own reason with a label in `own_labels`.
+    pub fn iter<'a>(&'a self, own_labels: &'a [&'static str]) -> impl Iterator<Item = (&'static str, u64)> + 'a {
+        let shared = DropReason::ALL.iter().zip(&self.shared).map(|(r, n)| (r.label(), *n));
+        shared.chain(own_labels.iter().zip(&self.own).map(|(l, n)| (*l, *n)))
     }
 }
 
@@ -95,15 +118,21 @@ mod tests {
     fn labels_are_unique_and_counted_separately() {
         let mut c = DropCounters::default();
         for (i, r) in DropReason::ALL.iter().enumerate() {
-            assert_eq!(*r as usize, i);
+            assert_eq!(r.shared_index(), Some(i));
             for _ in 0..=i {
                 c.count(*r);
             }
         }
-        let labels: std::collections::HashSet<_> = c.iter().map(|(l, _)| l).collect();
-        assert_eq!(labels.len(), DropReason::ALL.len());
+        c.count(DropReason::Mechanism(1));
+        c.count(DropReason::Mechanism(1));
+        let labels: std::collections::HashSet<_> = c.iter(&["own_a", "own_b"]).map(|(l, _)| l).collect();
+        assert_eq!(labels.len(), DropReason::ALL.len() + 2);
         for (i, r) in DropReason::ALL.iter().enumerate() {
             assert_eq!(c.get(*r), i as u64 + 1);
         }
+        assert_eq!(c.get(DropReason::Mechanism(0)), 0);
+        assert_eq!(c.get(DropReason::Mechanism(1)), 2);
+        assert!(c.iter(&["own_a", "own_b"]).any(|x| x == ("own_b", 2)));
+        assert_eq!(DropReason::Mechanism(3).shared_index(), None);
     }
 }

@@ -117,6 +117,12 @@ const fn host_len(type_len: u8) -> Option<usize> {
     }
 }
 
+/// The source ISD-AS of a packet a processor has already checked (a flow key for egress
+/// scheduling); `None` if the buffer is too short to hold one.
+pub fn src_ia_of(pkt: &[u8]) -> Option<IsdAsn> {
+    pkt.get(ADDR_OFFSET + 8..ADDR_OFFSET + IA_PAIR_LEN).map(|b| IsdAsn::from_bytes(b.try_into().unwrap()))
+}
+
 /// Zero-copy view over a whole SCION packet whose header lengths have been checked:
 /// every accessor is in bounds.
 #[derive(Clone, Copy, Debug)]

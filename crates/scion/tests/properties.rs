@@ -250,7 +250,7 @@ proptest! {
         }
         touch_view(&mut bytes);
         let c = chain(4);
-        let _ = c.fwd[at].process(&mut bytes, ingress, now);
+        let _ = forward(&c.fwd[at], &mut bytes, ingress, now);
     }
 
     /// A valid header around an arbitrary path: no panic; anything parsed round-trips.
@@ -271,7 +271,7 @@ proptest! {
         touch_view(&mut bytes);
         let c = chain(4);
         let ingress = if ingress % 2 == 0 { ingress % 4 } else { ingress };
-        let _ = c.fwd[at].process(&mut bytes, ingress, now);
+        let _ = forward(&c.fwd[at], &mut bytes, ingress, now);
     }
 
     /// A correctly MAC'd packet walks its chain; a random byte changed before a random AS
@@ -290,15 +290,15 @@ proptest! {
         let mut pkt = chain_packet(&c, payload_len);
         let at = at.index(n);
         for i in 0..at {
-            let v = c.fwd[i].process(&mut pkt, forward_ingress(i), NOW_NS);
-            prop_assert_eq!(v, Verdict::best_effort(IF_NEXT), "AS {}", i);
+            let v = forward(&c.fwd[i], &mut pkt, forward_ingress(i), NOW_NS);
+            prop_assert_eq!(v, Verdict::unauthenticated(IF_NEXT), "AS {}", i);
         }
         let mut good = pkt.clone();
-        let v = c.fwd[at].process(&mut good, forward_ingress(at), NOW_NS);
+        let v = forward(&c.fwd[at], &mut good, forward_ingress(at), NOW_NS);
         if at + 1 == n {
             prop_assert_eq!(v, Verdict::Deliver);
         } else {
-            prop_assert_eq!(v, Verdict::best_effort(IF_NEXT));
+            prop_assert_eq!(v, Verdict::unauthenticated(IF_NEXT));
         }
 
         let i = pos.index(pkt.len());
@@ -309,9 +309,14 @@ proptest! {
         let now = now.unwrap_or(NOW_NS);
         // The rest of the chain sees whatever the mutated packet became.
         for f in &c.fwd[at..] {
-            if !matches!(f.process(&mut pkt, ingress, now), Verdict::Forward { .. }) {
+            if !matches!(forward(f, &mut pkt, ingress, now), Verdict::Forward { .. }) {
                 break;
             }
         }
     }
+}
+
+/// One AS's standard forwarding of one packet (a fresh forwarder: standard SCION keeps no state).
+fn forward(f: &AsForwarding, pkt: &mut [u8], ingress: u16, now_ns: u64) -> Verdict {
+    aviary_scion::StandardForwarder::standard(f.clone()).process(pkt, ingress, now_ns)
 }

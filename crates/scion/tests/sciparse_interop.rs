@@ -424,7 +424,7 @@ fn sciparse_process(pkt: &mut [u8], key: [u8; 16], ingress: u16) -> SpAction {
 fn walk(chain: &Chain, pkt: Vec<u8>, route: &[(usize, u16, u16)]) -> Vec<u8> {
     let (mut ours, mut theirs) = (pkt.clone(), pkt);
     for &(k, ingress, want) in route {
-        let verdict = chain.ases[k].process(&mut ours, ingress, chain.now_ns);
+        let verdict = forward(&chain.ases[k], &mut ours, ingress, chain.now_ns);
         let action = sciparse_process(&mut theirs, chain.keys[k], ingress);
         let path = StandardPath::parse(ScionPacket::parse(&ours).unwrap().header.path.as_slice()).unwrap();
         assert_eq!(ours, theirs, "packets differ after AS {k} ({verdict:?}); aviary path {path:?}");
@@ -515,4 +515,9 @@ proptest! {
         let chain = build_chain(&segs, keys, links, exp);
         walk_there_and_back(&chain);
     }
+}
+
+/// One AS's standard forwarding of one packet (a fresh forwarder: standard SCION keeps no state).
+fn forward(f: &AsForwarding, pkt: &mut [u8], ingress: u16, now_ns: u64) -> Verdict {
+    aviary_scion::StandardForwarder::standard(f.clone()).process(pkt, ingress, now_ns)
 }

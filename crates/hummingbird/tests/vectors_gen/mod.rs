@@ -12,7 +12,7 @@ use aviary_hummingbird::path::HbirdPath;
 use aviary_hummingbird::reservation::as_hops;
 use aviary_hummingbird::testbed::{Chain, IF_NEXT, IF_PREV};
 use aviary_hummingbird::{derive_sv, AuthKey, ResInfo, Reservation, Router, RouterParams, SecretValue, Source};
-use aviary_qos::{Class, Verdict};
+use aviary_qos::{Admission, Verdict};
 use aviary_scion::mac::{derive_forwarding_key, mac_input};
 use aviary_scion::path::chain_seg_id;
 use aviary_scion::{HopMacKey, IsdAsn, ScionPacket, ScionView, StandardPath};
@@ -143,10 +143,11 @@ pub struct Step {
 /// The text form of a verdict used in the file.
 pub fn verdict_text(v: &Verdict) -> String {
     match v {
-        Verdict::Forward { egress, class } => {
-            let c = match class {
-                Class::Priority => "priority",
-                Class::BestEffort => "best_effort",
+        Verdict::Forward { egress, admission } => {
+            let c = match *admission {
+                Admission::RESERVED => "priority",
+                Admission::UNAUTHENTICATED => "best_effort",
+                a => panic!("Hummingbird forwards with no admission {a:?}"),
             };
             format!("forward {c} {egress}")
         }

@@ -69,9 +69,9 @@ impl<'a> Walker<'a> {
     }
 }
 
-const P1: Verdict = Verdict::priority(IF_NEXT);
-const BE1: Verdict = Verdict::best_effort(IF_NEXT);
-const BE2: Verdict = Verdict::best_effort(IF_PREV);
+const P1: Verdict = Verdict::reserved(IF_NEXT);
+const BE1: Verdict = Verdict::unauthenticated(IF_NEXT);
+const BE2: Verdict = Verdict::unauthenticated(IF_PREV);
 const DELIVER: Verdict = Verdict::Deliver;
 
 /// A stamped Hummingbird packet from AS 0 to the last AS with the given reservations.

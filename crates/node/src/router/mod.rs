@@ -1,16 +1,21 @@
 //! The border router process (`aviary router`): one AS, one UDP socket per inter-AS
 //! interface plus one internal socket for the AS's hosts and services.
 //!
-//! One thread forwards: it waits for any socket or the next scheduler deadline, receives
-//! a batch per readable socket, runs the batch through the sans-IO processor of
-//! `aviary_hummingbird` (types 1 and 5), queues forwarded packets in the egress scheduler
-//! of their link (capacity, delay, priority and best-effort classes) and sends whatever
-//! the schedulers release. A second thread serves the management API; it talks to the
-//! forwarding thread through a command channel and reads a status copy the forwarding
-//! thread publishes a few times a second, so the forwarding path takes no locks.
+//! One thread forwards: it waits for any socket or the next scheduler deadline, receives a
+//! batch per readable socket, runs the batch through the mechanisms' sans-IO processors (see
+//! [`pipeline`]), maps each forwarded packet's admission to a class of its egress link (see
+//! [`classes`]), queues it in that link's egress scheduler (capacity, delay, class bounds) and
+//! sends whatever the schedulers release. A second thread serves the management API
+//! ([`management`]); it talks to the forwarding thread through a command channel and reads a
+//! status copy the forwarding thread publishes a few times a second, so the forwarding path
+//! takes no locks.
 //!
-//! Mechanisms are [`aviary_qos::Processor`]s chosen by path type (see [`crate::pipeline`]);
-//! adding one is one more entry in [`processors`].
+//! Adding a mechanism to the router is one more constructor line in [`processors`].
+
+pub mod classes;
+pub mod management;
+pub mod metrics;
+pub mod pipeline;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
@@ -18,17 +23,20 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::{anyhow, Context};
-use aviary_hummingbird::{Router as HbirdRouter, RouterParams, SecretValue};
-use aviary_qos::{EgressScheduler, LinkParams, Verdict};
-use aviary_scion::{AsForwarding, HopMacKey, HostAddr, IsdAsn, ScionView};
-use serde::Deserialize;
-use tiny_http::{Header, Method, Response, Server};
+use anyhow::{anyhow, Context as _};
+use aviary_hummingbird::{Router as HbirdRouter, SecretValue};
+use aviary_qos::{ClassId, Classifier, Context, EgressScheduler, LinkParams, LinkState, RandomSource, Verdict};
+use aviary_scion::header::src_ia_of;
+use aviary_scion::{AsForwarding, HopMacKey, HostAddr, IsdAsn, ScionView, StandardForwarder};
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha12Rng;
 
 use crate::clock::unix_ns;
-use crate::config::{read_secret, QueueConfig, RouterConfig};
-use crate::metrics::{ClassSnapshot, InterfaceStats, IoDrop, RouterStatus};
-use crate::pipeline::Pipeline;
+use crate::config::{read_secret, RouterConfig};
+use management::{Command, CommandError, CommandMsg};
+use metrics::{ClassSnapshot, InterfaceStats, IoDrop, RouterStatus};
+use pipeline::Pipeline;
+
 use crate::underlay::{wait_readable, BatchSocket, RecvBatch};
 
 const BATCH: usize = aviary_hummingbird::router::MAX_BATCH;
@@ -37,50 +45,69 @@ const BUF_LEN: usize = 2048;
 const MAX_SLEEP: Duration = Duration::from_millis(20);
 const PUBLISH_EVERY_NS: u64 = 200_000_000;
 const SCION_UDP: u8 = 17;
+const NO_LINK: u8 = u8::MAX;
 
-/// A runtime change requested through the management API.
-#[derive(Debug)]
-pub enum Command {
-    Link { id: u16, capacity_bps: Option<u64>, delay_ms: Option<f64> },
-    Burst { burst_ms: f64 },
-    MasterSecret(Vec<u8>),
+/// The mechanisms this router hosts, keyed from the AS master secret: one line each.
+fn processors(ia: IsdAsn, secret: &[u8], ids: &[u16], cfg: &RouterConfig) -> anyhow::Result<Pipeline> {
+    let fwd = AsForwarding::new(ia, HopMacKey::from_master_secret(secret), ids.iter().copied());
+    let scion = StandardForwarder::standard(fwd.clone());
+    let hummingbird = HbirdRouter::new(fwd, SecretValue::from_master_secret(secret), cfg.hummingbird)
+        .map_err(|e| anyhow!("hummingbird: {e}"))?;
+    Ok(Pipeline::new(vec![Box::new(scion), Box::new(hummingbird)])?)
 }
 
-type CommandMsg = (Command, Sender<Result<(), String>>);
+/// The router's randomness for its mechanisms: ChaCha12 seeded from the operating system.
+struct OsSeededRandom(ChaCha12Rng);
+
+impl OsSeededRandom {
+    fn new() -> anyhow::Result<Self> {
+        let mut seed = [0u8; 32];
+        getrandom::getrandom(&mut seed).map_err(|e| anyhow!("no randomness from the OS: {e}"))?;
+        Ok(Self(ChaCha12Rng::from_seed(seed)))
+    }
+}
+
+impl RandomSource for OsSeededRandom {
+    fn fill_bytes(&mut self, out: &mut [u8]) {
+        self.0.fill_bytes(out);
+    }
+}
 
 struct Link {
     id: u16,
     sock: BatchSocket,
     remote: SocketAddr,
     sched: EgressScheduler<Vec<u8>>,
+    classifier: Classifier,
 }
 
-fn link_params(capacity_bps: u64, delay_ms: f64, q: &QueueConfig) -> LinkParams {
-    LinkParams {
-        rate_bps: capacity_bps,
-        delay_ns: (delay_ms * 1e6) as u64,
-        priority_queue_bytes: q.priority_bytes,
-        best_effort_queue_bytes: q.best_effort_bytes,
+impl Link {
+    fn state(&self) -> LinkState {
+        let p = self.sched.params();
+        let queued = self.sched.stats().queued_bytes();
+        let limit = self.sched.table().classes().iter().map(|c| c.queue_bytes as u64).sum();
+        LinkState {
+            id: self.id,
+            up: p.rate_bps > 0,
+            rate_bps: p.rate_bps,
+            queued_bytes: queued,
+            queue_limit_bytes: limit,
+        }
     }
-}
-
-/// The mechanisms this router hosts, keyed from the AS master secret.
-fn processors(ia: IsdAsn, secret: &[u8], ids: &[u16], params: RouterParams) -> anyhow::Result<Pipeline> {
-    let fwd = AsForwarding::new(ia, HopMacKey::from_master_secret(secret), ids.iter().copied());
-    // SCION (type 1) and Hummingbird (type 5).
-    let hummingbird = HbirdRouter::new(fwd, SecretValue::from_master_secret(secret), params)
-        .map_err(|e| anyhow!("hummingbird: {e}"))?;
-    Ok(Pipeline::new(vec![Box::new(hummingbird)]))
 }
 
 /// The forwarding thread's state.
 pub struct Forwarder {
     ia: IsdAsn,
+    cfg: RouterConfig,
     pipeline: Pipeline,
-    /// Kept for a key change, which rebuilds the processors.
-    params: RouterParams,
     internal: BatchSocket,
     links: Vec<Link>,
+    /// Index into `links` by interface id (`NO_LINK` if none).
+    link_of: Box<[u8]>,
+    /// What processors see of the links; refreshed before every batch.
+    link_states: Vec<LinkState>,
+    random: OsSeededRandom,
     /// `stats[0]`: inside; `stats[i + 1]`: `links[i]`.
     stats: Vec<InterfaceStats>,
     pool: Vec<Vec<u8>>,
@@ -96,16 +123,31 @@ impl Forwarder {
         cfg: &RouterConfig,
         cfg_path: &Path,
     ) -> anyhow::Result<(Self, Sender<CommandMsg>, Arc<Mutex<RouterStatus>>)> {
+        let file = cfg_path.display().to_string();
         let secret = read_secret(cfg_path, "master_secret_file", &cfg.master_secret_file)?;
         let ids: Vec<u16> = cfg.interfaces.iter().map(|i| i.id).collect();
-        let pipeline = processors(cfg.ia, &secret, &ids, cfg.hummingbird)?;
+        if ids.len() >= usize::from(NO_LINK) {
+            anyhow::bail!("{file}: at most {} interfaces per router", NO_LINK - 1);
+        }
+        let pipeline = processors(cfg.ia, &secret, &ids, cfg)?;
+        let tables = cfg.class_tables(&file)?;
         let internal = BatchSocket::bind(cfg.internal).context("internal socket")?;
         let mut links = Vec::new();
+        let mut link_of = vec![NO_LINK; usize::from(u16::MAX) + 1].into_boxed_slice();
         let mut stats = vec![InterfaceStats { id: 0, ..Default::default() }];
         for i in &cfg.interfaces {
             let sock = BatchSocket::bind(i.local).with_context(|| format!("socket of interface {}", i.id))?;
-            let sched = EgressScheduler::new(link_params(i.capacity_bps, i.delay_ms, &cfg.queues));
-            links.push(Link { id: i.id, sock, remote: i.remote, sched });
+            let table = tables[&i.class_table].clone();
+            let classifier = classes::classifier(&file, &i.class_table, &table, &cfg.classes, pipeline.admissions())?;
+            let params = LinkParams { rate_bps: i.capacity_bps, delay_ns: (i.delay_ms * 1e6) as u64 };
+            link_of[usize::from(i.id)] = links.len() as u8;
+            links.push(Link {
+                id: i.id,
+                sock,
+                remote: i.remote,
+                sched: EgressScheduler::new(params, table),
+                classifier,
+            });
             stats.push(InterfaceStats {
                 id: i.id,
                 neighbor: Some(i.neighbor),
@@ -116,12 +158,16 @@ impl Forwarder {
         }
         let (tx, commands) = mpsc::channel();
         let status = Arc::new(Mutex::new(RouterStatus::default()));
+        let link_states = links.iter().map(Link::state).collect();
         let fwd = Self {
             ia: cfg.ia,
+            cfg: cfg.clone(),
             pipeline,
-            params: cfg.hummingbird,
             internal,
             links,
+            link_of,
+            link_states,
+            random: OsSeededRandom::new()?,
             stats,
             pool: Vec::new(),
             rx: RecvBatch::new(BATCH, BUF_LEN),
@@ -189,19 +235,25 @@ impl Forwarder {
                 pkts.push(buf);
             }
         }
+        for (state, link) in self.link_states.iter_mut().zip(&self.links) {
+            *state = link.state();
+        }
         let verdicts = &mut verdicts[..pkts.len()];
-        self.pipeline.process_batch(&mut pkts, ingress, now, verdicts);
+        let mut ctx = Context { now_ns: now, ingress, links: &self.link_states, random: &mut self.random };
+        self.pipeline.process_batch(&mut ctx, &mut pkts, verdicts);
         for (pkt, v) in pkts.iter().zip(verdicts.iter()) {
             match *v {
-                Verdict::Forward { egress, class } => {
-                    let Some(link) = self.links.iter_mut().find(|l| l.id == egress) else {
+                Verdict::Forward { egress, admission } => {
+                    let Some(link) = self.links.get_mut(usize::from(self.link_of[usize::from(egress)])) else {
                         self.stats[k].count_io_drop(IoDrop::NoLink);
                         continue;
                     };
+                    let class = link.classifier.classify(admission);
+                    let source = src_ia_of(pkt).map_or(0, |ia| u64::from_be_bytes(ia.to_bytes()));
                     let mut buf = self.pool.pop().unwrap_or_default();
                     buf.clear();
                     buf.extend_from_slice(pkt);
-                    if let Err(buf) = link.sched.enqueue(buf, class, now) {
+                    if let Err(buf) = link.sched.enqueue(buf, class, source, now) {
                         self.pool.push(buf);
                     }
                 }
@@ -214,7 +266,7 @@ impl Forwarder {
                     }
                     None => self.stats[k].count_io_drop(IoDrop::Undeliverable),
                 },
-                Verdict::Drop(reason) => self.stats[k].count_drop(reason),
+                Verdict::Drop(reason) => self.stats[k].count_drop(self.pipeline.drop_label(pkt, reason)),
             }
         }
         Ok(())
@@ -254,50 +306,67 @@ impl Forwarder {
     fn publish(&mut self) {
         for (i, link) in self.links.iter().enumerate() {
             let s = link.sched.stats();
-            self.stats[i + 1].priority = ClassSnapshot::from(&s.priority);
-            self.stats[i + 1].best_effort = ClassSnapshot::from(&s.best_effort);
+            self.stats[i + 1].classes = link
+                .sched
+                .table()
+                .classes()
+                .iter()
+                .enumerate()
+                .map(|(c, spec)| ClassSnapshot::new(&spec.name, s.class(ClassId(c as u8))))
+                .collect();
         }
         let status = RouterStatus {
             ia: Some(self.ia),
             started_unix_s: self.started_unix_s,
-            burst_ms: self.params.burst_ns as f64 / 1e6,
+            burst_ms: self.cfg.hummingbird.burst_ns as f64 / 1e6,
             interfaces: self.stats.clone(),
+            mechanisms: self.pipeline.report(),
         };
         if let Ok(mut s) = self.status.lock() {
             *s = status;
         }
     }
 
-    fn apply(&mut self, cmd: Command) -> Result<(), String> {
+    fn apply(&mut self, cmd: Command) -> Result<(), CommandError> {
         tracing::info!(?cmd, "management command");
         match cmd {
             Command::Link { id, capacity_bps, delay_ms } => {
-                let k = self.links.iter().position(|l| l.id == id).ok_or(format!("no interface {id}"))?;
+                let k = self
+                    .links
+                    .iter()
+                    .position(|l| l.id == id)
+                    .ok_or_else(|| CommandError::NotFound(format!("no interface {id}")))?;
                 let link = &mut self.links[k];
                 let mut p = *link.sched.params();
-                if let Some(c) = capacity_bps {
-                    p.rate_bps = c;
-                    self.stats[k + 1].capacity_bps = c;
-                }
                 if let Some(d) = delay_ms {
                     if !(0.0..=10_000.0).contains(&d) {
-                        return Err("delay_ms must be between 0 and 10000".into());
+                        return Err(CommandError::Invalid("delay_ms must be between 0 and 10000".into()));
                     }
                     p.delay_ns = (d * 1e6) as u64;
                     self.stats[k + 1].delay_ms = d;
                 }
+                if let Some(c) = capacity_bps {
+                    p.rate_bps = c;
+                    self.stats[k + 1].capacity_bps = c;
+                }
                 link.sched.set_params_at(p, unix_ns());
             }
-            Command::Burst { burst_ms } => {
-                self.pipeline.set_param("burst_ms", burst_ms)?;
-                self.params.burst_ns = (burst_ms * 1e6) as u64;
+            Command::Mechanism { name, request } => {
+                self.pipeline.control(&name, &request).map_err(|e| match e {
+                    pipeline::ControlFailure::NoMechanism(_) => CommandError::NotFound(e.to_string()),
+                    pipeline::ControlFailure::Refused { .. } => CommandError::Invalid(e.to_string()),
+                })?;
+                if let Some(ms) = request.get("burst_ms").and_then(|v| v.as_f64()).filter(|_| name == "hummingbird") {
+                    self.cfg.hummingbird.burst_ns = (ms * 1e6) as u64;
+                }
             }
             Command::MasterSecret(secret) => {
                 if secret.len() < 16 {
-                    return Err("master_secret needs at least 16 bytes".into());
+                    return Err(CommandError::Invalid("master_secret needs at least 16 bytes".into()));
                 }
                 let ids: Vec<u16> = self.links.iter().map(|l| l.id).collect();
-                self.pipeline = processors(self.ia, &secret, &ids, self.params).map_err(|e| e.to_string())?;
+                self.pipeline =
+                    processors(self.ia, &secret, &ids, &self.cfg).map_err(|e| CommandError::Invalid(e.to_string()))?;
             }
         }
         self.publish();
@@ -333,93 +402,11 @@ fn local_destination(pkt: &[u8]) -> Option<SocketAddr> {
     (port != 0).then_some(SocketAddr::new(ip, port))
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct LinkChange {
-    capacity_bps: Option<u64>,
-    delay_ms: Option<f64>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PolicingChange {
-    burst_ms: f64,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct KeyChange {
-    master_secret: String,
-}
-
-/// Serves the management API on `addr` in a thread of its own.
-pub fn serve_management(
-    addr: SocketAddr,
-    commands: Sender<CommandMsg>,
-    status: Arc<Mutex<RouterStatus>>,
-) -> anyhow::Result<()> {
-    let server = Server::http(addr).map_err(|e| anyhow!("management API cannot listen on {addr}: {e}"))?;
-    std::thread::spawn(move || {
-        for mut req in server.incoming_requests() {
-            let mut body = String::new();
-            let _ = req.as_reader().read_to_string(&mut body);
-            let url = req.url().to_string();
-            let (code, text, json) = match (req.method(), url.as_str()) {
-                (Method::Get, "/metrics") => (200, status.lock().map(|s| s.prometheus()).unwrap_or_default(), false),
-                (Method::Get, "/v1/status") => (
-                    200,
-                    status.lock().map(|s| serde_json::to_string_pretty(&*s).unwrap_or_default()).unwrap_or_default(),
-                    true,
-                ),
-                (Method::Put, path) => match parse_command(path, &body) {
-                    Ok(cmd) => {
-                        let (tx, rx) = mpsc::channel();
-                        let reply = commands
-                            .send((cmd, tx))
-                            .map_err(|_| "router stopped".to_string())
-                            .and_then(|_| rx.recv_timeout(Duration::from_secs(2)).map_err(|_| "no reply".to_string()))
-                            .and_then(|r| r);
-                        match reply {
-                            Ok(()) => (200, "{\"ok\":true}".into(), true),
-                            Err(e) => (400, serde_json::json!({ "error": e }).to_string(), true),
-                        }
-                    }
-                    Err(e) => (400, serde_json::json!({ "error": e }).to_string(), true),
-                },
-                _ => (404, serde_json::json!({ "error": format!("no such endpoint: {url}") }).to_string(), true),
-            };
-            let ctype = if json { "application/json" } else { "text/plain; version=0.0.4" };
-            let header = Header::from_bytes("Content-Type", ctype).expect("static header");
-            let _ = req.respond(Response::from_string(text).with_status_code(code).with_header(header));
-        }
-    });
-    Ok(())
-}
-
-fn parse_command(path: &str, body: &str) -> Result<Command, String> {
-    let bad = |e: serde_json::Error| format!("bad request body: {e}");
-    if let Some(id) = path.strip_prefix("/v1/interfaces/") {
-        let id: u16 = id.parse().map_err(|_| format!("`{id}` is not an interface id"))?;
-        let c: LinkChange = serde_json::from_str(body).map_err(bad)?;
-        return Ok(Command::Link { id, capacity_bps: c.capacity_bps, delay_ms: c.delay_ms });
-    }
-    match path {
-        "/v1/policing" => {
-            Ok(Command::Burst { burst_ms: serde_json::from_str::<PolicingChange>(body).map_err(bad)?.burst_ms })
-        }
-        "/v1/keys" => {
-            let k: KeyChange = serde_json::from_str(body).map_err(bad)?;
-            Ok(Command::MasterSecret(hex::decode(k.master_secret.trim()).map_err(|e| format!("master_secret: {e}"))?))
-        }
-        _ => Err(format!("no such endpoint: PUT {path}")),
-    }
-}
-
 /// Runs a border router from its config file until the process is stopped.
 pub fn run(cfg_path: &Path) -> anyhow::Result<()> {
     let cfg = RouterConfig::load(cfg_path)?;
     let (fwd, commands, status) = Forwarder::new(&cfg, cfg_path)?;
-    serve_management(cfg.management, commands, status)?;
+    management::serve(cfg.management, commands, status)?;
     tracing::info!(ia = %cfg.ia, interfaces = cfg.interfaces.len(), "border router up");
     fwd.run()
 }

@@ -4,9 +4,11 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use aviary_qos::{ClassStats, DropReason};
+use aviary_qos::ClassStats;
 use aviary_scion::IsdAsn;
 use serde::Serialize;
+
+use super::pipeline::MechanismReport;
 
 /// Drops that happen around the processor, in the router process itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -40,16 +42,16 @@ pub struct InterfaceStats {
     pub received_bytes: u64,
     /// Packets that arrived on this interface and were dropped, by reason label.
     pub drops: BTreeMap<&'static str, u64>,
-    /// Egress counters by class (empty for the inside).
-    pub priority: ClassSnapshot,
-    pub best_effort: ClassSnapshot,
+    /// Egress counters by class, in the link's table order (empty for the inside).
+    pub classes: Vec<ClassSnapshot>,
     /// Packets delivered to hosts (inside only).
     pub delivered_packets: u64,
     pub delivered_bytes: u64,
 }
 
-#[derive(Clone, Copy, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct ClassSnapshot {
+    pub class: String,
     pub sent_packets: u64,
     pub sent_bytes: u64,
     pub queue_dropped_packets: u64,
@@ -57,9 +59,10 @@ pub struct ClassSnapshot {
     pub queued_bytes: u64,
 }
 
-impl From<&ClassStats> for ClassSnapshot {
-    fn from(s: &ClassStats) -> Self {
+impl ClassSnapshot {
+    pub fn new(class: &str, s: &ClassStats) -> Self {
         Self {
+            class: class.to_owned(),
             sent_packets: s.sent_packets,
             sent_bytes: s.sent_bytes,
             queue_dropped_packets: s.dropped_packets,
@@ -70,8 +73,9 @@ impl From<&ClassStats> for ClassSnapshot {
 }
 
 impl InterfaceStats {
-    pub fn count_drop(&mut self, reason: DropReason) {
-        *self.drops.entry(reason.label()).or_default() += 1;
+    /// Counts a drop by a processor, labelled by [`super::pipeline::Pipeline::drop_label`].
+    pub fn count_drop(&mut self, label: &'static str) {
+        *self.drops.entry(label).or_default() += 1;
     }
     pub fn count_io_drop(&mut self, reason: IoDrop) {
         *self.drops.entry(reason.label()).or_default() += 1;
@@ -86,6 +90,8 @@ pub struct RouterStatus {
     pub started_unix_s: u64,
     pub burst_ms: f64,
     pub interfaces: Vec<InterfaceStats>,
+    /// Per mechanism: its drops, its own counters and its runtime settings.
+    pub mechanisms: Vec<MechanismReport>,
 }
 
 impl RouterStatus {
@@ -121,8 +127,7 @@ impl RouterStatus {
                 .iter()
                 .filter(|i| i.id != 0)
                 .flat_map(|i| {
-                    [("priority", &i.priority), ("best_effort", &i.best_effort)]
-                        .map(|(c, s)| (format!("interface=\"{}\",class=\"{c}\"", i.id), f(s)))
+                    i.classes.iter().map(move |s| (format!("interface=\"{}\",class=\"{}\"", i.id, s.class), f(s)))
                 })
                 .collect()
         };
@@ -146,6 +151,25 @@ impl RouterStatus {
             "Bytes waiting in the egress queue.",
             classes(&|s| s.queued_bytes),
         );
+        let mech_drops = self
+            .mechanisms
+            .iter()
+            .flat_map(|m| m.drops.iter().map(move |(r, n)| (format!("mechanism=\"{}\",reason=\"{r}\"", m.name), *n)))
+            .collect();
+        family(
+            "aviary_router_mechanism_dropped_packets_total",
+            "counter",
+            "Packets a mechanism dropped, by reason.",
+            mech_drops,
+        );
+        let mech_counters = self
+            .mechanisms
+            .iter()
+            .flat_map(|m| {
+                m.counters.iter().map(move |(c, n)| (format!("mechanism=\"{}\",counter=\"{c}\"", m.name), *n))
+            })
+            .collect();
+        family("aviary_router_mechanism_events_total", "counter", "A mechanism's own counters.", mech_counters);
         out
     }
 }
@@ -157,16 +181,33 @@ mod tests {
     #[test]
     fn prometheus_text_has_labelled_samples() {
         let mut i = InterfaceStats { id: 2, received_packets: 5, ..Default::default() };
-        i.count_drop(DropReason::BadMac);
-        i.count_drop(DropReason::BadMac);
-        i.priority.sent_bytes = 1500;
-        let s = RouterStatus { ia: Some("1-ff00:0:110".parse().unwrap()), interfaces: vec![i], ..Default::default() };
+        i.count_drop("bad_mac");
+        i.count_drop("bad_mac");
+        i.classes = vec![ClassSnapshot { class: "priority".into(), sent_bytes: 1500, ..Default::default() }];
+        let m = MechanismReport {
+            name: "hummingbird",
+            drops: vec![("bad_mac", 2)],
+            counters: vec![("flyover_stale_packets", 3)],
+            ..Default::default()
+        };
+        let s = RouterStatus {
+            ia: Some("1-ff00:0:110".parse().unwrap()),
+            interfaces: vec![i],
+            mechanisms: vec![m],
+            ..Default::default()
+        };
         let text = s.prometheus();
         assert!(text.contains("aviary_router_received_packets_total{ia=\"1-ff00:0:110\",interface=\"2\"} 5"), "{text}");
         assert!(text
             .contains("aviary_router_dropped_packets_total{ia=\"1-ff00:0:110\",interface=\"2\",reason=\"bad_mac\"} 2"));
         assert!(text
             .contains("aviary_router_sent_bytes_total{ia=\"1-ff00:0:110\",interface=\"2\",class=\"priority\"} 1500"));
+        assert!(text.contains(
+            "aviary_router_mechanism_dropped_packets_total{ia=\"1-ff00:0:110\",mechanism=\"hummingbird\",reason=\"bad_mac\"} 2"
+        ));
+        assert!(text.contains(
+            "aviary_router_mechanism_events_total{ia=\"1-ff00:0:110\",mechanism=\"hummingbird\",counter=\"flyover_stale_packets\"} 3"
+        ));
         // Every sample line belongs to a declared family.
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             let name = line.split('{').next().unwrap();

@@ -1,6 +1,7 @@
 //! Border-router processing of standard SCION paths, for one AS as a whole (its ingress
 //! and egress border routers in one step), sans-IO: bytes, ingress interface and time in,
-//! an updated packet and a [`Verdict`] out.
+//! an updated packet and a verdict out. The checks and updates are here; the batched stages
+//! that run them, and that mechanisms extend, are in [`staged`].
 //!
 //! The checks follow the scionproto border router: hop-field expiry, ingress interface,
 //! source/destination ISD-AS at the path's ends, SegID update against construction
@@ -8,9 +9,12 @@
 //! crossover with a second verified hop field, egress interface, SegID update in
 //! construction direction, CurrHF advance.
 
+pub mod staged;
+
+pub use staged::{HopExtension, Staged, StagedForwarder, Standard, StandardForwarder, MAX_BATCH};
+
 use aviary_qos::{DropReason, Verdict};
 
-use crate::header::{path_type, ScionView};
 use crate::mac::{mac_eq, mac_input, HopMacKey, MAC_LEN};
 use crate::path::{chain_seg_id, hop_expiry_ns, segment_of, HopField, InfoField};
 use crate::path_view::StandardPathView;
@@ -83,21 +87,6 @@ impl AsForwarding {
         Self { local_ia, mac_key, interfaces: interfaces.into_iter().filter(|i| *i != 0).collect() }
     }
 
-    /// Processes one packet that arrived on `ingress` (0: from inside the AS) at `now_ns`.
-    /// Path types other than empty and standard are dropped as unsupported.
-    pub fn process(&self, pkt: &mut [u8], ingress: u16, now_ns: u64) -> Verdict {
-        let mut view = match ScionView::new_checked(pkt) {
-            Ok(v) => v,
-            Err(e) => return Verdict::Drop(e.into()),
-        };
-        let (src, dst) = (view.src_ia(), view.dst_ia());
-        match view.path_type() {
-            path_type::EMPTY => self.process_empty(src, dst, ingress),
-            path_type::SCION => self.process_standard(view.path_mut(), src, dst, ingress, now_ns),
-            _ => Verdict::Drop(DropReason::UnsupportedPathType),
-        }
-    }
-
     /// The empty path only carries traffic inside one AS.
     pub fn process_empty(&self, src: IsdAsn, dst: IsdAsn, ingress: u16) -> Verdict {
         if ingress == 0 && src == self.local_ia && dst == self.local_ia {
@@ -137,21 +126,6 @@ impl AsForwarding {
             Ok(())
         } else {
             Err(DropReason::UnknownEgress)
-        }
-    }
-
-    /// Processes the standard path bytes of a packet in place.
-    pub fn process_standard(&self, path: &mut [u8], src: IsdAsn, dst: IsdAsn, ingress: u16, now_ns: u64) -> Verdict {
-        let result = self.prepare_standard(path, src, dst, ingress).and_then(|work| {
-            let (b1, b2) = work.mac_blocks();
-            let mac1 = self.mac_key.mac(&b1);
-            let mac2 = b2.map(|b| self.mac_key.mac(&b));
-            self.finish(path, &work, mac1, mac2, now_ns)
-        });
-        match result {
-            Ok(Some(egress)) => Verdict::best_effort(egress),
-            Ok(None) => Verdict::Deliver,
-            Err(r) => Verdict::Drop(r),
         }
     }
 

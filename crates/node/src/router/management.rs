@@ -1,0 +1,156 @@
+//! The router's management API (HTTP/JSON), served by a thread of its own. It never touches
+//! forwarding state: reads come from the status copy the forwarding thread publishes, changes go
+//! to the forwarding thread as [`Command`]s and wait for its answer.
+//!
+//! - `GET /metrics`: Prometheus text; `GET /v1/status`: the same as JSON.
+//! - `PUT /v1/interfaces/{id}` `{"capacity_bps"?, "delay_ms"?}`: change a link.
+//! - `PUT /v1/mechanisms/{name}` `{...}`: a mechanism's own runtime settings, passed through to it
+//!   (e.g. `hummingbird`: `{"burst_ms": 100}`); a refused value is a 400 naming the field.
+//! - `PUT /v1/policing` `{"burst_ms"}`: the same as `PUT /v1/mechanisms/hummingbird`.
+//! - `PUT /v1/keys` `{"master_secret": hex}`: a new AS master secret.
+
+use std::net::SocketAddr;
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::anyhow;
+use serde::Deserialize;
+use tiny_http::{Header, Method, Response, Server};
+
+use super::metrics::RouterStatus;
+
+/// A runtime change requested through the management API.
+#[derive(Debug)]
+pub enum Command {
+    Link { id: u16, capacity_bps: Option<u64>, delay_ms: Option<f64> },
+    Mechanism { name: String, request: serde_json::Value },
+    MasterSecret(Vec<u8>),
+}
+
+/// Why a command was not applied; the HTTP status says whose fault it was.
+#[derive(Debug, PartialEq, Eq)]
+pub enum CommandError {
+    /// The request is wrong (400).
+    Invalid(String),
+    /// It names something the router does not have (404).
+    NotFound(String),
+}
+
+impl CommandError {
+    fn status(&self) -> u16 {
+        match self {
+            CommandError::Invalid(_) => 400,
+            CommandError::NotFound(_) => 404,
+        }
+    }
+    fn message(&self) -> &str {
+        match self {
+            CommandError::Invalid(m) | CommandError::NotFound(m) => m,
+        }
+    }
+}
+
+pub type CommandMsg = (Command, Sender<Result<(), CommandError>>);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LinkChange {
+    capacity_bps: Option<u64>,
+    delay_ms: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeyChange {
+    master_secret: String,
+}
+
+/// Serves the management API on `addr` in a thread of its own.
+pub fn serve(addr: SocketAddr, commands: Sender<CommandMsg>, status: Arc<Mutex<RouterStatus>>) -> anyhow::Result<()> {
+    let server = Server::http(addr).map_err(|e| anyhow!("management API cannot listen on {addr}: {e}"))?;
+    std::thread::spawn(move || {
+        for mut req in server.incoming_requests() {
+            let mut body = String::new();
+            let _ = req.as_reader().read_to_string(&mut body);
+            let url = req.url().to_string();
+            let (code, text, json) = match (req.method(), url.as_str()) {
+                (Method::Get, "/metrics") => (200, status.lock().map(|s| s.prometheus()).unwrap_or_default(), false),
+                (Method::Get, "/v1/status") => (
+                    200,
+                    status.lock().map(|s| serde_json::to_string_pretty(&*s).unwrap_or_default()).unwrap_or_default(),
+                    true,
+                ),
+                (Method::Put, path) => {
+                    let reply = parse_command(path, &body).and_then(|cmd| {
+                        let (tx, rx) = mpsc::channel();
+                        commands
+                            .send((cmd, tx))
+                            .map_err(|_| CommandError::Invalid("router stopped".into()))
+                            .and_then(|_| {
+                                rx.recv_timeout(Duration::from_secs(2))
+                                    .map_err(|_| CommandError::Invalid("no reply".into()))
+                            })
+                            .and_then(|r| r)
+                    });
+                    match reply {
+                        Ok(()) => (200, "{\"ok\":true}".into(), true),
+                        Err(e) => (e.status(), serde_json::json!({ "error": e.message() }).to_string(), true),
+                    }
+                }
+                _ => (404, serde_json::json!({ "error": format!("no such endpoint: {url}") }).to_string(), true),
+            };
+            let ctype = if json { "application/json" } else { "text/plain; version=0.0.4" };
+            let header = Header::from_bytes("Content-Type", ctype).expect("static header");
+            let _ = req.respond(Response::from_string(text).with_status_code(code).with_header(header));
+        }
+    });
+    Ok(())
+}
+
+fn parse_command(path: &str, body: &str) -> Result<Command, CommandError> {
+    let bad = |e: serde_json::Error| CommandError::Invalid(format!("bad request body: {e}"));
+    if let Some(id) = path.strip_prefix("/v1/interfaces/") {
+        let id: u16 = id.parse().map_err(|_| CommandError::NotFound(format!("`{id}` is not an interface id")))?;
+        let c: LinkChange = serde_json::from_str(body).map_err(bad)?;
+        return Ok(Command::Link { id, capacity_bps: c.capacity_bps, delay_ms: c.delay_ms });
+    }
+    if let Some(name) = path.strip_prefix("/v1/mechanisms/") {
+        let request: serde_json::Value = serde_json::from_str(body).map_err(bad)?;
+        return Ok(Command::Mechanism { name: name.to_owned(), request });
+    }
+    match path {
+        "/v1/policing" => {
+            let request: serde_json::Value = serde_json::from_str(body).map_err(bad)?;
+            Ok(Command::Mechanism { name: "hummingbird".into(), request })
+        }
+        "/v1/keys" => {
+            let k: KeyChange = serde_json::from_str(body).map_err(bad)?;
+            let secret = hex::decode(k.master_secret.trim())
+                .map_err(|e| CommandError::Invalid(format!("master_secret: {e}")))?;
+            Ok(Command::MasterSecret(secret))
+        }
+        _ => Err(CommandError::NotFound(format!("no such endpoint: PUT {path}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_parse_and_bad_ones_say_why() {
+        match parse_command("/v1/mechanisms/hummingbird", r#"{"burst_ms": 5}"#).unwrap() {
+            Command::Mechanism { name, request } => {
+                assert_eq!(name, "hummingbird");
+                assert_eq!(request["burst_ms"], 5);
+            }
+            c => panic!("{c:?}"),
+        }
+        assert!(matches!(parse_command("/v1/policing", r#"{"burst_ms": 5}"#), Ok(Command::Mechanism { .. })));
+        assert!(matches!(parse_command("/v1/interfaces/x", "{}"), Err(CommandError::NotFound(_))));
+        assert!(matches!(parse_command("/v1/interfaces/2", r#"{"rate": 1}"#), Err(CommandError::Invalid(_))));
+        assert!(matches!(parse_command("/v1/keys", r#"{"master_secret": "zz"}"#), Err(CommandError::Invalid(_))));
+        assert!(matches!(parse_command("/v1/nothing", "{}"), Err(CommandError::NotFound(_))));
+    }
+}

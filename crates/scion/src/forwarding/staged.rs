@@ -1,0 +1,216 @@
+//! The generic batched staged forwarder: what every router of an AS does to a batch of packets,
+//! whatever mechanism it also runs, in stages so that the AES work of the batch interleaves.
+//!
+//! 1. **Parse and check** every packet without cryptography: the empty path (delivered inside
+//!    the AS), the standard path, or a path type of the mechanism ([`HopExtension::prepare`]),
+//!    each giving a [`HopWork`] (the hop field(s) to verify and what to write back).
+//! 2. **Mechanism cryptography** ([`HopExtension::crypto`]) for the whole batch: e.g. a
+//!    flyover's A_K and FlyoverMAC, after which the hop's candidate MAC is known.
+//! 3. **Hop-field MACs** of every packet (and of the second hop field at a segment crossover)
+//!    under the one AS key, interleaved.
+//! 4. **Finish**: verify, update SegID and CurrINF/CurrHF, let the mechanism write back its
+//!    fields and decide the admission ([`HopExtension::admit`]).
+//!
+//! Standard SCION is the forwarder with no extension ([`Standard`]); a mechanism implements only
+//! its own fields and cryptography. No allocation: per-packet state lives on the stack, sized
+//! for the largest batch ([`MAX_BATCH`]).
+
+use aviary_qos::{Admission, Claim, Context, DropReason, Processor, Verdict};
+
+use super::{AsForwarding, HopWork};
+use crate::header::{path_type, ScionView};
+use crate::mac::MAC_LEN;
+
+/// Packets processed together (stack-allocated state per packet).
+pub const MAX_BATCH: usize = 32;
+
+/// One packet between the stages.
+#[derive(Clone, Copy, Debug)]
+pub struct Staged<W> {
+    /// Offset of the path header in the packet.
+    pub path_start: usize,
+    pub hop: HopWork,
+    /// The mechanism's part, for packets of its path types that need its processing.
+    pub ext: Option<W>,
+}
+
+/// A mechanism's part of forwarding: its own path types' fields and cryptography.
+pub trait HopExtension {
+    /// What the mechanism carries from stage 1 to the later stages for one packet.
+    type Work: Copy;
+
+    /// Stage 1 for a packet whose path type is neither empty nor standard: parse and check
+    /// without cryptography. Without an extension, such packets are unsupported.
+    fn prepare(
+        &self,
+        fwd: &AsForwarding,
+        view: &ScionView<&[u8]>,
+        ingress: u16,
+    ) -> Result<(HopWork, Option<Self::Work>), DropReason> {
+        let _ = (fwd, view, ingress);
+        Err(DropReason::UnsupportedPathType)
+    }
+
+    /// Stage 2 over the whole batch: every `Some` entry with an `ext` needs its cryptography;
+    /// it must set the hop's MAC to verify ([`HopWork::set_mac`]).
+    fn crypto(&mut self, batch: &mut [Option<Staged<Self::Work>>]) {
+        let _ = batch;
+    }
+
+    /// Stage 4, for a packet whose hop field(s) verified and whose path was updated: write back
+    /// the mechanism's fields and decide what the packet has earned.
+    fn admit(&mut self, path: &mut [u8], staged: &Staged<Self::Work>, ingress: u16, now_ns: u64) -> Admission {
+        let _ = (path, staged, ingress, now_ns);
+        Admission::UNAUTHENTICATED
+    }
+}
+
+/// Standard SCION alone.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Standard;
+
+impl HopExtension for Standard {
+    type Work = ();
+}
+
+/// The forwarder of one AS with the extension `E`.
+#[derive(Clone, Debug)]
+pub struct StagedForwarder<E> {
+    pub fwd: AsForwarding,
+    pub ext: E,
+}
+
+/// Standard SCION forwarding (path types 0 and 1).
+pub type StandardForwarder = StagedForwarder<Standard>;
+
+impl StandardForwarder {
+    pub fn standard(fwd: AsForwarding) -> Self {
+        Self { fwd, ext: Standard }
+    }
+}
+
+impl<E: HopExtension> StagedForwarder<E> {
+    pub fn new(fwd: AsForwarding, ext: E) -> Self {
+        Self { fwd, ext }
+    }
+
+    /// Processes one packet that arrived on `ingress` (0: from inside the AS) at `now_ns`.
+    pub fn process(&mut self, pkt: &mut [u8], ingress: u16, now_ns: u64) -> Verdict {
+        let mut v = [Verdict::Deliver];
+        self.process_chunk::<1>(&mut [pkt], ingress, now_ns, &mut v);
+        v[0]
+    }
+
+    /// Processes packets that arrived on the same interface at the same time; `verdicts[i]` is
+    /// the verdict of `pkts[i]`.
+    pub fn process_batch(&mut self, pkts: &mut [&mut [u8]], ingress: u16, now_ns: u64, verdicts: &mut [Verdict]) {
+        for (p, v) in pkts.chunks_mut(MAX_BATCH).zip(verdicts.chunks_mut(MAX_BATCH)) {
+            self.process_chunk::<MAX_BATCH>(p, ingress, now_ns, v);
+        }
+    }
+
+    /// The stages for up to `N` packets (state on the stack, sized for `N`).
+    fn process_chunk<const N: usize>(
+        &mut self,
+        pkts: &mut [&mut [u8]],
+        ingress: u16,
+        now_ns: u64,
+        verdicts: &mut [Verdict],
+    ) {
+        let n = pkts.len().min(verdicts.len()).min(N);
+        let mut work: [Option<Staged<E::Work>>; N] = [None; N];
+
+        // Stage 1: parse and check everything that needs no cryptography.
+        for i in 0..n {
+            match self.prepare(pkts[i], ingress) {
+                Ok(w) => work[i] = Some(w),
+                Err(v) => verdicts[i] = v,
+            }
+        }
+
+        // Stage 2: the mechanism's cryptography, over the batch.
+        self.ext.crypto(&mut work[..n]);
+
+        // Stage 3: hop-field MACs (and crossover MACs) under the AS key. One block per packet,
+        // plus one per crossover (at most one per packet): 2N.
+        let mut blocks = [[[0u8; 16]; 2]; N];
+        let mut owner = [[(0usize, false); 2]; N];
+        let blocks = blocks.as_flattened_mut();
+        let owner = owner.as_flattened_mut();
+        let mut nb = 0;
+        for (i, w) in work[..n].iter().enumerate() {
+            if let Some(w) = w {
+                let (b1, b2) = w.hop.mac_blocks();
+                blocks[nb] = b1;
+                owner[nb] = (i, false);
+                nb += 1;
+                if let Some(b2) = b2 {
+                    blocks[nb] = b2;
+                    owner[nb] = (i, true);
+                    nb += 1;
+                }
+            }
+        }
+        self.fwd.mac_key.macs(&mut blocks[..nb]);
+        let mut macs: [([u8; MAC_LEN], Option<[u8; MAC_LEN]>); N] = [([0; MAC_LEN], None); N];
+        for (b, &(i, second)) in blocks[..nb].iter().zip(&owner[..nb]) {
+            let m: [u8; MAC_LEN] = b[..MAC_LEN].try_into().expect("a block holds a MAC");
+            if second {
+                macs[i].1 = Some(m);
+            } else {
+                macs[i].0 = m;
+            }
+        }
+
+        // Stage 4: verify, update, let the mechanism write back and admit.
+        for i in 0..n {
+            let Some(w) = &work[i] else { continue };
+            let (mac, next_mac) = macs[i];
+            let path = &mut pkts[i][w.path_start..];
+            verdicts[i] = match self.fwd.finish(path, &w.hop, mac, next_mac, now_ns) {
+                Err(r) => Verdict::Drop(r),
+                Ok(egress) => {
+                    let admission = self.ext.admit(path, w, ingress, now_ns);
+                    match egress {
+                        Some(egress) => Verdict::forward(egress, admission),
+                        None => Verdict::Deliver,
+                    }
+                }
+            };
+        }
+    }
+
+    /// Stage 1 for one packet; `Err` is its final verdict (a drop, or local delivery on the
+    /// empty path).
+    fn prepare(&self, pkt: &[u8], ingress: u16) -> Result<Staged<E::Work>, Verdict> {
+        let view = ScionView::new_checked(pkt).map_err(|e| Verdict::Drop(e.into()))?;
+        let (src, dst) = (view.src_ia(), view.dst_ia());
+        let path_start = view.path_range().start;
+        match view.path_type() {
+            path_type::SCION => {
+                let hop = self.fwd.prepare_standard(view.path(), src, dst, ingress).map_err(Verdict::Drop)?;
+                Ok(Staged { path_start, hop, ext: None })
+            }
+            path_type::EMPTY => Err(self.fwd.process_empty(src, dst, ingress)),
+            _ => {
+                let (hop, ext) = self.ext.prepare(&self.fwd, &view, ingress).map_err(Verdict::Drop)?;
+                Ok(Staged { path_start, hop, ext })
+            }
+        }
+    }
+}
+
+/// Standard SCION as a router processor: the empty path inside the AS and the standard path.
+impl Processor for StandardForwarder {
+    fn name(&self) -> &'static str {
+        "scion"
+    }
+
+    fn claims(&self) -> &'static [Claim] {
+        &[Claim::PathType(path_type::EMPTY), Claim::PathType(path_type::SCION)]
+    }
+
+    fn process_batch(&mut self, ctx: &mut Context<'_>, pkts: &mut [&mut [u8]], verdicts: &mut [Verdict]) {
+        StagedForwarder::process_batch(self, pkts, ctx.ingress, ctx.now_ns, verdicts);
+    }
+}
