@@ -158,6 +158,7 @@ impl Router {
 impl HopExtension for Flyovers {
     type Work = FlyoverWork;
 
+    #[inline]
     fn prepare(
         &self,
         fwd: &AsForwarding,
@@ -174,18 +175,24 @@ impl HopExtension for Flyovers {
     /// A_K = AES_SV(ResInfo) for every flyover under the one SV; then FlyoverMAC =
     /// AES_{A_K}(...), key schedules interleaved; the candidate hop-field MAC is
     /// AggMAC ⊕ FlyoverMAC.
-    fn crypto(&mut self, batch: &mut [Option<Staged<FlyoverWork>>]) {
-        let mut fly_idx = [0usize; MAX_BATCH];
-        let mut keys = [[0u8; 16]; MAX_BATCH];
-        let mut fly_macs = [[0u8; 16]; MAX_BATCH];
+    #[inline]
+    fn crypto<const N: usize>(&mut self, batch: &mut [Option<Staged<FlyoverWork>>]) {
+        let mut fly_idx = [0usize; N];
+        let mut keys = [[0u8; 16]; N];
         let mut nf = 0;
-        for (i, w) in batch.iter().enumerate().take(MAX_BATCH) {
+        for (i, w) in batch.iter().enumerate().take(N) {
             if let Some(f) = w.as_ref().and_then(|w| w.ext.as_ref()) {
                 fly_idx[nf] = i;
                 keys[nf] = f.res_block;
-                fly_macs[nf] = f.mac_block;
                 nf += 1;
             }
+        }
+        if nf == 0 {
+            return;
+        }
+        let mut fly_macs = [[0u8; 16]; N];
+        for k in 0..nf {
+            fly_macs[k] = batch[fly_idx[k]].as_ref().and_then(|w| w.ext.as_ref()).map_or([0; 16], |f| f.mac_block);
         }
         self.sv.auth_keys_in_place(&mut keys[..nf]);
         Aes128::encrypt_fresh_keys(&keys[..nf], &mut fly_macs[..nf]);
@@ -199,6 +206,7 @@ impl HopExtension for Flyovers {
         }
     }
 
+    #[inline]
     fn admit(&mut self, path: &mut [u8], staged: &Staged<FlyoverWork>, ingress: u16, now_ns: u64) -> Admission {
         if let Some(f) = &staged.ext {
             // The plain hop-field MAC replaces the AggMAC, so the path can be reversed.
@@ -211,6 +219,7 @@ impl HopExtension for Flyovers {
 impl Flyovers {
     /// Alg. 1 for a flyover that is fresh and active; everything else is unauthenticated best
     /// effort. Called only once every check has passed: a dropped packet costs nothing.
+    #[inline]
     fn charge(&mut self, ingress: u16, f: Option<&FlyoverWork>, now_ns: u64) -> Admission {
         let Some(f) = f else {
             return Admission::UNAUTHENTICATED;

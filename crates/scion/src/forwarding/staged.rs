@@ -51,9 +51,10 @@ pub trait HopExtension {
         Err(DropReason::UnsupportedPathType)
     }
 
-    /// Stage 2 over the whole batch: every `Some` entry with an `ext` needs its cryptography;
-    /// it must set the hop's MAC to verify ([`HopWork::set_mac`]).
-    fn crypto(&mut self, batch: &mut [Option<Staged<Self::Work>>]) {
+    /// Stage 2 over the whole batch of at most `N` packets: every `Some` entry with an `ext`
+    /// needs its cryptography; it must set the hop's MAC to verify ([`HopWork::set_mac`]).
+    /// `N` sizes the stage's scratch space on the stack (1 for a single packet).
+    fn crypto<const N: usize>(&mut self, batch: &mut [Option<Staged<Self::Work>>]) {
         let _ = batch;
     }
 
@@ -129,7 +130,7 @@ impl<E: HopExtension> StagedForwarder<E> {
         }
 
         // Stage 2: the mechanism's cryptography, over the batch.
-        self.ext.crypto(&mut work[..n]);
+        self.ext.crypto::<N>(&mut work[..n]);
 
         // Stage 3: hop-field MACs (and crossover MACs) under the AS key. One block per packet,
         // plus one per crossover (at most one per packet): 2N.
