@@ -46,6 +46,13 @@ impl ResIdAllocator {
 
     /// The smallest ResID free on `ingress` throughout `[start, end)`, now held.
     pub fn assign(&mut self, ingress: u16, start: u64, end: u64) -> Result<u32, ResIdError> {
+        self.assign_within(ingress, start, end, self.max_res_id)
+    }
+
+    /// [`assign`](Self::assign) with ResIDs up to `cap` only (an issuer that sized its share of
+    /// the policing array below the routers' bound).
+    pub fn assign_within(&mut self, ingress: u16, start: u64, end: u64, cap: u32) -> Result<u32, ResIdError> {
+        let cap = cap.min(self.max_res_id);
         if end <= start {
             return Err(ResIdError::EmptyInterval);
         }
@@ -54,8 +61,8 @@ impl ResIdAllocator {
         taken.sort_unstable();
         taken.dedup();
         let id = taken.iter().enumerate().find(|(i, &t)| *i as u32 != t).map_or(taken.len() as u32, |(i, _)| i as u32);
-        if id > self.max_res_id {
-            return Err(ResIdError::Exhausted(self.max_res_id));
+        if id > cap {
+            return Err(ResIdError::Exhausted(cap));
         }
         held.push(Held { res_id: id, start, end });
         Ok(id)
@@ -65,6 +72,19 @@ impl ResIdAllocator {
     pub fn expire(&mut self, now: u64) {
         for held in self.held.values_mut() {
             held.retain(|h| h.end > now);
+        }
+    }
+
+    /// Takes over the reservations another allocator held (a state written before one allocator
+    /// served the whole AS); what it held keeps its ResIDs.
+    pub fn absorb(&mut self, other: &ResIdAllocator) {
+        for (ingress, held) in &other.held {
+            let mine = self.held.entry(*ingress).or_default();
+            for h in held {
+                if !mine.contains(h) {
+                    mine.push(*h);
+                }
+            }
         }
     }
 

@@ -56,18 +56,30 @@ pub enum ServiceError {
     Seal(#[from] SealError),
 }
 
-/// What the service remembers across restarts.
+/// What the service remembers across restarts. The ResIDs are not in it: an AS has one
+/// allocator, shared with its operator's grants, which the caller owns and passes to
+/// [`ReservationService::fulfil`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServiceState {
-    pub resids: ResIdAllocator,
+    /// The largest ResID this service hands out (its share of the routers' policing array).
+    #[serde(default = "no_cap")]
+    pub res_id_cap: u32,
     /// Request ids answered (hex).
     pub delivered: BTreeSet<String>,
+    /// ResIDs a state written before the shared allocator held; the caller moves them into the
+    /// shared allocator once.
+    #[serde(default, rename = "resids", skip_serializing_if = "Option::is_none")]
+    pub legacy_resids: Option<ResIdAllocator>,
+}
+
+fn no_cap() -> u32 {
+    u32::MAX
 }
 
 impl ServiceState {
-    /// A fresh state; ResIDs up to `max_res_id` (the routers' policing array).
-    pub fn new(max_res_id: u32) -> Self {
-        Self { resids: ResIdAllocator::new(max_res_id), delivered: BTreeSet::new() }
+    /// A fresh state; ResIDs up to `res_id_cap`.
+    pub fn new(res_id_cap: u32) -> Self {
+        Self { res_id_cap, delivered: BTreeSet::new(), legacy_resids: None }
     }
 }
 
@@ -100,9 +112,15 @@ impl ReservationService {
         self.state.delivered.contains(&hex::encode(request_id))
     }
 
-    /// Answers a request at `now` (Unix s); `ikm` is 32 bytes of fresh randomness for the
-    /// HPKE ephemeral key. On error nothing changes.
-    pub fn fulfil(&mut self, req: &RedeemRequest, now: u64, ikm: &[u8; 32]) -> Result<Fulfilment, ServiceError> {
+    /// Answers a request at `now` (Unix s) with a ResID from the AS's allocator `resids`; `ikm` is
+    /// 32 bytes of fresh randomness for the HPKE ephemeral key. On error nothing changes.
+    pub fn fulfil(
+        &mut self,
+        req: &RedeemRequest,
+        now: u64,
+        ikm: &[u8; 32],
+        resids: &mut ResIdAllocator,
+    ) -> Result<Fulfilment, ServiceError> {
         if self.is_delivered(&req.request_id) {
             return Err(ServiceError::AlreadyDelivered);
         }
@@ -113,15 +131,15 @@ impl ReservationService {
         let start = u32::try_from(req.start).map_err(|_| ServiceError::StartOutOfRange(req.start))?;
         let bps = req.bandwidth_kbps.checked_mul(1000).ok_or(ServiceError::Bandwidth(req.bandwidth_kbps))?;
         let bw = self.codec.encode_ceil(bps).ok_or(ServiceError::Bandwidth(req.bandwidth_kbps))?;
-        // Work on a copy of the ResIDs so that a failure below leaves the state untouched.
-        let mut resids = self.state.resids.clone();
-        resids.expire(now);
-        let res_id = resids.assign(req.ingress, req.start, req.expiry)?;
+        // Work on a copy of the ResIDs so that a failure below leaves them untouched.
+        let mut updated = resids.clone();
+        updated.expire(now);
+        let res_id = updated.assign_within(req.ingress, req.start, req.expiry, self.state.res_id_cap)?;
         let info = ResInfo { ingress: req.ingress, egress: req.egress, res_id, bw, start, duration };
         let reservation = Reservation { info, ak: self.sv.auth_key(&info) };
         let context = SealContext::new(self.chain_id, self.isd_as, req.request_id);
         let sealed = seal::seal_with_ephemeral_ikm(&reservation, &context, &req.buyer_key, ikm)?;
-        self.state.resids = resids;
+        *resids = updated;
         self.state.delivered.insert(hex::encode(req.request_id));
         Ok(Fulfilment { sealed, reservation })
     }
@@ -154,7 +172,8 @@ mod tests {
     fn buyer_opens_a_reservation_the_as_router_accepts() {
         let buyer = BuyerKey::derive(b"buyer");
         let mut s = service();
-        let f = s.fulfil(&request(1, &buyer), NOW, &[9; 32]).unwrap();
+        let mut resids = ResIdAllocator::new(100_000);
+        let f = s.fulfil(&request(1, &buyer), NOW, &[9; 32], &mut resids).unwrap();
         let ctx = SealContext::new(31337, 0x0001_ff00_0000_0110, [1; 32]);
         let opened = seal::open(&f.sealed, &ctx, &buyer).unwrap();
         assert_eq!(opened, f.reservation);
@@ -169,31 +188,57 @@ mod tests {
     fn requests_are_answered_once_with_distinct_resids() {
         let buyer = BuyerKey::derive(b"buyer");
         let mut s = service();
-        let a = s.fulfil(&request(1, &buyer), NOW, &[1; 32]).unwrap();
-        let b = s.fulfil(&request(2, &buyer), NOW, &[2; 32]).unwrap();
+        let mut resids = ResIdAllocator::new(100_000);
+        let a = s.fulfil(&request(1, &buyer), NOW, &[1; 32], &mut resids).unwrap();
+        let b = s.fulfil(&request(2, &buyer), NOW, &[2; 32], &mut resids).unwrap();
         assert_ne!(a.reservation.info.res_id, b.reservation.info.res_id);
-        assert_eq!(s.fulfil(&request(1, &buyer), NOW, &[3; 32]), Err(ServiceError::AlreadyDelivered));
+        assert_eq!(s.fulfil(&request(1, &buyer), NOW, &[3; 32], &mut resids), Err(ServiceError::AlreadyDelivered));
         // The state survives a restart.
         let state: ServiceState = serde_json::from_str(&serde_json::to_string(s.state()).unwrap()).unwrap();
         let mut again = ReservationService::new(0x0001_ff00_0000_0110, 31337, &[7; 32], BwCodec::Paper, state);
-        assert_eq!(again.fulfil(&request(2, &buyer), NOW, &[3; 32]), Err(ServiceError::AlreadyDelivered));
-        let c = again.fulfil(&request(3, &buyer), NOW, &[4; 32]).unwrap();
+        assert_eq!(again.fulfil(&request(2, &buyer), NOW, &[3; 32], &mut resids), Err(ServiceError::AlreadyDelivered));
+        let c = again.fulfil(&request(3, &buyer), NOW, &[4; 32], &mut resids).unwrap();
         assert!(![a.reservation.info.res_id, b.reservation.info.res_id].contains(&c.reservation.info.res_id));
+        // The service's own cap bounds what it hands out, below the shared allocator's bound.
+        let mut capped =
+            ReservationService::new(0x0001_ff00_0000_0110, 31337, &[7; 32], BwCodec::Paper, ServiceState::new(2));
+        assert!(matches!(capped.fulfil(&request(9, &buyer), NOW, &[5; 32], &mut resids), Err(ServiceError::ResId(_))));
     }
 
     #[test]
     fn bad_requests_change_nothing() {
         let buyer = BuyerKey::derive(b"buyer");
         let mut s = service();
+        let mut resids = ResIdAllocator::new(100_000);
         let before = s.state().clone();
         let over = RedeemRequest { expiry: NOW, ..request(1, &buyer) };
-        assert!(matches!(s.fulfil(&over, NOW, &[1; 32]), Err(ServiceError::IntervalOver { .. })));
+        assert!(matches!(s.fulfil(&over, NOW, &[1; 32], &mut resids), Err(ServiceError::IntervalOver { .. })));
         let long = RedeemRequest { expiry: NOW + 70_000, ..request(1, &buyer) };
-        assert_eq!(s.fulfil(&long, NOW, &[1; 32]), Err(ServiceError::TooLong));
+        assert_eq!(s.fulfil(&long, NOW, &[1; 32], &mut resids), Err(ServiceError::TooLong));
         let huge = RedeemRequest { bandwidth_kbps: u64::MAX / 10, ..request(1, &buyer) };
-        assert!(matches!(s.fulfil(&huge, NOW, &[1; 32]), Err(ServiceError::Bandwidth(_))));
+        assert!(matches!(s.fulfil(&huge, NOW, &[1; 32], &mut resids), Err(ServiceError::Bandwidth(_))));
         let bad_key = RedeemRequest { buyer_key: [0; 32], ..request(1, &buyer) };
-        assert!(matches!(s.fulfil(&bad_key, NOW, &[1; 32]), Err(ServiceError::Seal(_))));
+        assert!(matches!(s.fulfil(&bad_key, NOW, &[1; 32], &mut resids), Err(ServiceError::Seal(_))));
         assert_eq!(s.state(), &before);
+        assert_eq!(resids, ResIdAllocator::new(100_000));
+    }
+
+    #[test]
+    fn a_state_with_its_own_allocator_hands_it_over() {
+        // The format written before the AS had one shared allocator.
+        let mut old = ResIdAllocator::new(100);
+        old.assign(1, 10, 20).unwrap();
+        let text = serde_json::json!({ "resids": old, "delivered": ["00"] }).to_string();
+        let state: ServiceState = serde_json::from_str(&text).unwrap();
+        assert_eq!(state.res_id_cap, u32::MAX);
+        let legacy = state.legacy_resids.clone().unwrap();
+        let mut shared = ResIdAllocator::new(100);
+        shared.assign(1, 15, 30).unwrap();
+        shared.absorb(&legacy);
+        shared.absorb(&legacy);
+        assert_eq!(shared.held(1).len(), 2);
+        // Both ResID 0 reservations are known: the next overlapping one gets 1.
+        assert_eq!(shared.assign(1, 12, 18), Ok(1));
+        assert!(!serde_json::to_string(&ServiceState { legacy_resids: None, ..state }).unwrap().contains("resids"));
     }
 }

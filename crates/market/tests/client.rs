@@ -92,7 +92,8 @@ fn cheapest_plan_is_bought_atomically_and_opened_by_the_buyer() {
         expiry: ia.expiryTime,
         buyer_key: req.ephemeralPubKey.0,
     };
-    let f = service.fulfil(&rr, T0 + 30, &[1; 32]).unwrap();
+    let mut resids = aviary_hummingbird::ResIdAllocator::new(100);
+    let f = service.fulfil(&rr, T0 + 30, &[1; 32], &mut resids).unwrap();
     d.deliver_reservation(&mut l, as_acct, requests[0], f.sealed.into()).unwrap();
     let opened = client::await_deliveries(&l, &d, &requests, &key, Duration::from_secs(1)).unwrap();
     let (isd_as, r) = opened[0];

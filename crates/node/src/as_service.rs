@@ -20,7 +20,8 @@ use aviary_scion::IsdAsn;
 use serde::{Deserialize, Serialize};
 
 use crate::clock::unix_s;
-use crate::config::{read_secret, ConfigError, GrantConfig};
+use crate::config::{read_secret, ConfigError, GrantConfig, RESID_STORE};
+use crate::resid_store::{ResIdStore, StoreError};
 use crate::topology::read_toml;
 
 /// Where the chain is.
@@ -101,6 +102,10 @@ pub struct AsServiceConfig {
     pub as_key_file: PathBuf,
     pub certificate_file: PathBuf,
     pub state_dir: PathBuf,
+    /// The AS's ResID allocator, shared with its control service (default
+    /// `state_dir/resids.json`; both must name the same file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resid_store: Option<PathBuf>,
     #[serde(default)]
     pub hummingbird: GrantConfig,
     #[serde(default = "default_poll_ms")]
@@ -130,6 +135,9 @@ impl AsServiceConfig {
             &mut c.certificate_file,
             &mut c.state_dir,
         ] {
+            abs(p);
+        }
+        if let Some(p) = &mut c.resid_store {
             abs(p);
         }
         if let LedgerConfig::Embedded(dir) = &mut c.ledger {
@@ -200,6 +208,8 @@ pub struct AsService {
     issued: BTreeSet<(usize, u64)>,
     next_request: u64,
     state_file: PathBuf,
+    /// The AS's one ResID allocator, shared with its control service.
+    resids: ResIdStore,
 }
 
 fn read_hex_file(path: &Path) -> anyhow::Result<Vec<u8>> {
@@ -219,13 +229,30 @@ impl AsService {
             Ok(b) => Some(serde_json::from_slice(&b).with_context(|| format!("corrupt {}", state_file.display()))?),
             Err(_) => None,
         };
-        let (state, origins, issued, next_request) = match persisted {
+        let (mut state, origins, issued, next_request) = match persisted {
             Some(p) => (p.service, p.origins, p.issued, p.next_request),
             None => (ServiceState::new(res_id_bound(&cfg)), BTreeMap::new(), BTreeSet::new(), 1),
         };
+        state.res_id_cap = res_id_bound(&cfg);
+        let store = cfg.resid_store.clone().unwrap_or_else(|| cfg.state_dir.join(RESID_STORE));
+        let resids = ResIdStore::new(store, cfg.hummingbird.max_res_id);
+        // A state written when this service had an allocator of its own: its reservations move
+        // into the AS's shared allocator, once.
+        let legacy = state.legacy_resids.take();
+        if let Some(old) = &legacy {
+            resids
+                .update(|a| Ok::<_, std::convert::Infallible>(a.absorb(old)))
+                .with_context(|| format!("{}: resid_store", cfg_path.display()))?;
+        } else {
+            resids.snapshot().with_context(|| format!("{}: resid_store", cfg_path.display()))?;
+        }
         let service =
             ReservationService::new(cfg.ia.to_u64(), ledger.chain_id(), &secret, cfg.hummingbird.codec, state);
-        Ok(Self { cfg, ledger, deployment, account, service, origins, issued, next_request, state_file })
+        let svc = Self { cfg, ledger, deployment, account, service, origins, issued, next_request, state_file, resids };
+        if legacy.is_some() {
+            svc.persist()?;
+        }
+        Ok(svc)
     }
 
     fn persist(&self) -> anyhow::Result<()> {
@@ -330,7 +357,7 @@ impl AsService {
                 };
                 let mut ikm = [0u8; 32];
                 getrandom::getrandom(&mut ikm).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
-                match self.service.fulfil(&rr, now, &ikm) {
+                match self.resids.update(|a| self.service.fulfil(&rr, now, &ikm, a)) {
                     Ok(f) => {
                         d.deliver_reservation(&mut *self.ledger, &self.account, id, f.sealed.into())?;
                         tracing::info!(
@@ -342,7 +369,11 @@ impl AsService {
                     }
                     // Nothing to deliver (say, an interval already over): the assets stay
                     // escrowed; the operator sees why in the log.
-                    Err(e) => tracing::warn!(request = self.next_request, "request not answered: {e}"),
+                    Err(StoreError::Refused(e)) => {
+                        tracing::warn!(request = self.next_request, "request not answered: {e}")
+                    }
+                    // The store cannot be read or written: stop before skipping the request.
+                    Err(e) => return Err(e.into()),
                 }
             }
             self.next_request += 1;

@@ -119,6 +119,10 @@ pub struct ControlConfig {
     pub operator_token_file: PathBuf,
     /// Where granted reservations are kept across restarts.
     pub state_dir: PathBuf,
+    /// The AS's ResID allocator, shared with its AS reservation service (default
+    /// `state_dir/resids.json`; both must name the same file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resid_store: Option<PathBuf>,
     /// ExpTime of the hop fields this AS issues (lifetime (1 + ExpTime) · 337.5 s).
     #[serde(default = "default_exp_time")]
     pub hop_exp_time: u8,
@@ -227,6 +231,9 @@ impl ControlConfig {
         for p in [&mut c.master_secret_file, &mut c.topology, &mut c.operator_token_file, &mut c.state_dir] {
             *p = resolve(&base, p);
         }
+        if let Some(p) = &mut c.resid_store {
+            *p = resolve(&base, p);
+        }
         let file = path.display().to_string();
         if c.hummingbird.max_res_id > aviary_hummingbird::crypto::MAX_RES_ID {
             return Err(ConfigError::new(&file, "hummingbird.max_res_id", "ResIDs have 22 bits"));
@@ -240,6 +247,16 @@ impl ControlConfig {
         Ok(c)
     }
 }
+
+impl ControlConfig {
+    /// The AS's shared ResID allocator file.
+    pub fn resid_store(&self) -> PathBuf {
+        self.resid_store.clone().unwrap_or_else(|| self.state_dir.join(RESID_STORE))
+    }
+}
+
+/// File name of an AS's ResID allocator in its state directory.
+pub const RESID_STORE: &str = "resids.json";
 
 impl HostConfig {
     pub fn load(path: &Path) -> Result<Self, ConfigError> {

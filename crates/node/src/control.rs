@@ -5,11 +5,10 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Context};
-use aviary_hummingbird::{BwCodec, ResIdAllocator, ResInfo, Reservation, SecretValue};
+use aviary_hummingbird::{BwCodec, ResInfo, Reservation, SecretValue};
 use aviary_scion::path::hop_expiry_ns;
 use aviary_scion::{combine_from, HopMacKey, IsdAsn};
 use tiny_http::{Header, Method, Request, Response, Server};
@@ -17,6 +16,7 @@ use tiny_http::{Header, Method, Request, Response, Server};
 use crate::api::{self, ExtendRequest, Grant, HopWire, PathWire, PathsReply, ReservationRequest, SegmentWire};
 use crate::clock::unix_s;
 use crate::config::{read_secret, ControlConfig};
+use crate::resid_store::{ResIdStore, StoreError};
 use crate::routes::{routes, HopPlan, SegmentPlan};
 use crate::topology::{IfRef, Neighbor, Topology};
 
@@ -46,8 +46,8 @@ pub struct ControlService {
     topology: Topology,
     peers: HashMap<IsdAsn, SocketAddr>,
     operator_token: String,
-    state_file: PathBuf,
-    resids: Mutex<ResIdAllocator>,
+    /// The AS's one ResID allocator, shared with its AS reservation service.
+    resids: ResIdStore,
     /// Built segments by their hops, with the Unix time after which they are rebuilt.
     segments: Mutex<HashMap<Vec<HopPlan>, (SegmentWire, u64)>>,
 }
@@ -63,11 +63,9 @@ impl ControlService {
         }
         std::fs::create_dir_all(&cfg.state_dir)
             .with_context(|| format!("{}: state_dir: cannot create {}", cfg_path.display(), cfg.state_dir.display()))?;
-        let state_file = cfg.state_dir.join("resids.json");
-        let resids = match std::fs::read(&state_file) {
-            Ok(bytes) => serde_json::from_slice(&bytes).with_context(|| format!("corrupt {}", state_file.display()))?,
-            Err(_) => ResIdAllocator::new(cfg.hummingbird.max_res_id),
-        };
+        let resids = ResIdStore::new(cfg.resid_store(), cfg.hummingbird.max_res_id);
+        // A corrupt store stops the service at start, naming the file, not at the first grant.
+        resids.snapshot().with_context(|| format!("{}: resid_store", cfg_path.display()))?;
         Ok(Self {
             ia: cfg.ia,
             mac_key: HopMacKey::from_master_secret(&secret),
@@ -77,8 +75,7 @@ impl ControlService {
             topology,
             peers: cfg.peers.iter().map(|p| (p.ia, p.control)).collect(),
             operator_token: token.trim().to_string(),
-            state_file,
-            resids: Mutex::new(resids),
+            resids,
             segments: Mutex::new(HashMap::new()),
         })
     }
@@ -284,13 +281,16 @@ impl ControlService {
         if start + u64::from(r.duration) <= now {
             return Err(Failure(400, "the requested interval is over".into()));
         }
-        let mut resids = self.resids.lock().expect("poisoned");
-        resids.expire(now);
-        let res_id =
-            resids.assign(r.ingress, start, start + u64::from(r.duration)).map_err(|e| Failure(409, e.to_string()))?;
-        let state = serde_json::to_vec(&*resids)?;
-        std::fs::write(&self.state_file, state).map_err(|e| Failure(500, format!("cannot persist ResIDs: {e}")))?;
-        drop(resids);
+        let res_id = self
+            .resids
+            .update(|a| {
+                a.expire(now);
+                a.assign(r.ingress, start, start + u64::from(r.duration))
+            })
+            .map_err(|e| match e {
+                StoreError::Refused(e) => Failure(409, e.to_string()),
+                e => Failure(500, e.to_string()),
+            })?;
         let info = ResInfo { ingress: r.ingress, egress: r.egress, res_id, bw, start: r.start, duration: r.duration };
         let ak = self.sv.auth_key(&info);
         tracing::info!(res_id, bw, ingress = r.ingress, egress = r.egress, "reservation granted");
@@ -368,6 +368,50 @@ mod tests {
         // ResIDs survive a restart of the service.
         let (c2, _) = service("grant", "1-ff00:0:110");
         assert_ne!(c2.grant(&req(1, 2)).unwrap().reservation.info.res_id, g1.reservation.info.res_id);
+        std::fs::remove_dir_all(&layout.dir).unwrap();
+    }
+
+    #[test]
+    fn operator_grants_and_market_deliveries_share_one_allocator() {
+        use aviary_hummingbird::{BuyerKey, BwCodec, RedeemRequest, ReservationService, ServiceState};
+        let (c, layout) = service("shared", "1-ff00:0:110");
+        let a = &layout.ases[&"1-ff00:0:110".parse().unwrap()];
+        // The AS service of the same AS, on the store its config names by default.
+        let store = ResIdStore::new(a.dir.join("state").join(crate::config::RESID_STORE), 100_000);
+        assert_eq!(store.path(), ControlConfig::load(&a.dir.join("control.toml")).unwrap().resid_store());
+        let mut market = ReservationService::new(1, 31337, &[7; 32], BwCodec::Paper, ServiceState::new(1000));
+        let buyer = BuyerKey::derive(b"buyer");
+        let now = unix_s();
+        let start = now as u32;
+        let mut ids = Vec::new();
+        for k in 0..6u8 {
+            // Overlapping reservations on ingress 1, alternately granted and bought.
+            if k % 2 == 0 {
+                let req = ReservationRequest { ingress: 1, egress: 2, bandwidth_bps: 1_000_000, start, duration: 600 };
+                ids.push(c.grant(&req).unwrap().reservation.info.res_id);
+            } else {
+                let rr = RedeemRequest {
+                    request_id: [k; 32],
+                    ingress: 1,
+                    egress: 2,
+                    bandwidth_kbps: 1000,
+                    start: now + 10,
+                    expiry: now + 300,
+                    buyer_key: buyer.public(),
+                };
+                let f = store.update(|alloc| market.fulfil(&rr, now, &[k; 32], alloc)).unwrap();
+                ids.push(f.reservation.info.res_id);
+            }
+        }
+        // A restarted control service sees the market's ResIDs too.
+        let (c2, _) = service("shared", "1-ff00:0:110");
+        let req = ReservationRequest { ingress: 1, egress: 2, bandwidth_bps: 1_000_000, start, duration: 600 };
+        ids.push(c2.grant(&req).unwrap().reservation.info.res_id);
+        let mut sorted = ids.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), ids.len(), "a ResID was handed out twice on one ingress: {ids:?}");
+        assert_eq!(store.snapshot().unwrap().held(1).len(), 7);
         std::fs::remove_dir_all(&layout.dir).unwrap();
     }
 }

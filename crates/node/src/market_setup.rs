@@ -152,6 +152,7 @@ impl RunLayout {
                 as_key_file: "as-p256.key".into(),
                 certificate_file: "as-cert.json".into(),
                 state_dir: "state".into(),
+                resid_store: None,
                 hummingbird: GrantConfig::default(),
                 poll_ms: 200,
                 offers,

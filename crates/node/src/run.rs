@@ -163,6 +163,7 @@ impl RunLayout {
                 topology: "../topology.toml".into(),
                 operator_token_file: "operator.token".into(),
                 state_dir: "state".into(),
+                resid_store: None,
                 hop_exp_time: 63,
                 hummingbird: GrantConfig::default(),
                 peers: peers.iter().filter(|p| p.ia != a.ia).cloned().collect(),

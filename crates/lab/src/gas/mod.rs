@@ -36,7 +36,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{bail, ensure, Context as _, Result};
 use aviary_hummingbird::crypto::MAX_RES_ID;
 use aviary_hummingbird::seal::{self, BuyerKey, SealContext};
-use aviary_hummingbird::{BwCodec, RedeemRequest, ReservationService, ServiceState};
+use aviary_hummingbird::{BwCodec, RedeemRequest, ResIdAllocator, ReservationService, ServiceState};
 use aviary_market::bindings::{AsRegistry, BandwidthAssets, Market};
 use aviary_market::contracts::{self, deploy_test_token, token, PathPurchase};
 use aviary_market::embedded::{Clock, CHAIN_ID, GAS_PRICE};

@@ -276,7 +276,7 @@ impl World {
     pub(super) fn latency(&mut self, call: &str, reps: usize) -> Result<GasRow> {
         let dep = self.dep;
         let sellers: Vec<Seller> = self.sellers[..LATENCY_HOPS as usize].to_vec();
-        let mut services: Vec<ReservationService> = sellers.iter().map(|s| service(s.ia)).collect();
+        let mut services: Vec<AsSide> = sellers.iter().map(|s| service(s.ia)).collect();
         let mut times = vec![];
         let mut gases = vec![];
         for rep in 0..reps.max(1) {
@@ -368,14 +368,29 @@ fn create_marketplace(
     Ok((id, r))
 }
 
-/// The reservation service of AS `ia` (fresh state, the whole ResID range).
-fn service(ia: u64) -> ReservationService {
+/// The reservation service of an AS and the AS's ResID allocator.
+struct AsSide {
+    service: ReservationService,
+    resids: ResIdAllocator,
+}
+
+/// The AS side of AS `ia` (fresh state, the whole ResID range).
+fn service(ia: u64) -> AsSide {
     let secret = format!("aviary lab gas: master secret {ia:#x}");
-    ReservationService::new(ia, CHAIN_ID, secret.as_bytes(), BwCodec::Paper, ServiceState::new(MAX_RES_ID))
+    AsSide {
+        service: ReservationService::new(
+            ia,
+            CHAIN_ID,
+            secret.as_bytes(),
+            BwCodec::Paper,
+            ServiceState::new(MAX_RES_ID),
+        ),
+        resids: ResIdAllocator::new(MAX_RES_ID),
+    }
 }
 
 /// The AS side of a redeem request as the ledger reported it: the sealed reservation.
-fn fulfil(service: &mut ReservationService, ev: &BandwidthAssets::RedeemRequested, now: u64) -> Result<Vec<u8>> {
+fn fulfil(side: &mut AsSide, ev: &BandwidthAssets::RedeemRequested, now: u64) -> Result<Vec<u8>> {
     let req = RedeemRequest {
         request_id: ev.requestId.to_be_bytes::<32>(),
         ingress: ev.ingressInterface,
@@ -389,7 +404,7 @@ fn fulfil(service: &mut ReservationService, ev: &BandwidthAssets::RedeemRequeste
     // blobs (and the calldata gas) repeat from run to run; the AS service draws it from the OS.
     let mut ikm = req.request_id;
     ikm[0] ^= 0xa5;
-    Ok(service.fulfil(&req, now, &ikm)?.sealed)
+    Ok(side.service.fulfil(&req, now, &ikm, &mut side.resids)?.sealed)
 }
 
 /// The `q` quantile of sorted samples (linear interpolation).

@@ -1,0 +1,161 @@
+//! The one ResID allocator of an AS, shared by every process that issues reservations for it:
+//! the control service (operator grants) and the AS reservation service (market deliveries).
+//!
+//! Two allocators for one AS would hand out the same ResID on one ingress for overlapping
+//! reservations, and the routers would police both on one slot. So the allocator lives in one
+//! file, and every assignment is a transaction on it: take an exclusive lock (`flock` on a lock
+//! file beside it), read the file, assign, write a temporary file, `fsync` it, rename it over the
+//! old one, release the lock. Each process sees the other's assignments, a crash at any point
+//! leaves either the old or the new state, and nothing is cached between transactions.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use aviary_hummingbird::ResIdAllocator;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum StoreError<E> {
+    #[error("ResID store {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("ResID store {path} is corrupt: {source}")]
+    Corrupt { path: PathBuf, source: serde_json::Error },
+    /// The transaction's own error; nothing was written.
+    #[error(transparent)]
+    Refused(E),
+}
+
+/// The ResID allocator file of an AS.
+#[derive(Clone, Debug)]
+pub struct ResIdStore {
+    path: PathBuf,
+    lock: PathBuf,
+    /// Bound of a fresh allocator (the routers' policing array).
+    max_res_id: u32,
+}
+
+impl ResIdStore {
+    /// The store in `path` (created at the first assignment), with ResIDs up to `max_res_id`.
+    pub fn new(path: impl Into<PathBuf>, max_res_id: u32) -> Self {
+        let path = path.into();
+        let lock = path.with_extension("lock");
+        Self { path, lock, max_res_id }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `f` on the allocator under the store's lock; its changes are kept only if it returns
+    /// `Ok`.
+    pub fn update<R, E>(&self, f: impl FnOnce(&mut ResIdAllocator) -> Result<R, E>) -> Result<R, StoreError<E>> {
+        let io = |source| StoreError::Io { path: self.path.clone(), source };
+        let lock = OpenOptions::new().create(true).truncate(false).write(true).open(&self.lock).map_err(io)?;
+        let _held = Locked::exclusive(&lock).map_err(io)?;
+        let mut alloc = self.read().map_err(|e| match e {
+            ReadError::Io(e) => io(e),
+            ReadError::Json(source) => StoreError::Corrupt { path: self.path.clone(), source },
+        })?;
+        let r = f(&mut alloc).map_err(StoreError::Refused)?;
+        self.write(&alloc).map_err(io)?;
+        Ok(r)
+    }
+
+    /// The allocator as stored now (a fresh one if there is no file yet).
+    pub fn snapshot(&self) -> Result<ResIdAllocator, StoreError<std::convert::Infallible>> {
+        self.update(|a| Ok(a.clone()))
+    }
+
+    fn read(&self) -> Result<ResIdAllocator, ReadError> {
+        match std::fs::read(&self.path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(ReadError::Json),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ResIdAllocator::new(self.max_res_id)),
+            Err(e) => Err(ReadError::Io(e)),
+        }
+    }
+
+    fn write(&self, alloc: &ResIdAllocator) -> std::io::Result<()> {
+        let tmp = self.path.with_extension("tmp");
+        let mut f = File::create(&tmp)?;
+        f.write_all(&serde_json::to_vec(alloc).map_err(std::io::Error::other)?)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, &self.path)
+    }
+}
+
+enum ReadError {
+    Io(std::io::Error),
+    Json(serde_json::Error),
+}
+
+/// An exclusive `flock` on a file, released when dropped (or when the process dies).
+struct Locked<'a>(&'a File);
+
+impl<'a> Locked<'a> {
+    fn exclusive(f: &'a File) -> std::io::Result<Self> {
+        // SAFETY: flock on a valid, open file descriptor.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Self(f))
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        // SAFETY: as above; unlocking a lock we hold.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("aviary-resids-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn two_handles_assigning_at_once_never_share_a_resid() {
+        let d = dir("threads");
+        let store = ResIdStore::new(d.join("resids.json"), 10_000);
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                // Each thread opens the store itself, as a second process would.
+                let s = ResIdStore::new(store.path(), 10_000);
+                std::thread::spawn(move || {
+                    (0..50)
+                        .map(|_| s.update(|a| a.assign(1, 100, 200)).map_err(|e| e.to_string()).unwrap())
+                        .collect::<Vec<u32>>()
+                })
+            })
+            .collect();
+        let mut all: Vec<u32> = handles.into_iter().flat_map(|h| h.join().unwrap()).collect();
+        all.sort_unstable();
+        assert_eq!(all, (0..200).collect::<Vec<u32>>());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_refused_transaction_writes_nothing_and_a_corrupt_file_is_named() {
+        let d = dir("refused");
+        let store = ResIdStore::new(d.join("resids.json"), 10);
+        store.update(|a| a.assign(1, 0, 10)).unwrap();
+        let r: Result<(), StoreError<&str>> = store.update(|a| {
+            a.assign(1, 0, 10).unwrap();
+            Err("no")
+        });
+        assert!(matches!(r, Err(StoreError::Refused("no"))));
+        assert_eq!(store.snapshot().unwrap().held(1).len(), 1);
+        std::fs::write(store.path(), "{").unwrap();
+        let e = store.snapshot().unwrap_err().to_string();
+        assert!(e.contains("resids.json") && e.contains("corrupt"), "{e}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
