@@ -8,7 +8,7 @@ use std::path::PathBuf;
 mod market;
 
 use aviary_lab::{bench, demo, machine};
-use aviary_node::run::{Network, RunLayout};
+use aviary_node::runner::{Network, RunLayout};
 
 #[derive(Parser)]
 #[command(name = "aviary", version, about = "Inter-domain QoS for SCION: Hummingbird reservations and friends")]

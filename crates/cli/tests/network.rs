@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use aviary_lab::demo::{self, DemoOptions};
 use aviary_node::host::{SenderReport, SinkReport};
-use aviary_node::run::{Network, Role, RunLayout};
+use aviary_node::runner::{Network, Role, RunLayout};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 

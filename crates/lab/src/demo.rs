@@ -15,7 +15,7 @@ use aviary_node::api::{self, ReservationRequest};
 use aviary_node::buyer::{self, Purchase};
 use aviary_node::host::{HopReservation, ReservationFile, SenderReport, SinkReport};
 use aviary_node::routes::AsOnRoute;
-use aviary_node::run::{spawn_process, Network, RunLayout};
+use aviary_node::runner::{spawn_process, Network, RunLayout};
 use serde::Serialize;
 
 /// The embedded default topology.
@@ -167,7 +167,7 @@ pub fn buy_transit(layout: &RunLayout, src: &str, dst: &str, bps: u64, secs: u64
     let d = market.deployment.deployment();
     let (s, t) = (layout.host(src)?, layout.host(dst)?);
     let path = api::fetch_paths(s.control, t.ia)?.into_iter().next().context("no path")?;
-    let gran = u64::from(aviary_node::market_setup::GRANULARITY_S);
+    let gran = u64::from(aviary_node::runner::market_setup::GRANULARITY_S);
     let start = aviary_node::clock::unix_s() / gran * gran;
     let purchase = Purchase {
         start,

@@ -10,11 +10,10 @@ pub mod clock;
 pub mod config;
 pub mod control;
 pub mod host;
-pub mod market_setup;
 pub mod resid_store;
 pub mod router;
 pub mod routes;
-pub mod run;
+pub mod runner;
 pub mod signals;
 pub mod topology;
 #[cfg(not(target_os = "linux"))]

@@ -14,6 +14,8 @@
 //! AS number k (in topology order, from 1) lives on 127.0.k.1 with ports from
 //! `port_base + 100·(k−1)`; its hosts on 127.0.k.10, 127.0.k.11, ...
 
+pub mod market_setup;
+
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -31,7 +33,7 @@ use aviary_scion::IsdAsn;
 use crate::config::{
     write_toml, ControlConfig, GrantConfig, HostConfig, InterfaceConfig, Peer, QueueConfig, RouterConfig,
 };
-use crate::market_setup::MarketLayout;
+use crate::runner::market_setup::MarketLayout;
 use crate::topology::Topology;
 
 /// A child that exits sooner than this after its start counts as a failed start.

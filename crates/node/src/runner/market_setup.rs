@@ -22,7 +22,7 @@ use aviary_market::{Account, Address, Deployment, Ledger, SharedLedger, U256};
 
 use crate::as_service::{AsServiceConfig, DeploymentFile, Direction, LedgerConfig, OfferConfig};
 use crate::config::{write_toml, GrantConfig};
-use crate::run::RunLayout;
+use crate::runner::RunLayout;
 
 /// Wei every AS account and the buyer start with (100 ETH).
 const FUNDS: u128 = 100_000_000_000_000_000_000;

@@ -308,7 +308,7 @@ pub fn run(cfg_path: &std::path::Path) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::RunLayout;
+    use crate::runner::RunLayout;
 
     fn service(name: &str, ia: &str) -> (ControlService, RunLayout) {
         let dir = std::env::temp_dir().join(format!("aviary-ctl-{name}-{}", std::process::id()));
