@@ -10,7 +10,7 @@
 //! ```
 
 use aviary_qos::DropReason;
-use aviary_scion::path::{num_info_fields, segment_of, HOP_LEN, INFO_LEN};
+use aviary_scion::wire::path::{num_info_fields, segment_of, HOP_LEN, INFO_LEN};
 use aviary_scion::{HopField, InfoField, StandardPath};
 use thiserror::Error;
 

@@ -2,7 +2,7 @@
 //! the meta header against the buffer and that CurrHF points at a hop field that fits in
 //! the current segment.
 
-use aviary_scion::path::{segment_of, INFO_LEN};
+use aviary_scion::wire::path::{segment_of, INFO_LEN};
 use aviary_scion::InfoField;
 
 use crate::path::{hop_area, HbirdHop, HbirdPathError, MetaHdr, FLYOVER_BIT, FLYOVER_LINES, HOP_LINES, META_LEN};

@@ -4,7 +4,7 @@
 
 use aviary_qos::DropReason;
 use aviary_scion::forwarding::{is_peering, HopWork, NextHop, PathEnds};
-use aviary_scion::path::segment_of;
+use aviary_scion::wire::path::segment_of;
 use aviary_scion::{AsForwarding, IsdAsn};
 
 use crate::crypto::{flyover_block, ResInfo};

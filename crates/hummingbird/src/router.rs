@@ -17,7 +17,7 @@
 use aviary_qos::{Admission, Claim, Context, ControlError, DropReason, InverseRateTable, ReservationPolicer, Verdict};
 use aviary_scion::aes::Aes128;
 use aviary_scion::forwarding::{HopExtension, HopWork, Staged, StagedForwarder};
-use aviary_scion::header::{path_type, ScionView};
+use aviary_scion::wire::header::{path_type, ScionView};
 use aviary_scion::{AsForwarding, IsdAsn};
 use serde::{Deserialize, Serialize};
 

@@ -1,8 +1,8 @@
 //! Source processing: stamping a reserved path for each packet (BaseTimestamp,
 //! MillisTimestamp, a per-packet Counter, and the AggMAC of every flyover hop).
 
-use aviary_scion::header::{path_type, ScionView};
-use aviary_scion::path::HOP_LEN;
+use aviary_scion::wire::header::{path_type, ScionView};
+use aviary_scion::wire::path::HOP_LEN;
 use thiserror::Error;
 
 use crate::crypto::{flyover_block, high_res_ts, AuthKey, ResInfo, MAX_COUNTER};

@@ -10,7 +10,7 @@
 
 use std::net::Ipv4Addr;
 
-use aviary_scion::header::path_type;
+use aviary_scion::wire::header::path_type;
 use aviary_scion::{
     combine, AsForwarding, HopMacKey, HostAddr, IsdAsn, ScionHeader, ScionPacket, Segment, StandardPath,
 };

@@ -5,7 +5,7 @@ use aviary_hummingbird::path::HbirdPath;
 use aviary_hummingbird::testbed::{Chain, IF_NEXT};
 use aviary_hummingbird::{Router, RouterParams, Source};
 use aviary_qos::{Admission, Verdict};
-use aviary_scion::header::path_type;
+use aviary_scion::wire::header::path_type;
 use aviary_scion::{ScionPacket, ScionView};
 
 const NOW_S: u32 = 1_750_000_000;

@@ -10,7 +10,7 @@ mod strategies;
 use aviary_hummingbird::crypto::{MAX_COUNTER, MAX_MILLIS, MAX_RES_ID};
 use aviary_hummingbird::path::{Flyover, HbirdHop, MetaHdr, HOP_LINES, MAX_SEG_LINES, META_LEN};
 use aviary_hummingbird::HbirdPath;
-use aviary_scion::path::INFO_LEN;
+use aviary_scion::wire::path::INFO_LEN;
 use aviary_scion::InfoField;
 use proptest::prelude::*;
 use proptest::sample::Index;

@@ -18,8 +18,8 @@ use aviary_hummingbird::path::{MetaHdr, FLYOVER_BIT, FLYOVER_LINES, HOP_LINES, M
 use aviary_hummingbird::testbed::{Chain, IF_NEXT};
 use aviary_hummingbird::{HbirdPath, Reservation, Router, RouterParams, Source};
 use aviary_qos::{Admission, Verdict};
-use aviary_scion::header::path_type;
-use aviary_scion::path::{num_info_fields, INFO_LEN};
+use aviary_scion::wire::header::path_type;
+use aviary_scion::wire::path::{num_info_fields, INFO_LEN};
 use aviary_scion::{HostAddr, InfoField, IsdAsn, ScionHeader, ScionPacket, ScionView};
 use proptest::prelude::*;
 use proptest::sample::Index;

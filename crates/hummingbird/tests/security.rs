@@ -7,7 +7,7 @@ use aviary_hummingbird::path::{HbirdPath, META_LEN};
 use aviary_hummingbird::testbed::{Chain, IF_NEXT};
 use aviary_hummingbird::{BwCodec, PolicingMode, Reservation, Router, RouterParams, Source};
 use aviary_qos::{Admission, DropReason, Verdict};
-use aviary_scion::header::ScionView;
+use aviary_scion::wire::header::ScionView;
 
 const T0: u32 = 1_750_000_000;
 const S: u64 = 1_000_000_000;

@@ -11,8 +11,8 @@ use std::collections::HashMap;
 use aviary_hummingbird::crypto::{flyover_block, MAX_COUNTER, MAX_MILLIS, MAX_RES_ID};
 use aviary_hummingbird::{derive_sv, AuthKey, ResInfo, Router, RouterParams, SecretValue};
 use aviary_qos::{Admission, DropReason, Verdict};
-use aviary_scion::header::path_type;
 use aviary_scion::mac::{derive_forwarding_key, mac_input};
+use aviary_scion::wire::header::path_type;
 use aviary_scion::{AsForwarding, HopMacKey, IsdAsn, ScionView};
 use vectors_gen::{Vectors, FILE_NAME, FORMAT};
 

@@ -18,7 +18,7 @@ use aviary_node::host::{
 };
 use aviary_node::routes::AsOnRoute;
 use aviary_qos::{Admission, DropReason, Verdict};
-use aviary_scion::header::path_type;
+use aviary_scion::wire::header::path_type;
 use aviary_scion::{HostAddr, ScionUdpView, ScionView};
 use clap::Parser;
 
@@ -235,7 +235,7 @@ fn sink_accounts_loss_duplicates_and_malformed_datagrams() {
     let mut no_magic = f.fill(8, start).unwrap().to_vec();
     let off = ScionUdpView::new_checked(&no_magic[..]).unwrap().payload_range().start;
     no_magic[off] = b'X';
-    aviary_scion::udp::set_checksum(&mut no_magic).unwrap();
+    aviary_scion::wire::udp::set_checksum(&mut no_magic).unwrap();
     sink.receive(&no_magic, start);
     let good = f.fill(9, start).unwrap().to_vec();
     for cut in [0, 1, 20, 60, good.len() - 1] {

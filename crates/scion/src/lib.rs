@@ -7,21 +7,16 @@
 
 pub mod aes;
 pub mod drkey;
-pub mod extension;
 pub mod forwarding;
-pub mod header;
-pub mod ia;
 pub mod mac;
-pub mod path;
-pub mod path_view;
 pub mod segment;
-pub mod udp;
+pub mod wire;
 
 pub use forwarding::{AsForwarding, InterfaceSet, StandardForwarder};
-pub use header::{path_type, HeaderError, HostAddr, ScionHeader, ScionPacket, ScionView};
-pub use ia::{IaParseError, IsdAsn};
 pub use mac::{derive_forwarding_key, derive_key, HopMacKey};
-pub use path::{HopField, InfoField, PathError, StandardPath};
-pub use path_view::StandardPathView;
 pub use segment::{combine, combine_from, Segment};
-pub use udp::{ScionUdpView, UdpError, UdpHeader};
+pub use wire::header::{path_type, HeaderError, HostAddr, ScionHeader, ScionPacket, ScionView};
+pub use wire::ia::{IaParseError, IsdAsn};
+pub use wire::path::{HopField, InfoField, PathError, StandardPath};
+pub use wire::path_view::StandardPathView;
+pub use wire::udp::{ScionUdpView, UdpError, UdpHeader};

@@ -8,7 +8,7 @@
 //! traversed hop).
 
 use crate::mac::HopMacKey;
-use crate::path::{chain_seg_id, HopField, InfoField, PathError, StandardPath};
+use crate::wire::path::{chain_seg_id, HopField, InfoField, PathError, StandardPath};
 
 /// A path segment in construction order.
 #[derive(Clone, Debug, PartialEq, Eq)]

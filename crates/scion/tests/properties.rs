@@ -10,7 +10,7 @@ mod strategies;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use aviary_qos::Verdict;
-use aviary_scion::path::{segment_of, MAX_HOPS};
+use aviary_scion::wire::path::{segment_of, MAX_HOPS};
 use aviary_scion::{
     combine, path_type, AsForwarding, HopMacKey, HostAddr, IsdAsn, ScionHeader, ScionPacket, ScionView, Segment,
     StandardPath,

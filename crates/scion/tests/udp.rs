@@ -5,7 +5,7 @@
 mod strategies;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use aviary_scion::udp::{
+use aviary_scion::wire::udp::{
     self, emit_packet, packet_len, packet_to_vec, pseudo_header_checksum, Checksum, PROTOCOL_E2E, PROTOCOL_HBH,
     PROTOCOL_UDP,
 };

@@ -14,7 +14,7 @@ use aviary_hummingbird::testbed::{Chain, IF_NEXT, IF_PREV};
 use aviary_hummingbird::{derive_sv, AuthKey, ResInfo, Reservation, Router, RouterParams, SecretValue, Source};
 use aviary_qos::{Admission, Verdict};
 use aviary_scion::mac::{derive_forwarding_key, mac_input};
-use aviary_scion::path::chain_seg_id;
+use aviary_scion::wire::path::chain_seg_id;
 use aviary_scion::{HopMacKey, IsdAsn, ScionPacket, ScionView, StandardPath};
 use serde::{Deserialize, Serialize};
 

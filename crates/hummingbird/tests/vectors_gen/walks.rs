@@ -89,7 +89,7 @@ fn reply(pkt: &[u8]) -> Vec<u8> {
     std::mem::swap(&mut r.header.src_ia, &mut r.header.dst_ia);
     std::mem::swap(&mut r.header.src_host, &mut r.header.dst_host);
     r.header.path = match r.header.path_type {
-        aviary_scion::header::path_type::HUMMINGBIRD => {
+        aviary_scion::wire::header::path_type::HUMMINGBIRD => {
             let mut p = HbirdPath::parse(&r.header.path).expect("hbird path");
             p.reverse().expect("reverse");
             p.to_bytes().expect("emit")
@@ -108,7 +108,7 @@ fn flip_mac_byte(pkt: &mut [u8], hop: usize, byte: usize) {
     let v = ScionView::new_checked(&*pkt).expect("packet");
     let range = v.path_range();
     let path = &pkt[range.clone()];
-    let off = if v.path_type() == aviary_scion::header::path_type::HUMMINGBIRD {
+    let off = if v.path_type() == aviary_scion::wire::header::path_type::HUMMINGBIRD {
         let (base, _) = aviary_hummingbird::path::hop_area(path).expect("hop area");
         let p = HbirdPath::parse(path).expect("hbird path");
         base + 4 * p.hops().take(hop).map(|h| h.lines()).sum::<usize>()

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Context};
 use aviary_hummingbird::{BwCodec, ResInfo, Reservation, SecretValue};
-use aviary_scion::path::hop_expiry_ns;
+use aviary_scion::wire::path::hop_expiry_ns;
 use aviary_scion::{combine_from, HopMacKey, IsdAsn};
 use tiny_http::{Header, Method, Request, Response, Server};
 

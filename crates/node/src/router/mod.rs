@@ -26,7 +26,7 @@ use std::time::Duration;
 use anyhow::{anyhow, Context as _};
 use aviary_hummingbird::{Router as HbirdRouter, SecretValue};
 use aviary_qos::{ClassId, Classifier, Context, EgressScheduler, LinkParams, LinkState, RandomSource, Verdict};
-use aviary_scion::header::src_ia_of;
+use aviary_scion::wire::header::src_ia_of;
 use aviary_scion::{AsForwarding, HopMacKey, HostAddr, IsdAsn, ScionView, StandardForwarder};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha12Rng;

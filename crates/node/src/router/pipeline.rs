@@ -5,7 +5,7 @@
 //! counted here, per processor, so that no mechanism has to count its own.
 
 use aviary_qos::{drop_label, Admission, Claim, Context, ControlError, DropCounters, DropReason, Processor, Verdict};
-use aviary_scion::extension::hop_by_hop_options;
+use aviary_scion::wire::extension::hop_by_hop_options;
 use thiserror::Error;
 
 /// Offset of the path type in the SCION common header.

@@ -13,7 +13,7 @@ use super::{
     Protocol, SecretValue,
 };
 use crate::aes::Aes128;
-use crate::ia::IsdAsn;
+use crate::wire::ia::IsdAsn;
 
 /// The keys AS A issues for one protocol in one epoch.
 #[derive(Clone)]

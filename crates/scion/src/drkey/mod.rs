@@ -34,7 +34,7 @@ use std::fmt;
 use thiserror::Error;
 
 use crate::aes::Aes128;
-use crate::ia::IsdAsn;
+use crate::wire::ia::IsdAsn;
 
 /// PBKDF2 salt of the secret value derivation.
 pub const SV_SALT: &[u8] = b"Derive DRKey Key";

@@ -9,6 +9,7 @@
 //! crossover with a second verified hop field, egress interface, SegID update in
 //! construction direction, CurrHF advance.
 
+mod drops;
 pub mod staged;
 
 pub use staged::{HopExtension, Staged, StagedForwarder, Standard, StandardForwarder, MAX_BATCH};
@@ -16,8 +17,8 @@ pub use staged::{HopExtension, Staged, StagedForwarder, Standard, StandardForwar
 use aviary_qos::{DropReason, Verdict};
 
 use crate::mac::{mac_eq, mac_input, HopMacKey, MAC_LEN};
-use crate::path::{chain_seg_id, hop_expiry_ns, segment_of, HopField, InfoField};
-use crate::path_view::StandardPathView;
+use crate::wire::path::{chain_seg_id, hop_expiry_ns, segment_of, HopField, InfoField};
+use crate::wire::path_view::StandardPathView;
 use crate::IsdAsn;
 
 /// A set of interface ids (one bit per possible id, 8 KiB).

@@ -18,8 +18,8 @@
 use aviary_qos::{Admission, Claim, Context, DropReason, Processor, Verdict};
 
 use super::{AsForwarding, HopWork};
-use crate::header::{path_type, ScionView};
 use crate::mac::MAC_LEN;
+use crate::wire::header::{path_type, ScionView};
 
 /// Packets processed together (stack-allocated state per packet).
 pub const MAX_BATCH: usize = 32;

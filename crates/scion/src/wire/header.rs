@@ -13,7 +13,6 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use aviary_qos::DropReason;
 use thiserror::Error;
 
 use crate::IsdAsn;
@@ -51,18 +50,6 @@ pub enum HeaderError {
     BadPathLength(usize),
     #[error("payload of {0} bytes exceeds 65535")]
     PayloadTooLong(usize),
-}
-
-impl From<HeaderError> for DropReason {
-    fn from(e: HeaderError) -> Self {
-        match e {
-            HeaderError::Truncated => DropReason::Truncated,
-            HeaderError::BadVersion(_) => DropReason::BadVersion,
-            HeaderError::LengthMismatch | HeaderError::PayloadTooLong(_) => DropReason::LengthMismatch,
-            HeaderError::BadAddressType(_) => DropReason::BadAddressType,
-            HeaderError::BadPathLength(_) => DropReason::MalformedPath,
-        }
-    }
 }
 
 /// A host address in the address header.

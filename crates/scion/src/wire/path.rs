@@ -6,7 +6,6 @@
 //! HopField:    |r r r r r r I E| ExpTime | ConsIngress(16) | ConsEgress(16) | MAC(48) |
 //! ```
 
-use aviary_qos::DropReason;
 use thiserror::Error;
 
 use crate::mac::{HopMacKey, MAC_LEN};
@@ -36,15 +35,6 @@ pub enum PathError {
     BadPeering,
     #[error("cannot reverse a path whose hop or info count is zero")]
     Empty,
-}
-
-impl From<PathError> for DropReason {
-    fn from(e: PathError) -> Self {
-        match e {
-            PathError::IndexOutOfRange => DropReason::PathIndexOutOfRange,
-            _ => DropReason::MalformedPath,
-        }
-    }
 }
 
 /// Number of info fields implied by the segment lengths; errors on a gap (`Seg1Len = 0`
@@ -209,7 +199,7 @@ impl StandardPath {
 
     /// Parses a path that fills `b` exactly (as the header's path bytes do).
     pub fn parse(b: &[u8]) -> Result<Self, PathError> {
-        let v = crate::path_view::StandardPathView::new_checked(b)?;
+        let v = crate::wire::path_view::StandardPathView::new_checked(b)?;
         let meta = v.meta();
         Ok(Self {
             curr_inf: meta.curr_inf,

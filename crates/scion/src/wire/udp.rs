@@ -27,7 +27,7 @@ use std::ops::Range;
 
 use thiserror::Error;
 
-use crate::header::{HeaderError, HostAddr, ScionHeader, ScionView, ADDR_OFFSET};
+use crate::wire::header::{HeaderError, HostAddr, ScionHeader, ScionView, ADDR_OFFSET};
 use crate::IsdAsn;
 
 /// Protocol number of UDP (SCION `NextHdr`).

@@ -9,7 +9,7 @@
 //! views here walk; a malformed header yields no options rather than an error, since the caller
 //! (the router's dispatcher) then falls back to the path type, whose processor checks the packet.
 
-use crate::header::ScionView;
+use crate::wire::header::ScionView;
 
 /// `NextHdr` of a hop-by-hop options header.
 pub const HOP_BY_HOP: u8 = 200;

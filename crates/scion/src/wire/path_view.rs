@@ -1,7 +1,7 @@
 //! Zero-copy view over a standard path, for routers: one checked constructor validates the
 //! meta header against the buffer, after which every field access is in bounds.
 
-use crate::path::{
+use crate::wire::path::{
     num_info_fields, segment_of, HopField, InfoField, MetaHdr, PathError, HOP_LEN, INFO_LEN, MAX_HOPS, META_LEN,
 };
 
