@@ -11,6 +11,7 @@ mod class;
 mod policer;
 mod processor;
 mod scheduler;
+mod token_bucket;
 mod verdict;
 
 pub use class::{
@@ -19,4 +20,5 @@ pub use class::{
 pub use policer::{InverseRateTable, PolicerConfigError, ReservationPolicer, INV_SHIFT};
 pub use processor::{drop_label, Claim, Context, ControlError, LinkState, Processor, RandomSource, SeededRandom};
 pub use scheduler::{ClassStats, EgressScheduler, LinkParams, SchedulerStats};
+pub use token_bucket::{Rate, RateError, TokenBucket, TokenBucketBank, RATE_UNIT_BPS, STAMP_WINDOW_NS};
 pub use verdict::{DropCounters, DropReason, Verdict};
