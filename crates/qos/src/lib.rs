@@ -8,6 +8,7 @@
 //! one 8-byte timestamp per reservation.
 
 mod class;
+mod duplicates;
 mod policer;
 mod processor;
 mod scheduler;
@@ -17,6 +18,7 @@ mod verdict;
 pub use class::{
     Admission, ClassError, ClassId, ClassSpec, ClassTable, Classifier, LinkPolicy, QueueDiscipline, RateBound,
 };
+pub use duplicates::{DuplicateFilter, DuplicateFilterConfig, DuplicateFilterConfigError};
 pub use policer::{InverseRateTable, PolicerConfigError, ReservationPolicer, INV_SHIFT};
 pub use processor::{drop_label, Claim, Context, ControlError, LinkState, Processor, RandomSource, SeededRandom};
 pub use scheduler::{ClassStats, EgressScheduler, LinkParams, SchedulerStats};
