@@ -1,0 +1,65 @@
+//! Heap use of the per-key state, counted by the allocator rather than by the types' own
+//! accounting. One test only, so no other test thread allocates while it counts.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+use aviary_qos::{DuplicateFilter, DuplicateFilterConfig, Rate, TokenBucketBank};
+
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size(), Relaxed);
+        ALLOCATIONS.fetch_add(1, Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size(), Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+#[test]
+fn per_key_state_is_what_the_docs_say() {
+    // A bank of N buckets: exactly 8·N bytes of heap, plus the bank value itself.
+    const N: usize = 50_000;
+    let before = LIVE.load(Relaxed);
+    let mut bank = TokenBucketBank::with_capacity(1500, N);
+    for i in 0..N {
+        bank.push(Rate::from_units(i as u16));
+    }
+    assert_eq!(LIVE.load(Relaxed) - before, 8 * N);
+    assert_eq!(bank.memory_bytes(), 8 * N + std::mem::size_of::<TokenBucketBank>());
+    // Admitting never allocates.
+    let calls = ALLOCATIONS.load(Relaxed);
+    for i in 0..N {
+        bank.admit(i, 1000, i as u64 * 1000);
+    }
+    assert_eq!(ALLOCATIONS.load(Relaxed), calls);
+    drop(bank);
+
+    // A duplicate filter: its two generations, allocated once, whatever the traffic.
+    let config =
+        DuplicateFilterConfig { window_ns: 1_000_000_000, expected_per_window: 100_000, false_positive_rate: 1e-3 };
+    let before = LIVE.load(Relaxed);
+    let mut f = DuplicateFilter::new(config, [9; 16]).unwrap();
+    let heap = LIVE.load(Relaxed) - before;
+    assert_eq!(heap + std::mem::size_of::<DuplicateFilter>(), f.memory_bytes());
+    // Two generations of m = −n ln p_g / ln²2 bits, p_g ≈ p/2: 2 · 15.82 bits · 10⁵ / 8 B.
+    assert!((395_000..396_000).contains(&heap), "heap {heap}");
+    let calls = ALLOCATIONS.load(Relaxed);
+    for i in 0..1_000_000u64 {
+        f.check_and_insert(&i.to_be_bytes(), i * 10_000);
+    }
+    assert_eq!(ALLOCATIONS.load(Relaxed), calls, "checking allocated");
+    assert_eq!(LIVE.load(Relaxed) - before, heap);
+}
