@@ -14,10 +14,35 @@ use aviary_scion::wire::path::{num_info_fields, segment_of, HOP_LEN, INFO_LEN};
 use aviary_scion::{HopField, InfoField, StandardPath};
 use thiserror::Error;
 
-use crate::crypto::{MAX_COUNTER, MAX_MILLIS, MAX_RES_ID};
+use crate::crypto::{high_res_ts, MAX_COUNTER, MAX_MILLIS, MAX_RES_ID};
 
 pub const META_LEN: usize = 12;
 pub const FLYOVER_LEN: usize = 20;
+
+/// Field offsets of path type 5, each relative to the start of its part: the one place they are
+/// written down. Info fields and the first 12 bytes of every hop field are SCION's
+/// (`aviary_scion::wire::path::field`).
+pub mod field {
+    pub mod meta {
+        use std::ops::Range;
+        /// CurrINF, CurrHF and the SegLens in one big-endian word.
+        pub const WORD: Range<usize> = 0..4;
+        pub const BASE_TS: Range<usize> = 4..8;
+        /// MillisTimestamp (10 bits) | Counter (22 bits).
+        pub const HIGH_RES_TS: Range<usize> = 8..12;
+    }
+    pub mod flyover {
+        use std::ops::Range;
+        /// The hop field's flags byte, which carries the flyover bit.
+        pub const FLAGS: usize = aviary_scion::wire::path::field::hop::FLAGS;
+        /// The (Agg)MAC.
+        pub const MAC: Range<usize> = aviary_scion::wire::path::field::hop::MAC;
+        /// ResID (22 bits) | BW (10 bits).
+        pub const RES: Range<usize> = 12..16;
+        pub const RES_START_OFFSET: Range<usize> = 16..18;
+        pub const RES_DURATION: Range<usize> = 18..20;
+    }
+}
 /// Lines (4 bytes) of a hop field and of a flyover hop field.
 pub const HOP_LINES: usize = 3;
 pub const FLYOVER_LINES: usize = 5;
@@ -56,10 +81,7 @@ impl From<HbirdPathError> for DropReason {
 /// `(offset of the first hop field, number of hop-field lines)` of a path whose length
 /// matches its meta header.
 pub fn hop_area(path: &[u8]) -> Option<(usize, usize)> {
-    if path.len() < META_LEN {
-        return None;
-    }
-    let meta = MetaHdr::decode(path);
+    let meta = MetaHdr::parse(path).ok()?;
     let ninf = num_info_fields(meta.seg_len).ok().filter(|n| *n > 0)?;
     let lines: usize = meta.seg_len.iter().map(|l| usize::from(*l)).sum();
     let base = META_LEN + INFO_LEN * ninf;
@@ -82,17 +104,20 @@ pub struct MetaHdr {
 }
 
 impl MetaHdr {
-    /// Decodes the first 12 bytes of `b` (panics if shorter).
+    /// Decodes the first 12 bytes of `b`.
+    pub fn parse(b: &[u8]) -> Result<Self, HbirdPathError> {
+        let b = b.get(..META_LEN).ok_or(HbirdPathError::Truncated)?;
+        Ok(Self::from_bytes(b.try_into().expect("META_LEN bytes")))
+    }
     #[inline]
-    pub fn decode(b: &[u8]) -> Self {
-        let b: &[u8; 12] = b[..12].try_into().unwrap();
-        let w = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
-        let t = u32::from_be_bytes([b[8], b[9], b[10], b[11]]);
+    pub fn from_bytes(b: &[u8; META_LEN]) -> Self {
+        let w = be_u32(&b[field::meta::WORD]);
+        let t = be_u32(&b[field::meta::HIGH_RES_TS]);
         Self {
             curr_inf: (w >> 30) as u8,
             curr_hf: (w >> 22) as u8,
             seg_len: [((w >> 14) & 0x7f) as u8, ((w >> 7) & 0x7f) as u8, (w & 0x7f) as u8],
-            base_ts: u32::from_be_bytes([b[4], b[5], b[6], b[7]]),
+            base_ts: be_u32(&b[field::meta::BASE_TS]),
             millis: (t >> 22) as u16,
             counter: t & MAX_COUNTER,
         }
@@ -106,12 +131,22 @@ impl MetaHdr {
             | u32::from(self.seg_len[2] & 0x7f);
         w.to_be_bytes()
     }
+    /// Writes the meta header into `out[..META_LEN]`; panics if `out` is shorter.
     pub fn emit(&self, out: &mut [u8]) {
-        out[0..4].copy_from_slice(&self.encode_word0());
-        out[4..8].copy_from_slice(&self.base_ts.to_be_bytes());
-        let t = (u32::from(self.millis & MAX_MILLIS) << 22) | (self.counter & MAX_COUNTER);
-        out[8..12].copy_from_slice(&t.to_be_bytes());
+        out[field::meta::WORD].copy_from_slice(&self.encode_word0());
+        out[field::meta::BASE_TS].copy_from_slice(&self.base_ts.to_be_bytes());
+        out[field::meta::HIGH_RES_TS].copy_from_slice(&high_res_ts(self.millis, self.counter).to_be_bytes());
     }
+}
+
+#[inline]
+fn be_u32(b: &[u8]) -> u32 {
+    u32::from_be_bytes(b.try_into().expect("a 4-byte field"))
+}
+
+#[inline]
+fn be_u16(b: &[u8]) -> u16 {
+    u16::from_be_bytes(b.try_into().expect("a 2-byte field"))
 }
 
 /// The reservation part of a flyover hop field.
@@ -125,22 +160,26 @@ pub struct Flyover {
 }
 
 impl Flyover {
-    /// Parses the first 8 bytes of `b` (panics if shorter).
+    /// Reads the reservation fields of the flyover hop field `b`.
     #[inline]
-    pub fn parse(b: &[u8]) -> Self {
-        let b: &[u8; 8] = b[..8].try_into().unwrap();
-        let w = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+    pub fn from_hop_bytes(b: &[u8; FLYOVER_LEN]) -> Self {
+        use field::flyover;
+        let w = be_u32(&b[flyover::RES]);
         Self {
             res_id: w >> 10,
             bw: (w & 0x3ff) as u16,
-            res_start_offset: u16::from_be_bytes([b[4], b[5]]),
-            res_duration: u16::from_be_bytes([b[6], b[7]]),
+            res_start_offset: be_u16(&b[flyover::RES_START_OFFSET]),
+            res_duration: be_u16(&b[flyover::RES_DURATION]),
         }
     }
-    pub fn emit(&self, out: &mut [u8]) {
-        out[0..4].copy_from_slice(&(((self.res_id & MAX_RES_ID) << 10) | u32::from(self.bw & 0x3ff)).to_be_bytes());
-        out[4..6].copy_from_slice(&self.res_start_offset.to_be_bytes());
-        out[6..8].copy_from_slice(&self.res_duration.to_be_bytes());
+    /// Writes the reservation fields into the flyover hop field `out[..FLYOVER_LEN]` (panics if
+    /// shorter); the hop field part is left alone.
+    pub fn emit_into_hop(&self, out: &mut [u8]) {
+        use field::flyover;
+        out[flyover::RES]
+            .copy_from_slice(&(((self.res_id & MAX_RES_ID) << 10) | u32::from(self.bw & 0x3ff)).to_be_bytes());
+        out[flyover::RES_START_OFFSET].copy_from_slice(&self.res_start_offset.to_be_bytes());
+        out[flyover::RES_DURATION].copy_from_slice(&self.res_duration.to_be_bytes());
     }
     fn check(&self) -> Result<(), HbirdPathError> {
         if self.res_id > MAX_RES_ID {
@@ -169,17 +208,21 @@ impl HbirdHop {
             HOP_LINES
         }
     }
-    #[inline]
-    pub fn parse(b: &[u8]) -> Self {
-        let hop = HopField::parse(b);
-        let flyover = (b[0] & FLYOVER_BIT != 0).then(|| Flyover::parse(&b[HOP_LEN..]));
-        Self { hop, flyover }
+    /// Parses the hop field (12 bytes, or 20 for a flyover) that opens `b`.
+    pub fn parse(b: &[u8]) -> Result<Self, HbirdPathError> {
+        let first = b.first().ok_or(HbirdPathError::Truncated)?;
+        let len = if first & FLYOVER_BIT != 0 { FLYOVER_LEN } else { HOP_LEN };
+        let b = b.get(..len).ok_or(HbirdPathError::Truncated)?;
+        let hop = HopField::from_bytes(b[..HOP_LEN].try_into().expect("HOP_LEN bytes"));
+        let flyover = b.try_into().ok().map(Flyover::from_hop_bytes);
+        Ok(Self { hop, flyover })
     }
+    /// Writes the hop field into `out[..4 * self.lines()]`; panics if `out` is shorter.
     pub fn emit(&self, out: &mut [u8]) {
         self.hop.emit(out);
         if let Some(f) = &self.flyover {
-            out[0] |= FLYOVER_BIT;
-            f.emit(&mut out[HOP_LEN..]);
+            out[field::flyover::FLAGS] |= FLYOVER_BIT;
+            f.emit_into_hop(out);
         }
     }
 }
@@ -263,10 +306,7 @@ impl HbirdPath {
 
     /// Parses a path that fills `b` exactly.
     pub fn parse(b: &[u8]) -> Result<Self, HbirdPathError> {
-        if b.len() < META_LEN {
-            return Err(HbirdPathError::Truncated);
-        }
-        let meta = MetaHdr::decode(b);
+        let meta = MetaHdr::parse(b)?;
         let ninf = num_info_fields(meta.seg_len).map_err(|_| HbirdPathError::BadSegLens(meta.seg_len))?;
         if ninf == 0 {
             return Err(HbirdPathError::BadSegLens(meta.seg_len));
@@ -276,7 +316,9 @@ impl HbirdPath {
         if b.len() != expected {
             return Err(HbirdPathError::LengthMismatch { expected, actual: b.len() });
         }
-        let info = (0..ninf).map(|i| InfoField::parse(&b[META_LEN + INFO_LEN * i..])).collect();
+        let info = (0..ninf)
+            .map(|i| InfoField::parse(&b[META_LEN + INFO_LEN * i..]).map_err(|_| HbirdPathError::Truncated))
+            .collect::<Result<_, _>>()?;
         let base = META_LEN + INFO_LEN * ninf;
         let mut segments = Vec::with_capacity(ninf);
         let mut line = 0;
@@ -288,7 +330,7 @@ impl HbirdPath {
                 if line + lines > end {
                     return Err(HbirdPathError::Misaligned(s));
                 }
-                hops.push(HbirdHop::parse(&b[base + 4 * line..]));
+                hops.push(HbirdHop::parse(&b[base + 4 * line..])?);
                 line += lines;
             }
             segments.push(hops);

@@ -1,11 +1,16 @@
-//! Zero-copy view over a Hummingbird path, for routers: the checked constructor validates
-//! the meta header against the buffer and that CurrHF points at a hop field that fits in
-//! the current segment.
+//! Zero-copy view over a Hummingbird path, for routers and sources: the checked constructor
+//! validates the meta header against the buffer and that CurrHF points at a hop field that fits
+//! in the current segment; getters and setters then go through the field table
+//! ([`crate::path::field`]).
 
-use aviary_scion::wire::path::{segment_of, INFO_LEN};
-use aviary_scion::InfoField;
+use aviary_scion::forwarding::HopLayout;
+use aviary_scion::wire::path::{segment_of, HopField, InfoField, HOP_LEN, INFO_LEN};
 
-use crate::path::{hop_area, HbirdHop, HbirdPathError, MetaHdr, FLYOVER_BIT, FLYOVER_LINES, HOP_LINES, META_LEN};
+use crate::crypto::high_res_ts;
+use crate::path::{
+    field, hop_area, Flyover, HbirdHop, HbirdPathError, MetaHdr, FLYOVER_BIT, FLYOVER_LEN, FLYOVER_LINES, HOP_LINES,
+    META_LEN,
+};
 
 #[derive(Clone, Copy, Debug)]
 pub struct HbirdPathView<T> {
@@ -20,7 +25,7 @@ impl<T: AsRef<[u8]>> HbirdPathView<T> {
     pub fn new_checked(buf: T) -> Result<Self, HbirdPathError> {
         let b = buf.as_ref();
         let (hop_base, lines) = hop_area(b).ok_or(HbirdPathError::Truncated)?;
-        let meta = MetaHdr::decode(b);
+        let meta = MetaHdr::from_bytes(b[..META_LEN].try_into().expect("hop_area checked the length"));
         let num_inf = (hop_base - META_LEN) / INFO_LEN;
         let view = Self { buf, meta, num_inf, lines };
         let (ci, ch) = (usize::from(meta.curr_inf), usize::from(meta.curr_hf));
@@ -57,19 +62,123 @@ impl<T: AsRef<[u8]>> HbirdPathView<T> {
     /// Info field `i`; panics if `i >= num_info_fields()`.
     pub fn info(&self, i: usize) -> InfoField {
         assert!(i < self.num_inf, "info field {i} of {}", self.num_inf);
-        InfoField::parse(&self.buf.as_ref()[self.info_offset(i)..])
+        let off = self.info_offset(i);
+        InfoField::from_bytes(self.buf.as_ref()[off..off + INFO_LEN].try_into().expect("INFO_LEN bytes"))
     }
     /// Lines of the hop field starting at `line` (by its F bit); panics past the path.
     pub fn lines_at(&self, line: usize) -> usize {
-        if self.buf.as_ref()[self.hop_offset(line)] & FLYOVER_BIT != 0 {
+        if self.buf.as_ref()[self.hop_offset(line) + field::flyover::FLAGS] & FLYOVER_BIT != 0 {
             FLYOVER_LINES
         } else {
             HOP_LINES
         }
     }
+    /// Whether the hop field starting at `line` lies within the path.
+    fn fits(&self, line: usize) -> bool {
+        line < self.lines && line + self.lines_at(line) <= self.lines
+    }
     /// The hop field starting at `line`, if it lies within the path.
     pub fn hop(&self, line: usize) -> Option<HbirdHop> {
-        (line < self.lines && line + self.lines_at(line) <= self.lines)
-            .then(|| HbirdHop::parse(&self.buf.as_ref()[self.hop_offset(line)..]))
+        self.fits(line).then(|| HbirdHop { hop: self.hop_field(line), flyover: self.flyover(line) })
+    }
+    /// The SCION hop field part of the hop field at `line`; panics past the path.
+    fn hop_field(&self, line: usize) -> HopField {
+        let off = self.hop_offset(line);
+        HopField::from_bytes(self.buf.as_ref()[off..off + HOP_LEN].try_into().expect("HOP_LEN bytes"))
+    }
+    /// The reservation of the hop field at `line`, if it is a flyover within the path.
+    pub fn flyover(&self, line: usize) -> Option<Flyover> {
+        if !self.fits(line) || self.lines_at(line) != FLYOVER_LINES {
+            return None;
+        }
+        let off = self.hop_offset(line);
+        Some(Flyover::from_hop_bytes(self.buf.as_ref()[off..off + FLYOVER_LEN].try_into().expect("FLYOVER_LEN bytes")))
+    }
+    /// Lines of the path at which a flyover hop field starts, in path order.
+    pub fn flyover_lines(&self) -> impl Iterator<Item = usize> + '_ {
+        let mut line = 0;
+        std::iter::from_fn(move || {
+            while self.fits(line) {
+                let (at, width) = (line, self.lines_at(line));
+                line += width;
+                if width == FLYOVER_LINES {
+                    return Some(at);
+                }
+            }
+            None
+        })
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> HbirdPathView<T> {
+    fn hop_bytes_mut(&mut self, line: usize) -> &mut [u8] {
+        let off = self.hop_offset(line);
+        &mut self.buf.as_mut()[off..]
+    }
+    /// Sets BaseTimestamp, MillisTimestamp and Counter.
+    pub fn set_timestamps(&mut self, base_ts: u32, millis: u16, counter: u32) {
+        let b = self.buf.as_mut();
+        b[field::meta::BASE_TS].copy_from_slice(&base_ts.to_be_bytes());
+        b[field::meta::HIGH_RES_TS].copy_from_slice(&high_res_ts(millis, counter).to_be_bytes());
+        (self.meta.base_ts, self.meta.millis, self.meta.counter) = (base_ts, millis, counter);
+    }
+    /// Overwrites the (Agg)MAC of the hop field at `line`; panics past the path.
+    pub fn set_hop_mac(&mut self, line: usize, mac: &[u8; 6]) {
+        self.hop_bytes_mut(line)[field::flyover::MAC].copy_from_slice(mac);
+    }
+    /// Overwrites the reservation fields of the flyover at `line`; `false` (and nothing
+    /// written) if there is no flyover there.
+    pub fn set_flyover(&mut self, line: usize, f: &Flyover) -> bool {
+        if !self.fits(line) || self.lines_at(line) != FLYOVER_LINES {
+            return false;
+        }
+        f.emit_into_hop(self.hop_bytes_mut(line));
+        true
+    }
+}
+
+/// The forwarder's view of the layout: positions are 4-byte lines, CurrHF has 8 bits.
+impl<T: AsRef<[u8]>> HopLayout for HbirdPathView<T> {
+    const MAX_CURR_HF: usize = 255;
+
+    #[inline]
+    fn current(&self) -> (usize, usize) {
+        (usize::from(self.meta.curr_inf), usize::from(self.meta.curr_hf))
+    }
+    #[inline]
+    fn seg_len(&self) -> [u8; 3] {
+        self.meta.seg_len
+    }
+    #[inline]
+    fn num_info_fields(&self) -> usize {
+        self.num_inf
+    }
+    #[inline]
+    fn len_units(&self) -> usize {
+        self.lines
+    }
+    #[inline]
+    fn info_offset(&self, i: usize) -> usize {
+        HbirdPathView::info_offset(self, i)
+    }
+    #[inline]
+    fn info(&self, i: usize) -> InfoField {
+        HbirdPathView::info(self, i)
+    }
+    #[inline]
+    fn current_hop(&self) -> (HopField, usize) {
+        let ch = usize::from(self.meta.curr_hf);
+        (self.hop_field(ch), self.lines_at(ch))
+    }
+    /// A crossover's second hop field must be a plain one: a flyover belongs to one interface
+    /// pair and the first hop field of the segment already carries it (A.5).
+    #[inline]
+    fn crossover_hop(&self, line: usize, seg_end: usize) -> Option<(HopField, usize)> {
+        (self.fits(line) && self.lines_at(line) == HOP_LINES && line + HOP_LINES <= seg_end)
+            .then(|| (self.hop_field(line), HOP_LINES))
+    }
+    #[inline]
+    fn advanced_word(&self, curr_inf: usize, curr_hf: usize) -> [u8; 4] {
+        MetaHdr { curr_inf: curr_inf as u8, curr_hf: curr_hf as u8, ..self.meta }.encode_word0()
     }
 }

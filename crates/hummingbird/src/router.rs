@@ -17,6 +17,7 @@
 use aviary_qos::{Admission, Claim, Context, ControlError, DropReason, InverseRateTable, ReservationPolicer, Verdict};
 use aviary_scion::aes::Aes128;
 use aviary_scion::forwarding::{HopExtension, HopWork, Staged, StagedForwarder};
+use aviary_scion::mac::MAC_LEN;
 use aviary_scion::wire::header::{path_type, ScionView};
 use aviary_scion::{AsForwarding, IsdAsn};
 use serde::{Deserialize, Serialize};
@@ -210,7 +211,7 @@ impl HopExtension for Flyovers {
     fn admit(&mut self, path: &mut [u8], staged: &Staged<FlyoverWork>, ingress: u16, now_ns: u64) -> Admission {
         if let Some(f) = &staged.ext {
             // The plain hop-field MAC replaces the AggMAC, so the path can be reversed.
-            path[f.mac_off..f.mac_off + 6].copy_from_slice(&staged.hop.hop.mac);
+            path[f.mac_off..f.mac_off + MAC_LEN].copy_from_slice(&staged.hop.hop.mac);
         }
         self.charge(ingress, staged.ext.as_ref(), now_ns)
     }

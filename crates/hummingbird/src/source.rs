@@ -2,11 +2,11 @@
 //! MillisTimestamp, a per-packet Counter, and the AggMAC of every flyover hop).
 
 use aviary_scion::wire::header::{path_type, ScionView};
-use aviary_scion::wire::path::HOP_LEN;
 use thiserror::Error;
 
-use crate::crypto::{flyover_block, high_res_ts, AuthKey, ResInfo, MAX_COUNTER};
-use crate::path::{hop_area, FLYOVER_BIT, FLYOVER_LINES, HOP_LINES, META_LEN};
+use crate::crypto::{flyover_block, AuthKey, ResInfo, MAX_COUNTER};
+use crate::path::Flyover;
+use crate::path_view::HbirdPathView;
 use crate::reservation::{res_start_offset, BuildError, Reservation};
 
 #[derive(Clone, Copy, Debug, Error, PartialEq, Eq)]
@@ -24,10 +24,12 @@ pub enum StampError {
 }
 
 struct Stamp {
-    /// Offset of the flyover hop field from the start of the path.
-    path_off: usize,
+    /// Line of the flyover hop field in the path.
+    line: usize,
     /// The plain hop-field MAC the AggMAC is built on.
     hop_mac: [u8; 6],
+    /// The reservation fields as the template carries them.
+    flyover: Flyover,
     res: ResInfo,
     key: AuthKey,
 }
@@ -35,9 +37,8 @@ struct Stamp {
 /// Stamps packets that all follow one reserved path.
 pub struct Source {
     stamps: Vec<Stamp>,
-    /// Path length and segment lengths of the template, which every stamped packet shares.
-    path_len: usize,
-    seg_lens: u32,
+    /// Segment lengths of the template, which every stamped packet shares.
+    seg_len: [u8; 3],
     counter: u32,
 }
 
@@ -50,36 +51,26 @@ impl Source {
         if view.path_type() != path_type::HUMMINGBIRD {
             return Err(StampError::NotHummingbird);
         }
-        let path = view.path();
-        let (hop_base, lines) = hop_area(path).ok_or(StampError::NotHummingbird)?;
-        let mut stamps = Vec::new();
-        let mut line = 0;
-        let mut res = reservations.iter();
-        let mut found = 0;
-        while line < lines {
-            let off = hop_base + 4 * line;
-            if path[off] & FLYOVER_BIT != 0 {
-                if line + FLYOVER_LINES > lines {
-                    return Err(StampError::NotHummingbird);
-                }
-                found += 1;
-                if let Some(r) = res.next() {
-                    stamps.push(Stamp {
-                        path_off: off,
-                        hop_mac: path[off + 6..off + 12].try_into().unwrap(),
-                        res: r.info,
-                        key: AuthKey::new(&r.ak),
-                    });
-                }
-                line += FLYOVER_LINES;
-            } else {
-                line += HOP_LINES;
-            }
+        let path = HbirdPathView::new_checked(view.path()).map_err(|_| StampError::NotHummingbird)?;
+        let lines: Vec<usize> = path.flyover_lines().collect();
+        if lines.len() != reservations.len() {
+            return Err(StampError::ReservationCount { path: lines.len(), given: reservations.len() });
         }
-        if found != reservations.len() {
-            return Err(StampError::ReservationCount { path: found, given: reservations.len() });
-        }
-        Ok(Self { stamps, path_len: path.len(), seg_lens: seg_lens_bits(path), counter: 0 })
+        let stamps = lines
+            .into_iter()
+            .zip(reservations)
+            .map(|(line, r)| {
+                let hop = path.hop(line).expect("a flyover line of this path");
+                Stamp {
+                    line,
+                    hop_mac: hop.hop.mac,
+                    flyover: hop.flyover.expect("a flyover line"),
+                    res: r.info,
+                    key: AuthKey::new(&r.ak),
+                }
+            })
+            .collect();
+        Ok(Self { stamps, seg_len: path.meta().seg_len, counter: 0 })
     }
 
     /// Stamps `pkt` (same header as the template, any payload) for sending at `now_ns`.
@@ -91,27 +82,23 @@ impl Source {
         let millis = ((now_ns / 1_000_000) % 1000) as u16;
         let counter = self.counter;
         self.counter = (self.counter + 1) & MAX_COUNTER;
-        let path = view.path_mut();
-        if path.len() != self.path_len || seg_lens_bits(path) != self.seg_lens {
+        let mut path = HbirdPathView::new_checked(view.path_mut()).map_err(|_| StampError::LayoutMismatch)?;
+        if path.meta().seg_len != self.seg_len {
             return Err(StampError::LayoutMismatch);
         }
-        // Only the timestamps change: BaseTimestamp, then MillisTimestamp | Counter.
-        path[4..8].copy_from_slice(&base_ts.to_be_bytes());
-        path[8..META_LEN].copy_from_slice(&high_res_ts(millis, counter).to_be_bytes());
+        path.set_timestamps(base_ts, millis, counter);
         for s in &self.stamps {
             let off = res_start_offset(base_ts, s.res.start)?;
             let fm = s.key.flyover_mac(&flyover_block(dst, pkt_len, off, millis, counter));
-            let f = &mut path[s.path_off..s.path_off + HOP_LEN + 8];
-            f[HOP_LEN + 4..HOP_LEN + 6].copy_from_slice(&off.to_be_bytes());
-            for i in 0..6 {
-                f[6 + i] = s.hop_mac[i] ^ fm[i];
+            let mut agg = s.hop_mac;
+            for (a, f) in agg.iter_mut().zip(&fm) {
+                *a ^= f;
             }
+            if !path.set_flyover(s.line, &Flyover { res_start_offset: off, ..s.flyover }) {
+                return Err(StampError::LayoutMismatch);
+            }
+            path.set_hop_mac(s.line, &agg);
         }
         Ok(())
     }
-}
-
-/// The three SegLen fields of a path's first word.
-fn seg_lens_bits(path: &[u8]) -> u32 {
-    u32::from_be_bytes([path[0], path[1], path[2], path[3]]) & 0x1f_ffff
 }

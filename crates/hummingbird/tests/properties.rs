@@ -167,13 +167,13 @@ struct HopLayout {
 fn layout(pkt: &[u8]) -> HopLayout {
     let v = ScionView::new_checked(pkt).unwrap();
     let path = v.path();
-    let meta = MetaHdr::decode(path);
+    let meta = MetaHdr::parse(path).unwrap();
     let ninf = num_info_fields(meta.seg_len).unwrap();
     let (ci, ch) = (usize::from(meta.curr_inf), usize::from(meta.curr_hf));
     let seg_end = |s: usize| meta.seg_len[..=s].iter().map(|l| usize::from(*l)).sum::<usize>();
     let hop_base = META_LEN + INFO_LEN * ninf;
     let hop_lines = if path[hop_base + 4 * ch] & FLYOVER_BIT != 0 { FLYOVER_LINES } else { HOP_LINES };
-    let peering = InfoField::parse(&path[META_LEN + INFO_LEN * ci..]).peering;
+    let peering = InfoField::parse(&path[META_LEN + INFO_LEN * ci..]).unwrap().peering;
     assert!(!peering);
     let next = (ch + hop_lines == seg_end(ci) && ci + 1 < ninf).then_some(ch + hop_lines);
     let peering_hop = ninf == 2 && (ch + hop_lines == seg_end(0) || ch == seg_end(0));
@@ -313,7 +313,7 @@ fn arb_garbage_path() -> impl Strategy<Value = Vec<u8>> {
             let ninf = num_info_fields(seg_len).unwrap();
             let lines: usize = seg_len.iter().map(|l| usize::from(*l)).sum();
             let mut path = fill[..META_LEN + INFO_LEN * ninf + 4 * lines].to_vec();
-            let meta = MetaHdr { curr_inf: ci % 4, curr_hf: ch, seg_len, ..MetaHdr::decode(&path) };
+            let meta = MetaHdr { curr_inf: ci % 4, curr_hf: ch, seg_len, ..MetaHdr::parse(&path).unwrap() };
             path[..4].copy_from_slice(&meta.encode_word0());
             path
         });

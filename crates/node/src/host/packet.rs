@@ -9,10 +9,8 @@
 use std::net::{IpAddr, SocketAddr};
 
 use anyhow::{bail, Context};
-use aviary_hummingbird::path::{hop_area, FLYOVER_BIT, FLYOVER_LINES, HOP_LINES};
-use aviary_hummingbird::{as_hops, build_path, ResInfo, Reservation, Source};
+use aviary_hummingbird::{as_hops, build_path, HbirdPathView, ResInfo, Reservation, Source};
 use aviary_scion::wire::header::path_type;
-use aviary_scion::wire::path::HOP_LEN;
 use aviary_scion::wire::udp::{self, UDP_HEADER_LEN};
 use aviary_scion::{HostAddr, IsdAsn, ScionHeader, ScionView};
 use clap::ValueEnum;
@@ -59,15 +57,11 @@ impl Forgery {
     }
 }
 
-/// Offsets in a flyover hop field of the ResID|BW word and of ResDuration.
-const RES_WORD: usize = HOP_LEN;
-const RES_DURATION: usize = HOP_LEN + 6;
-
 struct Forger {
     forgery: Forgery,
     /// Stamps with random authentication keys.
     wrong_key: Source,
-    /// Offsets of the flyover hop fields in the packet.
+    /// Lines of the flyover hop fields in the packet's path.
     flyovers: Vec<usize>,
 }
 
@@ -139,11 +133,7 @@ impl PacketFactory {
                     getrandom::getrandom(&mut r.ak)
                         .map_err(|e| anyhow::anyhow!("no randomness for a forged key: {e}"))?;
                 }
-                Some(Forger {
-                    forgery,
-                    wrong_key: Source::new(&template, &fake)?,
-                    flyovers: flyover_offsets(&template),
-                })
+                Some(Forger { forgery, wrong_key: Source::new(&template, &fake)?, flyovers: flyover_lines(&template) })
             }
         };
         Ok(Self {
@@ -180,17 +170,16 @@ impl Forger {
             return Ok(self.wrong_key.stamp(pkt, now_ns)?);
         }
         honest.stamp(pkt, now_ns)?;
-        for &off in &self.flyovers {
+        let mut view = ScionView::new_checked(&mut *pkt).context("stamped packet")?;
+        let mut path = HbirdPathView::new_checked(view.path_mut()).context("stamped path")?;
+        for &line in &self.flyovers {
+            let mut f = path.flyover(line).context("flyover of the template")?;
             if forgery == Forgery::RaiseBw {
-                let w = &mut pkt[off + RES_WORD..off + RES_WORD + 4];
-                let word = u32::from_be_bytes(w.try_into().unwrap());
-                let bw = if word & 0x3ff == 0x3ff { 0x3fe } else { 0x3ff };
-                w.copy_from_slice(&((word & !0x3ff) | bw).to_be_bytes());
+                f.bw = if f.bw == 0x3ff { 0x3fe } else { 0x3ff };
             } else {
-                let d = &mut pkt[off + RES_DURATION..off + RES_DURATION + 2];
-                let longer = u16::from_be_bytes([d[0], d[1]]).wrapping_add(3600);
-                d.copy_from_slice(&longer.to_be_bytes());
+                f.res_duration = f.res_duration.wrapping_add(3600);
             }
+            path.set_flyover(line, &f);
         }
         Ok(())
     }
@@ -203,21 +192,9 @@ fn host_addr(ip: IpAddr) -> HostAddr {
     }
 }
 
-/// Offsets in `pkt` of the flyover hop fields of its Hummingbird path.
-fn flyover_offsets(pkt: &[u8]) -> Vec<usize> {
+/// Lines of the flyover hop fields of `pkt`'s Hummingbird path.
+fn flyover_lines(pkt: &[u8]) -> Vec<usize> {
     let Ok(view) = ScionView::new_checked(pkt) else { return Vec::new() };
-    let (start, path) = (view.path_range().start, view.path());
-    let Some((base, lines)) = hop_area(path) else { return Vec::new() };
-    let mut out = Vec::new();
-    let mut line = 0;
-    while line < lines {
-        let off = base + 4 * line;
-        if path[off] & FLYOVER_BIT != 0 {
-            out.push(start + off);
-            line += FLYOVER_LINES;
-        } else {
-            line += HOP_LINES;
-        }
-    }
-    out
+    let Ok(path) = HbirdPathView::new_checked(view.path()) else { return Vec::new() };
+    path.flyover_lines().collect()
 }

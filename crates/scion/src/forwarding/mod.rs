@@ -10,14 +10,16 @@
 //! construction direction, CurrHF advance.
 
 mod drops;
+mod prepare;
 pub mod staged;
 
+pub use prepare::HopLayout;
 pub use staged::{HopExtension, Staged, StagedForwarder, Standard, StandardForwarder, MAX_BATCH};
 
 use aviary_qos::{DropReason, Verdict};
 
 use crate::mac::{mac_eq, mac_input, HopMacKey, MAC_LEN};
-use crate::wire::path::{chain_seg_id, hop_expiry_ns, segment_of, HopField, InfoField};
+use crate::wire::path::{chain_seg_id, field, hop_expiry_ns, set_seg_id, HopField, InfoField};
 use crate::wire::path_view::StandardPathView;
 use crate::IsdAsn;
 
@@ -133,45 +135,8 @@ impl AsForwarding {
     /// Parses a standard path and runs every check that needs no cryptography.
     pub fn prepare_standard(&self, path: &[u8], src: IsdAsn, dst: IsdAsn, ingress: u16) -> Result<HopWork, DropReason> {
         let view = StandardPathView::new_checked(path).map_err(DropReason::from)?;
-        let mut meta = view.meta();
-        let nhf = view.num_hops();
-        let (ci, ch) = (usize::from(meta.curr_inf), usize::from(meta.curr_hf));
-        let info_at = |i: usize| view.info_offset(i);
-        let info = view.info(ci);
-        let hop = view.hop(ch);
-        let s0 = usize::from(meta.seg_len[0]);
-        let peering = is_peering(&info, meta.seg_len, ch + 1 == s0, ch == s0)?;
-        let (hop_in, mut egress) = hop.travel_interfaces(info.cons_dir);
-        if ingress != 0 && ingress != hop_in {
-            return Err(DropReason::BadIngress);
-        }
-        self.check_src_dst(src, dst, ingress, PathEnds { first_hop: ch == 0, last_hop: ch == nhf - 1 })?;
-        let deliver = dst == self.local_ia;
-        let mut next = None;
-        let mut last = ch;
-        if !deliver && ch + 1 < nhf && segment_of(meta.seg_len, ch + 1) != ci && !peering {
-            // Segment crossover: the next hop field, in the next segment, is this AS's too.
-            let ninfo = view.info(ci + 1);
-            let nhop = view.hop(ch + 1);
-            egress = nhop.travel_interfaces(ninfo.cons_dir).1;
-            next = Some(NextHop { info_off: info_at(ci + 1), info: ninfo, hop: nhop });
-            last = ch + 1;
-        }
-        meta.curr_hf = (last + 1) as u8;
-        meta.curr_inf = segment_of(meta.seg_len, last + 1) as u8;
-        let mut work = HopWork {
-            info_off: info_at(ci),
-            info,
-            hop,
-            chain_before: HopWork::chains_before_verifying(&info, ingress, peering),
-            peering,
-            deliver,
-            next,
-            egress,
-            at_end: last + 1 >= nhf,
-            advanced_meta: meta.encode(),
-        };
-        work.set_mac(hop.mac);
+        let mut work = self.prepare_hop(&view, src, dst, ingress)?;
+        work.set_mac(work.hop.mac);
         Ok(work)
     }
 
@@ -187,7 +152,7 @@ impl AsForwarding {
         now_ns: u64,
     ) -> Result<Option<u16>, DropReason> {
         check_hop(&w.hop, &w.info, &mac, now_ns)?;
-        write_seg_id(path, w.info_off, w.info.seg_id);
+        set_seg_id(path, w.info_off, w.info.seg_id);
         if w.deliver {
             return Ok(None);
         }
@@ -206,8 +171,8 @@ impl AsForwarding {
         if info.cons_dir && !w.peering {
             info.seg_id = chain_seg_id(info.seg_id, &hop.mac);
         }
-        write_seg_id(path, info_off, info.seg_id);
-        path[..4].copy_from_slice(&w.advanced_meta);
+        set_seg_id(path, info_off, info.seg_id);
+        path[field::meta::WORD].copy_from_slice(&w.advanced_meta);
         Ok(Some(w.egress))
     }
 }
@@ -286,11 +251,6 @@ impl HopWork {
             .map(|n| mac_input(n.info.seg_id, n.info.timestamp, n.hop.exp_time, n.hop.cons_ingress, n.hop.cons_egress));
         (b1, b2)
     }
-}
-
-#[inline]
-fn write_seg_id(path: &mut [u8], info_off: usize, seg_id: u16) {
-    path[info_off + 2..info_off + 4].copy_from_slice(&seg_id.to_be_bytes());
 }
 
 /// Whether the current hop field is one of the two peering hops of a peering path: the

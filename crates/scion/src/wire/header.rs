@@ -17,10 +17,32 @@ use thiserror::Error;
 
 use crate::IsdAsn;
 
+/// Field offsets of the common and address header: the one place they are written down.
+pub mod field {
+    use std::ops::Range;
+
+    /// Version (4 bits) and the high nibble of TrafficClass.
+    pub const VERSION_TC: usize = 0;
+    /// Low nibble of TrafficClass and the 20-bit FlowID.
+    pub const TC_FLOW: Range<usize> = 0..4;
+    pub const NEXT_HDR: usize = 4;
+    /// HdrLen in 4-byte units.
+    pub const HDR_LEN: usize = 5;
+    pub const PAYLOAD_LEN: Range<usize> = 6..8;
+    pub const PATH_TYPE: usize = 8;
+    /// DT|DL (high nibble) and ST|SL (low nibble).
+    pub const ADDR_TYPES: usize = 9;
+    pub const RSV: Range<usize> = 10..12;
+    pub const DST_IA: Range<usize> = 12..20;
+    pub const SRC_IA: Range<usize> = 20..28;
+    /// The destination host address; the source host address follows it.
+    pub const DST_HOST: usize = 28;
+}
+
 /// Length of the common header.
 pub const COMMON_LEN: usize = 12;
 /// Offset of the address header (and of DstISD).
-pub const ADDR_OFFSET: usize = 12;
+pub const ADDR_OFFSET: usize = field::DST_IA.start;
 /// Length of the ISD-AS part of the address header.
 pub const IA_PAIR_LEN: usize = 16;
 /// Largest header the 8-bit HdrLen (4-byte units) can describe.
@@ -107,7 +129,7 @@ const fn host_len(type_len: u8) -> Option<usize> {
 /// The source ISD-AS of a packet a processor has already checked (a flow key for egress
 /// scheduling); `None` if the buffer is too short to hold one.
 pub fn src_ia_of(pkt: &[u8]) -> Option<IsdAsn> {
-    pkt.get(ADDR_OFFSET + 8..ADDR_OFFSET + IA_PAIR_LEN).map(|b| IsdAsn::from_bytes(b.try_into().unwrap()))
+    pkt.get(field::SRC_IA).map(|b| IsdAsn::from_bytes(b.try_into().expect("an ISD-AS is 8 bytes")))
 }
 
 /// Zero-copy view over a whole SCION packet whose header lengths have been checked:
@@ -123,18 +145,19 @@ impl<T: AsRef<[u8]>> ScionView<T> {
     /// Checks version, address types and that HdrLen and PayloadLen match the buffer.
     pub fn new_checked(buf: T) -> Result<Self, HeaderError> {
         let b = buf.as_ref();
-        if b.len() < ADDR_OFFSET + IA_PAIR_LEN {
+        if b.len() < field::DST_HOST {
             return Err(HeaderError::Truncated);
         }
-        if b[0] >> 4 != 0 {
-            return Err(HeaderError::BadVersion(b[0] >> 4));
+        let version = b[field::VERSION_TC] >> 4;
+        if version != 0 {
+            return Err(HeaderError::BadVersion(version));
         }
-        let hdr_len = usize::from(b[5]) * 4;
-        let payload_len = usize::from(u16::from_be_bytes([b[6], b[7]]));
-        let (dt, st) = (b[9] >> 4, b[9] & 0xf);
+        let hdr_len = usize::from(b[field::HDR_LEN]) * 4;
+        let payload_len = usize::from(u16_at(b, field::PAYLOAD_LEN));
+        let (dt, st) = (b[field::ADDR_TYPES] >> 4, b[field::ADDR_TYPES] & 0xf);
         let dl = host_len(dt).ok_or(HeaderError::BadAddressType(dt))?;
         let sl = host_len(st).ok_or(HeaderError::BadAddressType(st))?;
-        let path_offset = ADDR_OFFSET + IA_PAIR_LEN + dl + sl;
+        let path_offset = field::DST_HOST + dl + sl;
         if hdr_len < path_offset || b.len() < path_offset {
             return Err(HeaderError::Truncated);
         }
@@ -151,20 +174,21 @@ impl<T: AsRef<[u8]>> ScionView<T> {
         self.buf.as_ref()
     }
     pub fn traffic_class(&self) -> u8 {
-        (self.b()[0] << 4) | (self.b()[1] >> 4)
+        let b = &self.b()[field::TC_FLOW];
+        (b[0] << 4) | (b[1] >> 4)
     }
     pub fn flow_id(&self) -> u32 {
-        u32::from_be_bytes([0, self.b()[1] & 0xf, self.b()[2], self.b()[3]])
+        u32::from_be_bytes(self.b()[field::TC_FLOW].try_into().expect("4 bytes")) & 0xf_ffff
     }
     pub fn next_hdr(&self) -> u8 {
-        self.b()[4]
+        self.b()[field::NEXT_HDR]
     }
     /// Header length in bytes (HdrLen × 4).
     pub fn hdr_len(&self) -> usize {
         self.hdr_len
     }
     pub fn payload_len(&self) -> u16 {
-        u16::from_be_bytes([self.b()[6], self.b()[7]])
+        u16_at(self.b(), field::PAYLOAD_LEN)
     }
     /// The whole packet length as the Hummingbird MAC sees it, `PayloadLen + 4·HdrLen`;
     /// `None` when it does not fit in 16 bits.
@@ -172,24 +196,26 @@ impl<T: AsRef<[u8]>> ScionView<T> {
         self.payload_len().checked_add(self.hdr_len as u16)
     }
     pub fn path_type(&self) -> u8 {
-        self.b()[8]
+        self.b()[field::PATH_TYPE]
     }
     pub fn dst_ia(&self) -> IsdAsn {
-        IsdAsn::from_bytes(self.b()[12..20].try_into().unwrap())
+        IsdAsn::from_bytes(self.dst_ia_bytes())
     }
     /// The raw DstISD|DstAS bytes, as they enter the flyover MAC.
     pub fn dst_ia_bytes(&self) -> [u8; 8] {
-        self.b()[12..20].try_into().unwrap()
+        self.b()[field::DST_IA].try_into().expect("8 bytes")
     }
     pub fn src_ia(&self) -> IsdAsn {
-        IsdAsn::from_bytes(self.b()[20..28].try_into().unwrap())
+        IsdAsn::from_bytes(self.b()[field::SRC_IA].try_into().expect("8 bytes"))
+    }
+    fn dst_len(&self) -> usize {
+        host_len(self.b()[field::ADDR_TYPES] >> 4).expect("checked by new_checked")
     }
     pub fn dst_host(&self) -> HostAddr {
-        HostAddr::parse(self.b()[9] >> 4, &self.b()[28..])
+        HostAddr::parse(self.b()[field::ADDR_TYPES] >> 4, &self.b()[field::DST_HOST..])
     }
     pub fn src_host(&self) -> HostAddr {
-        let dl = host_len(self.b()[9] >> 4).unwrap();
-        HostAddr::parse(self.b()[9] & 0xf, &self.b()[28 + dl..])
+        HostAddr::parse(self.b()[field::ADDR_TYPES] & 0xf, &self.b()[field::DST_HOST + self.dst_len()..])
     }
     /// Byte range of the path header within the packet.
     pub fn path_range(&self) -> std::ops::Range<usize> {
@@ -204,14 +230,35 @@ impl<T: AsRef<[u8]>> ScionView<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> ScionView<T> {
+    fn b_mut(&mut self) -> &mut [u8] {
+        self.buf.as_mut()
+    }
     pub fn path_mut(&mut self) -> &mut [u8] {
         let r = self.path_offset..self.hdr_len;
-        &mut self.buf.as_mut()[r]
+        &mut self.b_mut()[r]
     }
     pub fn payload_mut(&mut self) -> &mut [u8] {
         let h = self.hdr_len;
-        &mut self.buf.as_mut()[h..]
+        &mut self.b_mut()[h..]
     }
+    pub fn set_traffic_class(&mut self, tc: u8) {
+        let b = &mut self.b_mut()[field::TC_FLOW];
+        b[0] = (b[0] & 0xf0) | (tc >> 4);
+        b[1] = (tc << 4) | (b[1] & 0x0f);
+    }
+    pub fn set_next_hdr(&mut self, next_hdr: u8) {
+        self.b_mut()[field::NEXT_HDR] = next_hdr;
+    }
+    pub fn set_dst_ia(&mut self, ia: IsdAsn) {
+        self.b_mut()[field::DST_IA].copy_from_slice(&ia.to_bytes());
+    }
+    pub fn set_src_ia(&mut self, ia: IsdAsn) {
+        self.b_mut()[field::SRC_IA].copy_from_slice(&ia.to_bytes());
+    }
+}
+
+fn u16_at(b: &[u8], r: std::ops::Range<usize>) -> u16 {
+    u16::from_be_bytes(b[r].try_into().expect("a 2-byte field"))
 }
 
 /// Owned SCION header (common + address header) with the raw path bytes; the path is
@@ -257,21 +304,19 @@ impl ScionHeader {
         if out.len() < len {
             return Err(HeaderError::Truncated);
         }
-        let fl = self.flow_id & 0xf_ffff;
-        out[0] = self.traffic_class >> 4;
-        out[1] = (self.traffic_class << 4) | (fl >> 16) as u8;
-        out[2..4].copy_from_slice(&(fl as u16).to_be_bytes());
-        out[4] = self.next_hdr;
-        out[5] = (len / 4) as u8;
-        out[6..8].copy_from_slice(&(payload_len as u16).to_be_bytes());
-        out[8] = self.path_type;
-        out[9] = (self.dst_host.type_len() << 4) | self.src_host.type_len();
-        out[10..12].fill(0);
-        out[12..20].copy_from_slice(&self.dst_ia.to_bytes());
-        out[20..28].copy_from_slice(&self.src_ia.to_bytes());
+        let tc_flow = (u32::from(self.traffic_class) << 20) | (self.flow_id & 0xf_ffff);
+        out[field::TC_FLOW].copy_from_slice(&tc_flow.to_be_bytes());
+        out[field::NEXT_HDR] = self.next_hdr;
+        out[field::HDR_LEN] = (len / 4) as u8;
+        out[field::PAYLOAD_LEN].copy_from_slice(&(payload_len as u16).to_be_bytes());
+        out[field::PATH_TYPE] = self.path_type;
+        out[field::ADDR_TYPES] = (self.dst_host.type_len() << 4) | self.src_host.type_len();
+        out[field::RSV].fill(0);
+        out[field::DST_IA].copy_from_slice(&self.dst_ia.to_bytes());
+        out[field::SRC_IA].copy_from_slice(&self.src_ia.to_bytes());
         let dl = self.dst_host.wire_len();
-        self.dst_host.emit(&mut out[28..]);
-        self.src_host.emit(&mut out[28 + dl..]);
+        self.dst_host.emit(&mut out[field::DST_HOST..]);
+        self.src_host.emit(&mut out[field::DST_HOST + dl..]);
         out[len - self.path.len()..len].copy_from_slice(&self.path);
         Ok(())
     }

@@ -13,6 +13,37 @@ use crate::mac::{HopMacKey, MAC_LEN};
 pub const META_LEN: usize = 4;
 pub const INFO_LEN: usize = 8;
 pub const HOP_LEN: usize = 12;
+
+/// Field offsets of the path header's parts, each relative to the start of its part: the one
+/// place they are written down (Hummingbird's path shares the info and hop field layouts).
+pub mod field {
+    pub mod meta {
+        use std::ops::Range;
+        /// CurrINF, CurrHF and the SegLens in one big-endian word.
+        pub const WORD: Range<usize> = 0..4;
+    }
+    pub mod info {
+        use std::ops::Range;
+        pub const FLAGS: usize = 0;
+        pub const RSV: usize = 1;
+        pub const SEG_ID: Range<usize> = 2..4;
+        pub const TIMESTAMP: Range<usize> = 4..8;
+        /// Bits of [`FLAGS`].
+        pub const PEERING: u8 = 0x02;
+        pub const CONS_DIR: u8 = 0x01;
+    }
+    pub mod hop {
+        use std::ops::Range;
+        pub const FLAGS: usize = 0;
+        pub const EXP_TIME: usize = 1;
+        pub const CONS_INGRESS: Range<usize> = 2..4;
+        pub const CONS_EGRESS: Range<usize> = 4..6;
+        pub const MAC: Range<usize> = 6..12;
+        /// Bits of [`FLAGS`].
+        pub const INGRESS_ALERT: u8 = 0x02;
+        pub const EGRESS_ALERT: u8 = 0x01;
+    }
+}
 /// Maximum number of hop fields in a standard path (6-bit CurrHF and SegLen).
 pub const MAX_HOPS: usize = 63;
 
@@ -107,23 +138,36 @@ pub struct InfoField {
 }
 
 impl InfoField {
-    /// Parses the first 8 bytes of `b` (panics if shorter).
+    /// Parses the first 8 bytes of `b`.
+    pub fn parse(b: &[u8]) -> Result<Self, PathError> {
+        let b = b.get(..INFO_LEN).ok_or(PathError::Truncated)?;
+        Ok(Self::from_bytes(b.try_into().expect("INFO_LEN bytes")))
+    }
     #[inline]
-    pub fn parse(b: &[u8]) -> Self {
-        let b: &[u8; 8] = b[..8].try_into().unwrap();
+    pub fn from_bytes(b: &[u8; INFO_LEN]) -> Self {
+        use field::info;
         Self {
-            peering: b[0] & 0x02 != 0,
-            cons_dir: b[0] & 0x01 != 0,
-            seg_id: u16::from_be_bytes([b[2], b[3]]),
-            timestamp: u32::from_be_bytes([b[4], b[5], b[6], b[7]]),
+            peering: b[info::FLAGS] & info::PEERING != 0,
+            cons_dir: b[info::FLAGS] & info::CONS_DIR != 0,
+            seg_id: u16::from_be_bytes(b[info::SEG_ID].try_into().expect("2 bytes")),
+            timestamp: u32::from_be_bytes(b[info::TIMESTAMP].try_into().expect("4 bytes")),
         }
     }
+    /// Writes the field into `out[..INFO_LEN]`; panics if `out` is shorter.
     pub fn emit(&self, out: &mut [u8]) {
-        out[0] = (u8::from(self.peering) << 1) | u8::from(self.cons_dir);
-        out[1] = 0;
-        out[2..4].copy_from_slice(&self.seg_id.to_be_bytes());
-        out[4..8].copy_from_slice(&self.timestamp.to_be_bytes());
+        use field::info;
+        let peering = if self.peering { info::PEERING } else { 0 };
+        out[info::FLAGS] = peering | if self.cons_dir { info::CONS_DIR } else { 0 };
+        out[info::RSV] = 0;
+        out[info::SEG_ID].copy_from_slice(&self.seg_id.to_be_bytes());
+        out[info::TIMESTAMP].copy_from_slice(&self.timestamp.to_be_bytes());
     }
+}
+
+/// Overwrites the SegID of the info field at `info_off` of `path`.
+#[inline]
+pub fn set_seg_id(path: &mut [u8], info_off: usize, seg_id: u16) {
+    path[info_off..][field::info::SEG_ID].copy_from_slice(&seg_id.to_be_bytes());
 }
 
 /// A hop field; the same 12 bytes open a Hummingbird (flyover) hop field.
@@ -138,25 +182,33 @@ pub struct HopField {
 }
 
 impl HopField {
-    /// Parses the first 12 bytes of `b` (panics if shorter); reserved flag bits are ignored.
+    /// Parses the first 12 bytes of `b`; reserved flag bits are ignored.
+    pub fn parse(b: &[u8]) -> Result<Self, PathError> {
+        let b = b.get(..HOP_LEN).ok_or(PathError::Truncated)?;
+        Ok(Self::from_bytes(b.try_into().expect("HOP_LEN bytes")))
+    }
     #[inline]
-    pub fn parse(b: &[u8]) -> Self {
-        let b: &[u8; 12] = b[..12].try_into().unwrap();
+    pub fn from_bytes(b: &[u8; HOP_LEN]) -> Self {
+        use field::hop;
         Self {
-            ingress_alert: b[0] & 0x02 != 0,
-            egress_alert: b[0] & 0x01 != 0,
-            exp_time: b[1],
-            cons_ingress: u16::from_be_bytes([b[2], b[3]]),
-            cons_egress: u16::from_be_bytes([b[4], b[5]]),
-            mac: [b[6], b[7], b[8], b[9], b[10], b[11]],
+            ingress_alert: b[hop::FLAGS] & hop::INGRESS_ALERT != 0,
+            egress_alert: b[hop::FLAGS] & hop::EGRESS_ALERT != 0,
+            exp_time: b[hop::EXP_TIME],
+            cons_ingress: u16::from_be_bytes(b[hop::CONS_INGRESS].try_into().expect("2 bytes")),
+            cons_egress: u16::from_be_bytes(b[hop::CONS_EGRESS].try_into().expect("2 bytes")),
+            mac: b[hop::MAC].try_into().expect("MAC_LEN bytes"),
         }
     }
+    /// Writes the field into `out[..HOP_LEN]`; panics if `out` is shorter. The flag bits this
+    /// format does not define are cleared.
     pub fn emit(&self, out: &mut [u8]) {
-        out[0] = (u8::from(self.ingress_alert) << 1) | u8::from(self.egress_alert);
-        out[1] = self.exp_time;
-        out[2..4].copy_from_slice(&self.cons_ingress.to_be_bytes());
-        out[4..6].copy_from_slice(&self.cons_egress.to_be_bytes());
-        out[6..12].copy_from_slice(&self.mac);
+        use field::hop;
+        let ingress = if self.ingress_alert { hop::INGRESS_ALERT } else { 0 };
+        out[hop::FLAGS] = ingress | if self.egress_alert { hop::EGRESS_ALERT } else { 0 };
+        out[hop::EXP_TIME] = self.exp_time;
+        out[hop::CONS_INGRESS].copy_from_slice(&self.cons_ingress.to_be_bytes());
+        out[hop::CONS_EGRESS].copy_from_slice(&self.cons_egress.to_be_bytes());
+        out[hop::MAC].copy_from_slice(&self.mac);
     }
     /// `(ingress, egress)` in the direction of travel.
     pub fn travel_interfaces(&self, cons_dir: bool) -> (u16, u16) {
@@ -234,7 +286,7 @@ impl StandardPath {
             return Err(PathError::Truncated);
         }
         let meta = MetaHdr { curr_inf: self.curr_inf, curr_hf: self.curr_hf, seg_len: self.seg_len };
-        out[..4].copy_from_slice(&meta.encode());
+        out[field::meta::WORD].copy_from_slice(&meta.encode());
         let mut off = META_LEN;
         for i in &self.info {
             i.emit(&mut out[off..]);

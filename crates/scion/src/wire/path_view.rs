@@ -2,7 +2,8 @@
 //! meta header against the buffer, after which every field access is in bounds.
 
 use crate::wire::path::{
-    num_info_fields, segment_of, HopField, InfoField, MetaHdr, PathError, HOP_LEN, INFO_LEN, MAX_HOPS, META_LEN,
+    field, num_info_fields, segment_of, set_seg_id, HopField, InfoField, MetaHdr, PathError, HOP_LEN, INFO_LEN,
+    MAX_HOPS, META_LEN,
 };
 
 #[derive(Clone, Copy, Debug)]
@@ -21,7 +22,7 @@ impl<T: AsRef<[u8]>> StandardPathView<T> {
         if b.len() < META_LEN {
             return Err(PathError::Truncated);
         }
-        let meta = MetaHdr::decode([b[0], b[1], b[2], b[3]]);
+        let meta = MetaHdr::decode(b[field::meta::WORD].try_into().expect("4 bytes"));
         let num_inf = num_info_fields(meta.seg_len)?;
         if num_inf == 0 {
             return Err(PathError::BadSegLens(meta.seg_len));
@@ -61,12 +62,14 @@ impl<T: AsRef<[u8]>> StandardPathView<T> {
     /// Info field `i`; panics if `i >= num_info_fields()`.
     pub fn info(&self, i: usize) -> InfoField {
         assert!(i < self.num_inf, "info field {i} of {}", self.num_inf);
-        InfoField::parse(&self.buf.as_ref()[self.info_offset(i)..])
+        let off = self.info_offset(i);
+        InfoField::from_bytes(self.buf.as_ref()[off..off + INFO_LEN].try_into().expect("INFO_LEN bytes"))
     }
     /// Hop field `i`; panics if `i >= num_hops()`.
     pub fn hop(&self, i: usize) -> HopField {
         assert!(i < self.num_hops, "hop field {i} of {}", self.num_hops);
-        HopField::parse(&self.buf.as_ref()[self.hop_offset(i)..])
+        let off = self.hop_offset(i);
+        HopField::from_bytes(self.buf.as_ref()[off..off + HOP_LEN].try_into().expect("HOP_LEN bytes"))
     }
     pub fn curr_info(&self) -> InfoField {
         self.info(usize::from(self.meta.curr_inf))
@@ -79,13 +82,13 @@ impl<T: AsRef<[u8]>> StandardPathView<T> {
 impl<T: AsRef<[u8]> + AsMut<[u8]>> StandardPathView<T> {
     pub fn set_seg_id(&mut self, info: usize, seg_id: u16) {
         let off = self.info_offset(info);
-        self.buf.as_mut()[off + 2..off + 4].copy_from_slice(&seg_id.to_be_bytes());
+        set_seg_id(self.buf.as_mut(), off, seg_id);
     }
     /// Moves CurrINF/CurrHF (the caller keeps them consistent with the segments).
     pub fn set_current(&mut self, curr_inf: u8, curr_hf: u8) {
         self.meta.curr_inf = curr_inf;
         self.meta.curr_hf = curr_hf;
         let m = self.meta.encode();
-        self.buf.as_mut()[..4].copy_from_slice(&m);
+        self.buf.as_mut()[field::meta::WORD].copy_from_slice(&m);
     }
 }
