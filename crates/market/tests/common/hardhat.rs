@@ -20,21 +20,40 @@ fn contracts_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../contracts")
 }
 
+/// The pinned Hardhat of `contracts/package-lock.json`, installed with `npm ci` if a fresh
+/// clone has none yet, so that the README's test command works by itself. A lock keeps test
+/// processes running at once from installing it twice.
+fn ensure_installed(dir: &Path) -> PathBuf {
+    let bin = dir.join("node_modules/.bin/hardhat");
+    if bin.exists() {
+        return bin;
+    }
+    let lock = File::create(Path::new(env!("CARGO_TARGET_TMPDIR")).join("npm-ci.lock")).unwrap();
+    lock.lock().unwrap();
+    if !bin.exists() {
+        eprintln!("installing the pinned Hardhat: npm ci in {}", dir.display());
+        let status = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .status()
+            .expect("npm (Node.js) is needed to install the pinned Hardhat the JSON-RPC tests run");
+        assert!(status.success(), "npm ci in {} failed ({status})", dir.display());
+    }
+    assert!(bin.exists(), "npm ci did not install {}", bin.display());
+    bin
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 impl HardhatNode {
-    /// Start a node and wait until it answers `eth_chainId`. Fails (does not skip) when
-    /// Hardhat is not installed.
+    /// Start a node and wait until it answers `eth_chainId`, installing the pinned Hardhat
+    /// first on a fresh clone. Fails (does not skip) when it cannot be installed.
     pub fn start(name: &str) -> (Self, RpcLedger) {
         let dir = contracts_dir();
-        let bin = dir.join("node_modules/.bin/hardhat");
-        assert!(
-            bin.exists(),
-            "{} is missing: run `npm ci` in contracts/ (it installs the pinned Hardhat the JSON-RPC tests run)",
-            bin.display()
-        );
+        let bin = ensure_installed(&dir);
         let log = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("hardhat-{name}.log"));
         // A port picked free may be taken before the node binds it: try a few.
         for _ in 0..3 {
