@@ -20,16 +20,21 @@ pub const OPT_PAD1: u8 = 0;
 pub const OPT_PADN: u8 = 1;
 
 /// Offsets within an extension header.
-mod field {
+pub mod field {
     pub const NEXT_HDR: usize = 0;
     pub const EXT_LEN: usize = 1;
     pub const OPTIONS: usize = 2;
 }
 
+/// Length of the extension header at the start of `buf`, `(ExtLen + 1) · 4`, if `buf` holds
+/// its ExtLen field (not necessarily the whole header).
+pub fn header_len(buf: &[u8]) -> Option<usize> {
+    Some((usize::from(*buf.get(field::EXT_LEN)?) + 1) * 4)
+}
+
 /// The option area of the extension header at the start of `buf`, if it is complete.
 pub fn options_area(buf: &[u8]) -> Option<&[u8]> {
-    let len = (usize::from(*buf.get(field::EXT_LEN)?) + 1) * 4;
-    buf.get(field::OPTIONS..len)
+    buf.get(field::OPTIONS..header_len(buf)?)
 }
 
 /// `NextHdr` of the extension header at the start of `buf`.

@@ -27,17 +27,31 @@ use std::ops::Range;
 
 use thiserror::Error;
 
+use crate::wire::extension;
 use crate::wire::header::{HeaderError, HostAddr, ScionHeader, ScionView, ADDR_OFFSET};
 use crate::IsdAsn;
 
 /// Protocol number of UDP (SCION `NextHdr`).
 pub const PROTOCOL_UDP: u8 = 17;
 /// Protocol number of the hop-by-hop options extension header.
-pub const PROTOCOL_HBH: u8 = 200;
+pub const PROTOCOL_HBH: u8 = extension::HOP_BY_HOP;
 /// Protocol number of the end-to-end options extension header.
-pub const PROTOCOL_E2E: u8 = 201;
+pub const PROTOCOL_E2E: u8 = extension::END_TO_END;
 /// Length of the UDP header.
 pub const UDP_HEADER_LEN: usize = 8;
+
+/// Field offsets of the UDP header: the one place they are written down.
+pub mod field {
+    use std::ops::Range;
+    pub const SRC_PORT: Range<usize> = 0..2;
+    pub const DST_PORT: Range<usize> = 2..4;
+    pub const LENGTH: Range<usize> = 4..6;
+    pub const CHECKSUM: Range<usize> = 6..8;
+}
+
+fn be_u16(b: &[u8]) -> u16 {
+    u16::from_be_bytes(b.try_into().expect("a 2-byte field"))
+}
 
 #[derive(Clone, Copy, Debug, Error, PartialEq, Eq)]
 pub enum UdpError {
@@ -77,10 +91,10 @@ impl UdpHeader {
         let h: &[u8; UDP_HEADER_LEN] =
             b.get(..UDP_HEADER_LEN).and_then(|h| h.try_into().ok()).ok_or(UdpError::Truncated(b.len()))?;
         Ok(Self {
-            src_port: u16::from_be_bytes([h[0], h[1]]),
-            dst_port: u16::from_be_bytes([h[2], h[3]]),
-            length: u16::from_be_bytes([h[4], h[5]]),
-            checksum: u16::from_be_bytes([h[6], h[7]]),
+            src_port: be_u16(&h[field::SRC_PORT]),
+            dst_port: be_u16(&h[field::DST_PORT]),
+            length: be_u16(&h[field::LENGTH]),
+            checksum: be_u16(&h[field::CHECKSUM]),
         })
     }
 
@@ -88,10 +102,10 @@ impl UdpHeader {
     pub fn emit(&self, out: &mut [u8]) -> Result<(), UdpError> {
         let have = out.len();
         let o = out.get_mut(..UDP_HEADER_LEN).ok_or(UdpError::BufferTooSmall { need: UDP_HEADER_LEN, have })?;
-        o[0..2].copy_from_slice(&self.src_port.to_be_bytes());
-        o[2..4].copy_from_slice(&self.dst_port.to_be_bytes());
-        o[4..6].copy_from_slice(&self.length.to_be_bytes());
-        o[6..8].copy_from_slice(&self.checksum.to_be_bytes());
+        o[field::SRC_PORT].copy_from_slice(&self.src_port.to_be_bytes());
+        o[field::DST_PORT].copy_from_slice(&self.dst_port.to_be_bytes());
+        o[field::LENGTH].copy_from_slice(&self.length.to_be_bytes());
+        o[field::CHECKSUM].copy_from_slice(&self.checksum.to_be_bytes());
         Ok(())
     }
 }
@@ -199,9 +213,9 @@ pub fn l4_offset<T: AsRef<[u8]>>(v: &ScionView<T>) -> Result<(usize, u8), UdpErr
     let mut next = v.next_hdr();
     for ext in [PROTOCOL_HBH, PROTOCOL_E2E] {
         if next == ext {
-            let e = p.get(off..off + 2).ok_or(UdpError::ExtensionTruncated)?;
-            next = e[0];
-            off += (usize::from(e[1]) + 1) * 4;
+            let e = &p[off..];
+            next = extension::next_hdr(e).ok_or(UdpError::ExtensionTruncated)?;
+            off += extension::header_len(e).ok_or(UdpError::ExtensionTruncated)?;
             if off > p.len() {
                 return Err(UdpError::ExtensionTruncated);
             }
@@ -236,9 +250,9 @@ impl<T: AsRef<[u8]>> ScionUdpView<T> {
         if udp.len() < UDP_HEADER_LEN {
             return Err(UdpError::Truncated(udp.len()));
         }
-        let field = u16::from_be_bytes([udp[4], udp[5]]);
-        if usize::from(field) != udp.len() {
-            return Err(UdpError::LengthMismatch { field, actual: udp.len() });
+        let length = be_u16(&udp[field::LENGTH]);
+        if usize::from(length) != udp.len() {
+            return Err(UdpError::LengthMismatch { field: length, actual: udp.len() });
         }
         Ok(Self { buf, addr_end, l4 })
     }
@@ -261,21 +275,20 @@ impl<T: AsRef<[u8]>> ScionUdpView<T> {
     pub fn payload_range(&self) -> Range<usize> {
         self.l4 + UDP_HEADER_LEN..self.b().len()
     }
-    fn u16_at(&self, i: usize) -> u16 {
-        let b = self.b();
-        u16::from_be_bytes([b[self.l4 + i], b[self.l4 + i + 1]])
+    fn udp(&self) -> &[u8] {
+        &self.b()[self.l4..]
     }
     pub fn src_port(&self) -> u16 {
-        self.u16_at(0)
+        be_u16(&self.udp()[field::SRC_PORT])
     }
     pub fn dst_port(&self) -> u16 {
-        self.u16_at(2)
+        be_u16(&self.udp()[field::DST_PORT])
     }
     pub fn length(&self) -> u16 {
-        self.u16_at(4)
+        be_u16(&self.udp()[field::LENGTH])
     }
     pub fn checksum(&self) -> u16 {
-        self.u16_at(6)
+        be_u16(&self.udp()[field::CHECKSUM])
     }
     pub fn udp_header(&self) -> UdpHeader {
         UdpHeader {
@@ -297,9 +310,9 @@ impl<T: AsRef<[u8]>> ScionUdpView<T> {
         // DstIA | SrcIA | DstHostAddr | SrcHostAddr are contiguous in the address header.
         c.add_bytes(&b[ADDR_OFFSET..self.addr_end]);
         c.add_u32(udp.len() as u32).add_u32(u32::from(PROTOCOL_UDP));
-        c.add_bytes(&udp[..6]);
+        c.add_bytes(&udp[..field::CHECKSUM.start]);
         if with_checksum_field {
-            c.add_bytes(&udp[6..8]);
+            c.add_bytes(&udp[field::CHECKSUM]);
         }
         c.add_bytes(&udp[UDP_HEADER_LEN..]);
         c
@@ -324,13 +337,15 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> ScionUdpView<T> {
     fn buf_mut(&mut self) -> &mut [u8] {
         self.buf.as_mut()
     }
-    pub fn set_src_port(&mut self, p: u16) {
+    fn udp_mut(&mut self) -> &mut [u8] {
         let o = self.l4;
-        self.buf_mut()[o..o + 2].copy_from_slice(&p.to_be_bytes());
+        &mut self.buf_mut()[o..]
+    }
+    pub fn set_src_port(&mut self, p: u16) {
+        self.udp_mut()[field::SRC_PORT].copy_from_slice(&p.to_be_bytes());
     }
     pub fn set_dst_port(&mut self, p: u16) {
-        let o = self.l4 + 2;
-        self.buf_mut()[o..o + 2].copy_from_slice(&p.to_be_bytes());
+        self.udp_mut()[field::DST_PORT].copy_from_slice(&p.to_be_bytes());
     }
     pub fn payload_mut(&mut self) -> &mut [u8] {
         let o = self.l4 + UDP_HEADER_LEN;
@@ -339,8 +354,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> ScionUdpView<T> {
     /// Computes and writes the checksum; returns it.
     pub fn set_checksum(&mut self) -> u16 {
         let c = self.compute_checksum();
-        let o = self.l4 + 6;
-        self.buf_mut()[o..o + 2].copy_from_slice(&c.to_be_bytes());
+        self.udp_mut()[field::CHECKSUM].copy_from_slice(&c.to_be_bytes());
         c
     }
 }
