@@ -9,7 +9,7 @@ use aviary_scion::wire::extension::hop_by_hop_options;
 use thiserror::Error;
 
 /// Offset of the path type in the SCION common header.
-const PATH_TYPE_OFFSET: usize = 8;
+const PATH_TYPE_OFFSET: usize = aviary_scion::wire::header::field::PATH_TYPE;
 const NONE: u8 = u8::MAX;
 
 /// Why a set of processors cannot share a router.
