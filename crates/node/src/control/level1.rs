@@ -7,6 +7,7 @@
 //!
 //! [`TlsFetcher`] is the client side: how a control service fetches `K_{B→A}` from B.
 
+use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -27,6 +28,10 @@ use crate::clock::unix_s;
 pub const MAX_CONNECTIONS: usize = 64;
 /// Read and write timeout of a connection (the whole handshake and request must fit in it).
 pub const IO_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long, and for how many bytes, a connection is drained after the reply.
+const LINGER: Duration = Duration::from_secs(1);
+const MAX_LINGER_BYTES: u64 = 1 << 20;
 
 /// Binds `listen` and serves Level-1 requests on a background thread until the process ends.
 pub fn spawn(svc: Arc<DrkeyService>, listen: SocketAddr) -> std::io::Result<SocketAddr> {
@@ -72,6 +77,11 @@ fn serve_connection(svc: &DrkeyService, tcp: TcpStream) -> Result<(), String> {
     http1::write_response(&mut tls, status, &body).map_err(|e| e.to_string())?;
     tls.conn.send_close_notify();
     let _ = tls.conn.complete_io(&mut tls.sock);
+    // Lingering close: a client still sending (an oversized head) would otherwise get a
+    // reset that can discard the reply before it reads it.
+    let _ = tls.sock.shutdown(std::net::Shutdown::Write);
+    let _ = tls.sock.set_read_timeout(Some(LINGER));
+    let _ = std::io::copy(&mut (&tls.sock).take(MAX_LINGER_BYTES), &mut std::io::sink());
     Ok(())
 }
 
