@@ -23,6 +23,8 @@ enum HostMode {
     Send(aviary_node::host::SendOptions),
     /// Receive flows and report goodput, loss and one-way delay per flow.
     Sink(aviary_node::host::SinkOptions),
+    /// A DRKey key of this host from the AS's control service (key and epoch).
+    Drkey(aviary_node::host::drkey::DrkeyOptions),
 }
 
 #[derive(Subcommand)]
@@ -71,7 +73,7 @@ enum Command {
         #[arg(long)]
         granted: bool,
     },
-    /// Host agent of an AS: traffic sender or sink over SCION/UDP.
+    /// Host agent of an AS: traffic sender or sink over SCION/UDP, DRKey keys.
     Host {
         /// Host config (TOML), e.g. aviary-run/hosts/source.toml.
         #[arg(long)]
@@ -174,6 +176,15 @@ fn main() -> Result<()> {
                 HostMode::Sink(opts) => {
                     let r = aviary_node::host::run_sink(&cfg, &opts)?;
                     eprintln!("{}", serde_json::to_string(&r.flows.keys().collect::<Vec<_>>())?);
+                }
+                HostMode::Drkey(opts) => {
+                    let req = opts.request(&cfg)?;
+                    let r = aviary_node::host::drkey::fetch_host_key(&cfg, &req)?;
+                    if opts.json {
+                        println!("{}", serde_json::to_string(&r)?);
+                    } else {
+                        println!("{}", aviary_node::host::drkey::describe(&r));
+                    }
                 }
             }
         }

@@ -299,6 +299,23 @@ fn two_isd_paths_cross_segments_and_deliver() {
         let got = s.flows[&format!("path{i}")].received_packets;
         assert!(got as f64 >= 0.99 * sent as f64, "path {i}: {got} of {sent}");
     }
+    // DRKey through the binary: h111 asks its AS for K_{211→111:h111}, which its control
+    // service gets from 2-ff00:0:211's over TLS with the run's certificates.
+    let out = std::process::Command::new(exe())
+        .args(["host", "--config"])
+        .arg(l.host_config_path("h111"))
+        .args(["drkey", "--kind", "as-host", "--protocol", "1", "--src", &dst.ia.to_string(), "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let reply: aviary_node::api::HostKeyReply = serde_json::from_slice(&out.stdout).unwrap();
+    let secret =
+        aviary_node::config::read_secret(Path::new("t"), "f", &l.ases[&dst.ia].dir.join("master.key")).unwrap();
+    let epoch = aviary_scion::drkey::Epoch::new(reply.epoch.begin, reply.epoch.end).unwrap();
+    let want = aviary_scion::drkey::IssuerKeys::new(&secret, aviary_scion::drkey::Protocol(1), epoch)
+        .unwrap()
+        .as_host(src.ia, &aviary_scion::drkey::HostAddr::from_ip(src.addr));
+    assert_eq!(reply.key, want.as_bytes().iter().map(|b| format!("{b:02x}")).collect::<String>());
     drop(net);
     assert_eq!(processes_of(&dir), Vec::<String>::new());
 }

@@ -143,3 +143,63 @@ pub fn request_reservation(control: SocketAddr, token: &str, req: &ReservationRe
     let r = agent().post(&url).set("Authorization", &format!("Bearer {token}")).send_json(req);
     check(&format!("reservation at {control}"), r)
 }
+
+/// A DRKey epoch, `[begin, end)` in Unix seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EpochWire {
+    pub begin: u32,
+    pub end: u32,
+}
+
+/// `GET /v1/drkey/level1?protocol=N&subject=ISD-AS[&at=UNIX_S]` over TLS: `K_{issuer→subject}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Level1Reply {
+    pub issuer: IsdAsn,
+    pub subject: IsdAsn,
+    pub protocol: u16,
+    pub epoch: EpochWire,
+    /// 16 bytes, hex.
+    pub key: String,
+}
+
+/// The Level-2/3 key kinds a host asks its control service for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum HostKeyKind {
+    /// `K_{src→dst:dst_host}` (Level 2): the asking host is `dst_host` in `dst_ia`.
+    AsHost,
+    /// `K_{src:src_host→dst}` (Level 2): the asking host is `src_host` in `src_ia`.
+    HostAs,
+    /// `K_{src:src_host→dst:dst_host}` (Level 3): the asking host is either end.
+    HostHost,
+}
+
+impl HostKeyKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            HostKeyKind::AsHost => "as-host",
+            HostKeyKind::HostAs => "host-as",
+            HostKeyKind::HostHost => "host-host",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Self> {
+        [HostKeyKind::AsHost, HostKeyKind::HostAs, HostKeyKind::HostHost].into_iter().find(|k| k.name() == s)
+    }
+}
+
+/// `GET /v1/drkey/{as-host|host-as|host-host}?...` (host to its own control service).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostKeyReply {
+    pub kind: HostKeyKind,
+    pub protocol: u16,
+    pub src_ia: IsdAsn,
+    pub dst_ia: IsdAsn,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub src_host: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dst_host: Option<String>,
+    pub epoch: EpochWire,
+    /// 16 bytes, hex.
+    pub key: String,
+}

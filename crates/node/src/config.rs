@@ -88,6 +88,59 @@ pub struct Peer {
     pub ia: IsdAsn,
     /// The control service of that AS.
     pub control: SocketAddr,
+    /// Its DRKey Level-1 service (TLS with client certificates), if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drkey: Option<SocketAddr>,
+}
+
+/// An ISD root certificate the DRKey service trusts: it certifies the control services of
+/// the ASes of that ISD (and only those: a peer's certificate must chain to the root of
+/// the ISD that the peer's ISD-AS names).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrustRoot {
+    pub isd: u16,
+    /// PEM file of the root certificate.
+    pub cert_file: PathBuf,
+}
+
+/// The `[drkey]` table of the control service: the Level-1 service for other ASes' control
+/// services (TLS, client certificates required) and the epochs of this AS's keys.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DrkeyConfig {
+    /// Socket of the Level-1 service (TLS).
+    pub listen: SocketAddr,
+    /// PEM file: this control service's certificate (first) and any intermediates.
+    pub cert_file: PathBuf,
+    /// PEM file (PKCS#8): the certificate's private key.
+    pub key_file: PathBuf,
+    /// The ISD roots whose control services may fetch Level-1 keys (and whose control
+    /// services this one fetches from).
+    pub trust_roots: Vec<TrustRoot>,
+    /// Length of this AS's DRKey epochs, aligned to multiples of it since the Unix epoch
+    /// (SCION's default: one day).
+    #[serde(default = "default_epoch_duration")]
+    pub epoch_duration_s: u32,
+    /// How long into an epoch the previous epoch's keys are still served and accepted.
+    #[serde(default = "default_grace")]
+    pub grace_s: u32,
+}
+
+fn default_epoch_duration() -> u32 {
+    aviary_scion::drkey::EpochSchedule::DEFAULT_DURATION_S
+}
+
+fn default_grace() -> u32 {
+    aviary_scion::drkey::EpochSchedule::GRACE_PERIOD_S
+}
+
+impl DrkeyConfig {
+    /// The epoch schedule of the config; an error names the offending field.
+    pub fn schedule(&self, file: &str) -> Result<aviary_scion::drkey::EpochSchedule, ConfigError> {
+        aviary_scion::drkey::EpochSchedule::new(self.epoch_duration_s, self.grace_s)
+            .map_err(|e| ConfigError::new(file, "drkey.grace_s", e.to_string()))
+    }
 }
 
 /// Hummingbird settings of the control service.
@@ -128,6 +181,9 @@ pub struct ControlConfig {
     pub hop_exp_time: u8,
     #[serde(default)]
     pub hummingbird: GrantConfig,
+    /// The DRKey service; without it the service serves no DRKey keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drkey: Option<DrkeyConfig>,
     #[serde(rename = "peer", default)]
     pub peers: Vec<Peer>,
 }
@@ -235,6 +291,20 @@ impl ControlConfig {
             *p = resolve(&base, p);
         }
         let file = path.display().to_string();
+        if let Some(d) = &mut c.drkey {
+            d.cert_file = resolve(&base, &d.cert_file);
+            d.key_file = resolve(&base, &d.key_file);
+            for r in &mut d.trust_roots {
+                r.cert_file = resolve(&base, &r.cert_file);
+            }
+            if d.epoch_duration_s == 0 {
+                return Err(ConfigError::new(&file, "drkey.epoch_duration_s", "must be positive"));
+            }
+            d.schedule(&file)?;
+            if d.trust_roots.is_empty() {
+                return Err(ConfigError::new(&file, "drkey.trust_roots", "names no ISD root"));
+            }
+        }
         if c.hummingbird.max_res_id > aviary_hummingbird::crypto::MAX_RES_ID {
             return Err(ConfigError::new(&file, "hummingbird.max_res_id", "ResIDs have 22 bits"));
         }

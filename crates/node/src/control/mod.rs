@@ -1,7 +1,8 @@
 //! The AS control service (`aviary control`): issues this AS's hop fields with its own key,
 //! assembles complete paths for its hosts by having every AS on a route add its hop field
 //! (no process holds another AS's secret), and grants Hummingbird reservations to the AS
-//! operator (the out-of-band control plane of seed 000 §4.2).
+//! operator (the out-of-band control plane of seed 000 §4.2), and runs the AS's DRKey
+//! service ([`drkey`], [`level1`]).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -13,12 +14,21 @@ use aviary_scion::wire::path::hop_expiry_ns;
 use aviary_scion::{combine_from, HopMacKey, IsdAsn};
 use tiny_http::{Header, Method, Request, Response, Server};
 
+pub mod drkey;
+pub mod http1;
+pub mod level1;
+pub mod tls;
+
+use crate::api::HostKeyKind;
 use crate::api::{self, ExtendRequest, Grant, HopWire, PathWire, PathsReply, ReservationRequest, SegmentWire};
 use crate::clock::unix_s;
-use crate::config::{read_secret, ControlConfig};
+use crate::config::{read_secret, ControlConfig, DrkeyConfig};
 use crate::resid_store::{ResIdStore, StoreError};
 use crate::routes::{routes, HopPlan, SegmentPlan};
 use crate::topology::{IfRef, Neighbor, Topology};
+use drkey::{DrkeyService, HostKeyRequest};
+use level1::TlsFetcher;
+use tls::DrkeyTls;
 
 /// Routes offered per destination.
 const MAX_PATHS: usize = 8;
@@ -50,6 +60,8 @@ pub struct ControlService {
     resids: ResIdStore,
     /// Built segments by their hops, with the Unix time after which they are rebuilt.
     segments: Mutex<HashMap<Vec<HopPlan>, (SegmentWire, u64)>>,
+    /// The DRKey service and the socket of its Level-1 (TLS) side, if configured.
+    drkey: Option<(Arc<DrkeyService>, SocketAddr)>,
 }
 
 impl ControlService {
@@ -66,6 +78,10 @@ impl ControlService {
         let resids = ResIdStore::new(cfg.resid_store(), cfg.hummingbird.max_res_id);
         // A corrupt store stops the service at start, naming the file, not at the first grant.
         resids.snapshot().with_context(|| format!("{}: resid_store", cfg_path.display()))?;
+        let drkey = match &cfg.drkey {
+            Some(d) => Some((Arc::new(drkey_service(cfg, d, &secret, cfg_path)?), d.listen)),
+            None => None,
+        };
         Ok(Self {
             ia: cfg.ia,
             mac_key: HopMacKey::from_master_secret(&secret),
@@ -77,11 +93,17 @@ impl ControlService {
             operator_token: token.trim().to_string(),
             resids,
             segments: Mutex::new(HashMap::new()),
+            drkey,
         })
     }
 
     /// Serves the API on `listen` until the process ends.
     pub fn serve(self, listen: SocketAddr) -> anyhow::Result<()> {
+        if let Some((svc, addr)) = &self.drkey {
+            let bound = level1::spawn(svc.clone(), *addr)
+                .map_err(|e| anyhow!("control service cannot listen on {addr} (drkey.listen): {e}"))?;
+            tracing::info!(ia = %self.ia, %bound, "DRKey Level-1 service up");
+        }
         let server = Server::http(listen).map_err(|e| anyhow!("control service cannot listen on {listen}: {e}"))?;
         tracing::info!(ia = %self.ia, %listen, "control service up");
         let (server, svc) = (Arc::new(server), Arc::new(self));
@@ -124,6 +146,7 @@ impl ControlService {
                     let r: ReservationRequest = serde_json::from_str(&body)?;
                     Ok(serde_json::to_string(&self.grant(&r)?)?)
                 }
+                (Method::Get, p) if p.starts_with("/v1/drkey/") => self.host_drkey(&req, p, query),
                 (Method::Get, "/v1/status") => Ok(serde_json::json!({ "ia": self.ia }).to_string()),
                 _ => Err(Failure(404, format!("no such endpoint: {} {path}", req.method()))),
             });
@@ -138,6 +161,19 @@ impl ControlService {
             }
         };
         let _ = req.respond(resp);
+    }
+
+    /// `GET /v1/drkey/<kind>?...`: a Level-2/3 key for the asking host (see [`drkey`]).
+    fn host_drkey(&self, req: &Request, path: &str, query: &str) -> Result<String, Failure> {
+        let (svc, _) = self.drkey.as_ref().ok_or_else(|| Failure(503, "this AS runs no DRKey service".into()))?;
+        let kind = path
+            .strip_prefix("/v1/drkey/")
+            .and_then(HostKeyKind::from_name)
+            .ok_or_else(|| Failure(404, format!("no such DRKey key kind: {path} (as-host, host-as, host-host)")))?;
+        let from = req.remote_addr().ok_or_else(|| Failure(400, "the connection has no peer address".into()))?;
+        let r = HostKeyRequest::parse(kind, query).map_err(|e| Failure(e.status(), e.to_string()))?;
+        let reply = svc.host_key(&r, from.ip(), unix_s()).map_err(|e| Failure(e.status(), e.to_string()))?;
+        Ok(serde_json::to_string(&reply)?)
     }
 
     fn authorise(&self, req: &Request) -> Result<(), Failure> {
@@ -298,6 +334,26 @@ impl ControlService {
     }
 }
 
+/// The DRKey service of a `[drkey]` table: its TLS identity and trust, and a Level-1
+/// client for the peers that have a DRKey address.
+fn drkey_service(
+    cfg: &ControlConfig,
+    d: &DrkeyConfig,
+    secret: &[u8],
+    cfg_path: &std::path::Path,
+) -> anyhow::Result<DrkeyService> {
+    let file = cfg_path.display().to_string();
+    let schedule = d.schedule(&file)?;
+    let roots: Vec<_> = d.trust_roots.iter().map(|r| (r.isd, r.cert_file.clone())).collect();
+    let tls = DrkeyTls::load(&d.cert_file, &d.key_file, &roots).with_context(|| format!("{file}: drkey"))?;
+    let fetcher = TlsFetcher {
+        subject: cfg.ia,
+        peers: cfg.peers.iter().filter_map(|p| Some((p.ia, p.drkey?))).collect(),
+        configs: tls.client_configs(),
+    };
+    Ok(DrkeyService::new(cfg.ia, secret, schedule, tls, Box::new(fetcher))?)
+}
+
 /// Runs a control service from its config file until the process is stopped.
 pub fn run(cfg_path: &std::path::Path) -> anyhow::Result<()> {
     let cfg = ControlConfig::load(cfg_path)?;
@@ -306,112 +362,4 @@ pub fn run(cfg_path: &std::path::Path) -> anyhow::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::runner::RunLayout;
-
-    fn service(name: &str, ia: &str) -> (ControlService, RunLayout) {
-        let dir = std::env::temp_dir().join(format!("aviary-ctl-{name}-{}", std::process::id()));
-        let topo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies/line5.toml");
-        let layout = RunLayout::write(&topo, &dir, 20000).unwrap();
-        let a = &layout.ases[&ia.parse().unwrap()];
-        let cfg_path = a.dir.join("control.toml");
-        let cfg = ControlConfig::load(&cfg_path).unwrap();
-        (ControlService::from_config(&cfg, &cfg_path).unwrap(), layout)
-    }
-
-    fn segment(ts: u64) -> SegmentWire {
-        SegmentWire { seg_id: 0x1234, timestamp: ts as u32, hops: Vec::new() }
-    }
-
-    #[test]
-    fn extend_checks_links_and_freshness() {
-        // C = 1-ff00:0:110 (core): #1 to B, #2 to D.
-        let (c, layout) = service("extend", "1-ff00:0:110");
-        let now = unix_s();
-        let ok = c.extend(ExtendRequest { segment: segment(now), cons_ingress: 0, cons_egress: 1 }).unwrap();
-        assert_eq!(ok.hops.len(), 1);
-        let fail = |r: ExtendRequest| c.extend(r).err().map(|Failure(code, m)| (code, m)).expect("must be refused");
-        assert_eq!(fail(ExtendRequest { segment: segment(now), cons_ingress: 2, cons_egress: 1 }).0, 400);
-        assert_eq!(fail(ExtendRequest { segment: segment(now), cons_ingress: 0, cons_egress: 9 }).0, 400);
-        assert_eq!(
-            fail(ExtendRequest { segment: segment(now - 2 * MAX_SEGMENT_AGE_S), cons_ingress: 0, cons_egress: 1 }).0,
-            400
-        );
-        // B may extend C's segment only at the interface linked to C's egress.
-        let (b, _) = service("extend-b", "1-ff00:0:112");
-        assert!(b.extend(ExtendRequest { segment: ok.clone(), cons_ingress: 1, cons_egress: 2 }).is_ok());
-        assert!(b.extend(ExtendRequest { segment: ok.clone(), cons_ingress: 2, cons_egress: 1 }).is_err());
-        // The hop field verifies under C's key at C's router.
-        let secret = read_secret(std::path::Path::new("t"), "f", &layout.dir.join("1-ff00_0_110/master.key")).unwrap();
-        let seg = ok.to_segment().unwrap();
-        let key = HopMacKey::from_master_secret(&secret);
-        assert_eq!(seg.hops[0].mac, seg.hops[0].compute_mac(&key, 0x1234, seg.timestamp));
-        std::fs::remove_dir_all(&layout.dir).unwrap();
-    }
-
-    #[test]
-    fn grants_need_real_interfaces_and_give_distinct_resids() {
-        let (c, layout) = service("grant", "1-ff00:0:110");
-        let start = unix_s() as u32;
-        let req =
-            |ingress, egress| ReservationRequest { ingress, egress, bandwidth_bps: 1_000_000, start, duration: 60 };
-        let g1 = c.grant(&req(1, 2)).unwrap();
-        let g2 = c.grant(&req(1, 2)).unwrap();
-        assert_ne!(g1.reservation.info.res_id, g2.reservation.info.res_id);
-        assert!(g1.bandwidth_bps >= 1_000_000);
-        assert_eq!(g1.reservation.ak, c.sv.auth_key(&g1.reservation.info));
-        assert!(c.grant(&req(1, 7)).is_err());
-        assert!(c.grant(&req(2, 2)).is_err());
-        let over = ReservationRequest { start: start - 120, ..req(1, 2) };
-        assert!(c.grant(&over).is_err(), "a reservation that is already over");
-        // ResIDs survive a restart of the service.
-        let (c2, _) = service("grant", "1-ff00:0:110");
-        assert_ne!(c2.grant(&req(1, 2)).unwrap().reservation.info.res_id, g1.reservation.info.res_id);
-        std::fs::remove_dir_all(&layout.dir).unwrap();
-    }
-
-    #[test]
-    fn operator_grants_and_market_deliveries_share_one_allocator() {
-        use aviary_hummingbird::{BuyerKey, BwCodec, RedeemRequest, ReservationService, ServiceState};
-        let (c, layout) = service("shared", "1-ff00:0:110");
-        let a = &layout.ases[&"1-ff00:0:110".parse().unwrap()];
-        // The AS service of the same AS, on the store its config names by default.
-        let store = ResIdStore::new(a.dir.join("state").join(crate::config::RESID_STORE), 100_000);
-        assert_eq!(store.path(), ControlConfig::load(&a.dir.join("control.toml")).unwrap().resid_store());
-        let mut market = ReservationService::new(1, 31337, &[7; 32], BwCodec::Paper, ServiceState::new(1000));
-        let buyer = BuyerKey::derive(b"buyer");
-        let now = unix_s();
-        let start = now as u32;
-        let mut ids = Vec::new();
-        for k in 0..6u8 {
-            // Overlapping reservations on ingress 1, alternately granted and bought.
-            if k % 2 == 0 {
-                let req = ReservationRequest { ingress: 1, egress: 2, bandwidth_bps: 1_000_000, start, duration: 600 };
-                ids.push(c.grant(&req).unwrap().reservation.info.res_id);
-            } else {
-                let rr = RedeemRequest {
-                    request_id: [k; 32],
-                    ingress: 1,
-                    egress: 2,
-                    bandwidth_kbps: 1000,
-                    start: now + 10,
-                    expiry: now + 300,
-                    buyer_key: buyer.public(),
-                };
-                let f = store.update(|alloc| market.fulfil(&rr, now, &[k; 32], alloc)).unwrap();
-                ids.push(f.reservation.info.res_id);
-            }
-        }
-        // A restarted control service sees the market's ResIDs too.
-        let (c2, _) = service("shared", "1-ff00:0:110");
-        let req = ReservationRequest { ingress: 1, egress: 2, bandwidth_bps: 1_000_000, start, duration: 600 };
-        ids.push(c2.grant(&req).unwrap().reservation.info.res_id);
-        let mut sorted = ids.clone();
-        sorted.sort_unstable();
-        sorted.dedup();
-        assert_eq!(sorted.len(), ids.len(), "a ResID was handed out twice on one ingress: {ids:?}");
-        assert_eq!(store.snapshot().unwrap().held(1).len(), 7);
-        std::fs::remove_dir_all(&layout.dir).unwrap();
-    }
-}
+mod tests;

@@ -8,13 +8,17 @@
 //! <isd-as>/master.key            the AS's secret (only this AS's processes read it)
 //! <isd-as>/operator.token        bearer token for the AS's reservation API
 //! <isd-as>/state/                the control service's granted ResIDs
+//! <isd-as>/cs-tls.pem, cs-tls.key the control service's TLS certificate and key (DRKey)
+//! pki/isd-<n>-root.pem, .key     the root certificate and key of ISD n (see [`pki`])
 //! hosts/<name>.toml              host configs for `aviary host`
 //! logs/<isd-as>-router.log ...   each process's output; logs/supervisor.log
 //! ```
 //! AS number k (in topology order, from 1) lives on 127.0.k.1 with ports from
-//! `port_base + 100·(k−1)`; its hosts on 127.0.k.10, 127.0.k.11, ...
+//! `port_base + 100·(k−1)` (+0 router internal, +1 router management, +2 control service,
+//! +3 DRKey Level-1 service, +10... links); its hosts on 127.0.k.10, 127.0.k.11, ...
 
 pub mod market_setup;
+pub mod pki;
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
@@ -31,7 +35,8 @@ use anyhow::{bail, Context};
 use aviary_scion::IsdAsn;
 
 use crate::config::{
-    write_toml, ControlConfig, GrantConfig, HostConfig, InterfaceConfig, Peer, QueueConfig, RouterConfig,
+    write_toml, ControlConfig, DrkeyConfig, GrantConfig, HostConfig, InterfaceConfig, Peer, QueueConfig, RouterConfig,
+    TrustRoot,
 };
 use crate::runner::market_setup::MarketLayout;
 use crate::topology::Topology;
@@ -120,7 +125,25 @@ impl RunLayout {
         let peers: Vec<Peer> = topology
             .ases
             .iter()
-            .map(|a| Peer { ia: a.ia, control: SocketAddr::new(ip(index[&a.ia], 1), port(index[&a.ia], 2)) })
+            .map(|a| {
+                let k = index[&a.ia];
+                Peer {
+                    ia: a.ia,
+                    control: SocketAddr::new(ip(k, 1), port(k, 2)),
+                    drkey: Some(SocketAddr::new(ip(k, 1), port(k, 3))),
+                }
+            })
+            .collect();
+        // One root per ISD; every control service trusts all of them (and checks that a
+        // peer's certificate chains to the root of the peer's own ISD).
+        let isds: std::collections::BTreeSet<u16> = topology.ases.iter().map(|a| a.ia.isd()).collect();
+        let mut roots = BTreeMap::new();
+        for isd in isds {
+            roots.insert(isd, pki::IsdRoot::load_or_create(&dir.join("pki"), isd)?);
+        }
+        let trust_roots: Vec<TrustRoot> = roots
+            .values()
+            .map(|r| TrustRoot { isd: r.isd, cert_file: Path::new("../pki").join(r.cert_file.file_name().unwrap()) })
             .collect();
         let mut ases = BTreeMap::new();
         for a in &topology.ases {
@@ -135,6 +158,7 @@ impl RunLayout {
                     fs::write(&f, random_hex(len)? + "\n")?;
                 }
             }
+            roots[&a.ia.isd()].issue_into(a.ia, &as_dir)?;
             let interfaces = topology
                 .links_of(a.ia)
                 .map(|(local, remote, _, link)| InterfaceConfig {
@@ -168,6 +192,14 @@ impl RunLayout {
                 resid_store: None,
                 hop_exp_time: 63,
                 hummingbird: GrantConfig::default(),
+                drkey: Some(DrkeyConfig {
+                    listen: SocketAddr::new(ip(k, 1), port(k, 3)),
+                    cert_file: pki::CS_CERT_FILE.into(),
+                    key_file: pki::CS_KEY_FILE.into(),
+                    trust_roots: trust_roots.clone(),
+                    epoch_duration_s: aviary_scion::drkey::EpochSchedule::DEFAULT_DURATION_S,
+                    grace_s: aviary_scion::drkey::EpochSchedule::GRACE_PERIOD_S,
+                }),
                 peers: peers.iter().filter(|p| p.ia != a.ia).cloned().collect(),
             };
             write_toml(&as_dir.join("router.toml"), &router)?;
@@ -200,6 +232,9 @@ impl RunLayout {
             out.push((a.router.internal, false, format!("router {} internal socket", a.ia)));
             out.push((a.router.management, true, format!("router {} management API", a.ia)));
             out.push((a.control.listen, true, format!("control service {}", a.ia)));
+            if let Some(d) = &a.control.drkey {
+                out.push((d.listen, true, format!("DRKey service {}", a.ia)));
+            }
             for i in &a.router.interfaces {
                 out.push((i.local, false, format!("router {} interface {}", a.ia, i.id)));
             }

@@ -1,0 +1,154 @@
+//! The DRKey Level-1 service on the wire: `GET /v1/drkey/level1?protocol=N&subject=ISD-AS
+//! [&at=UNIX_S]` as HTTP/1.1 inside TLS 1.2/1.3 with client certificates required, one
+//! request per connection, a thread per connection (at most [`MAX_CONNECTIONS`] at once),
+//! bounded heads and timeouts. `subject` is the asking AS; its certificate must certify it
+//! ([`DrkeyTls::check_subject`](super::tls::DrkeyTls::check_subject)), so an AS gets only
+//! keys issued to itself. The reply is a [`Level1Reply`]; errors are `{"error": "..."}`.
+//!
+//! [`TlsFetcher`] is the client side: how a control service fetches `K_{B→A}` from B.
+
+use std::io::Read;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use aviary_scion::drkey::Protocol;
+use aviary_scion::IsdAsn;
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection, ServerConnection, StreamOwned};
+
+use super::drkey::{DrkeyService, DrkeyServiceError, Level1Fetch, PeerAddrs};
+use super::http1::{self, query_params};
+use super::tls::cs_name;
+use crate::api::{ErrorReply, Level1Reply};
+use crate::clock::unix_s;
+
+/// Connections served at once; more are closed at once.
+pub const MAX_CONNECTIONS: usize = 64;
+/// Read and write timeout of a connection (the whole handshake and request must fit in it).
+pub const IO_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long, and for how many bytes, a connection is drained after the reply.
+const LINGER: Duration = Duration::from_secs(1);
+const MAX_LINGER_BYTES: u64 = 1 << 20;
+
+/// Binds `listen` and serves Level-1 requests on a background thread until the process ends.
+pub fn spawn(svc: Arc<DrkeyService>, listen: SocketAddr) -> std::io::Result<SocketAddr> {
+    let listener = TcpListener::bind(listen)?;
+    let local = listener.local_addr()?;
+    let active = Arc::new(AtomicUsize::new(0));
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(tcp) = conn else { continue };
+            if active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+                active.fetch_sub(1, Ordering::SeqCst);
+                tracing::warn!("DRKey service: too many connections; one closed");
+                continue;
+            }
+            let (svc, active) = (svc.clone(), active.clone());
+            std::thread::spawn(move || {
+                let peer = tcp.peer_addr().ok();
+                if let Err(e) = serve_connection(&svc, tcp) {
+                    tracing::debug!(?peer, "DRKey connection ended: {e}");
+                }
+                active.fetch_sub(1, Ordering::SeqCst);
+            });
+        }
+    });
+    Ok(local)
+}
+
+fn serve_connection(svc: &DrkeyService, tcp: TcpStream) -> Result<(), String> {
+    tcp.set_read_timeout(Some(IO_TIMEOUT)).map_err(|e| e.to_string())?;
+    tcp.set_write_timeout(Some(IO_TIMEOUT)).map_err(|e| e.to_string())?;
+    let conn = ServerConnection::new(svc.tls.server_config()).map_err(|e| e.to_string())?;
+    let mut tls = StreamOwned::new(conn, tcp);
+    while tls.conn.is_handshaking() {
+        tls.conn.complete_io(&mut tls.sock).map_err(|e| format!("handshake: {e}"))?;
+    }
+    let (status, body) = match answer(svc, &mut tls) {
+        Ok(reply) => (200, serde_json::to_string(&reply).expect("serialisable")),
+        Err((status, msg)) => {
+            tracing::debug!(status, %msg, "Level-1 request refused");
+            (status, serde_json::json!({ "error": msg }).to_string())
+        }
+    };
+    http1::write_response(&mut tls, status, &body).map_err(|e| e.to_string())?;
+    tls.conn.send_close_notify();
+    let _ = tls.conn.complete_io(&mut tls.sock);
+    // Lingering close: a client still sending (an oversized head) would otherwise get a
+    // reset that can discard the reply before it reads it.
+    let _ = tls.sock.shutdown(std::net::Shutdown::Write);
+    let _ = tls.sock.set_read_timeout(Some(LINGER));
+    let _ = std::io::copy(&mut (&tls.sock).take(MAX_LINGER_BYTES), &mut std::io::sink());
+    Ok(())
+}
+
+fn answer(
+    svc: &DrkeyService,
+    tls: &mut StreamOwned<ServerConnection, TcpStream>,
+) -> Result<Level1Reply, (u16, String)> {
+    let head = http1::read_request(tls).map_err(|e| (e.status(), e.to_string()))?;
+    if head.method != "GET" || head.path != "/v1/drkey/level1" {
+        return Err((404, format!("no such endpoint: {} {}", head.method, head.path)));
+    }
+    let q = query_params(&head.query, &["protocol", "subject", "at"]).map_err(|e| (400, e))?;
+    let get = |name: &str| q.get(name).ok_or((400, format!("missing query parameter {name}")));
+    let protocol: u16 = get("protocol")?.parse().map_err(|e| (400, format!("protocol: {e}")))?;
+    let subject: IsdAsn = get("subject")?.parse().map_err(|e| (400, format!("subject: {e}")))?;
+    let now = unix_s();
+    let at = match q.get("at") {
+        Some(t) => t.parse().map_err(|e| (400, format!("at: {e}")))?,
+        None => now,
+    };
+    let chain = tls.conn.peer_certificates().unwrap_or_default();
+    svc.tls.check_subject(chain, subject).map_err(|e| (403, e))?;
+    svc.issue_level1(subject, Protocol(protocol), at, now).map_err(|e: DrkeyServiceError| (e.status(), e.to_string()))
+}
+
+/// One Level-1 request as a client: `K_{issuer→subject}` from the service at `addr`, whose
+/// certificate must name `issuer` under `config`'s roots.
+pub fn fetch_level1(
+    config: Arc<ClientConfig>,
+    addr: SocketAddr,
+    issuer: IsdAsn,
+    subject: IsdAsn,
+    protocol: Protocol,
+    at: Option<u64>,
+) -> Result<Level1Reply, String> {
+    let name = ServerName::try_from(cs_name(issuer)).map_err(|e| e.to_string())?;
+    let conn = ClientConnection::new(config, name).map_err(|e| e.to_string())?;
+    let tcp = TcpStream::connect_timeout(&addr, IO_TIMEOUT).map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+    tcp.set_read_timeout(Some(IO_TIMEOUT)).map_err(|e| e.to_string())?;
+    tcp.set_write_timeout(Some(IO_TIMEOUT)).map_err(|e| e.to_string())?;
+    let mut tls = StreamOwned::new(conn, tcp);
+    let mut target = format!("/v1/drkey/level1?protocol={}&subject={subject}", protocol.0);
+    if let Some(at) = at {
+        target += &format!("&at={at}");
+    }
+    http1::write_get(&mut tls, &cs_name(issuer), &target).map_err(|e| format!("{addr}: {e}"))?;
+    let (status, body) = http1::read_response(&mut tls).map_err(|e| format!("{addr}: {e}"))?;
+    if status != 200 {
+        let msg = serde_json::from_slice::<ErrorReply>(&body).map(|e| e.error).unwrap_or_default();
+        return Err(format!("{addr}: HTTP {status}: {msg}"));
+    }
+    serde_json::from_slice(&body).map_err(|e| format!("{addr}: bad reply: {e}"))
+}
+
+/// Fetches Level-1 keys issued to `subject` from the peers' services over TLS.
+pub struct TlsFetcher {
+    pub subject: IsdAsn,
+    pub peers: PeerAddrs,
+    /// Client configs per ISD (the roots a peer of that ISD must chain to).
+    pub configs: std::collections::BTreeMap<u16, Arc<ClientConfig>>,
+}
+
+impl Level1Fetch for TlsFetcher {
+    fn fetch(&self, issuer: IsdAsn, protocol: Protocol, at: u64) -> Result<Level1Reply, String> {
+        let addr = self.peers.get(&issuer).ok_or_else(|| format!("no DRKey service known for {issuer}"))?;
+        let config =
+            self.configs.get(&issuer.isd()).ok_or_else(|| format!("no trust root for ISD {}", issuer.isd()))?;
+        fetch_level1(config.clone(), *addr, issuer, self.subject, protocol, Some(at))
+    }
+}
