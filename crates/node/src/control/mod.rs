@@ -20,6 +20,12 @@ use crate::resid_store::{ResIdStore, StoreError};
 use crate::routes::{routes, HopPlan, SegmentPlan};
 use crate::topology::{IfRef, Neighbor, Topology};
 
+pub mod grant_error;
+pub mod metrics;
+
+pub use grant_error::GrantError;
+use metrics::ControlMetrics;
+
 /// Routes offered per destination.
 const MAX_PATHS: usize = 8;
 /// How far a segment's timestamp may lie in the past or future when an AS extends it.
@@ -50,6 +56,7 @@ pub struct ControlService {
     resids: ResIdStore,
     /// Built segments by their hops, with the Unix time after which they are rebuilt.
     segments: Mutex<HashMap<Vec<HopPlan>, (SegmentWire, u64)>>,
+    metrics: ControlMetrics,
 }
 
 impl ControlService {
@@ -77,6 +84,7 @@ impl ControlService {
             operator_token: token.trim().to_string(),
             resids,
             segments: Mutex::new(HashMap::new()),
+            metrics: ControlMetrics::default(),
         })
     }
 
@@ -108,26 +116,36 @@ impl ControlService {
         let result =
             req.as_reader().read_to_string(&mut body).map_err(Failure::from).and_then(|_| match (req.method(), path) {
                 (Method::Post, "/v1/segments/extend") => {
-                    let r: ExtendRequest = serde_json::from_str(&body)?;
-                    Ok(serde_json::to_string(&self.extend(r)?)?)
+                    let extended = serde_json::from_str(&body).map_err(Failure::from).and_then(|r| self.extend(r));
+                    self.metrics.extension_served(extended.is_ok());
+                    Ok(serde_json::to_string(&extended?)?)
                 }
                 (Method::Get, "/v1/paths") => {
                     let dst = query
                         .split('&')
                         .find_map(|kv| kv.strip_prefix("dst="))
                         .ok_or_else(|| Failure(400, "missing query parameter dst".into()))?;
-                    let dst: IsdAsn = dst.parse()?;
-                    Ok(serde_json::to_string(&PathsReply { paths: self.paths(dst)? })?)
+                    let paths = dst.parse::<IsdAsn>().map_err(Failure::from).and_then(|dst| self.paths(dst));
+                    self.metrics.path_lookup(paths.as_ref().map_or_else(|Failure(code, _)| *code, |_| 200));
+                    Ok(serde_json::to_string(&PathsReply { paths: paths? })?)
                 }
                 (Method::Post, "/v1/reservations") => {
-                    self.authorise(&req)?;
-                    let r: ReservationRequest = serde_json::from_str(&body)?;
-                    Ok(serde_json::to_string(&self.grant(&r)?)?)
+                    let granted = self
+                        .authorise(&req)
+                        .map_err(|_| GrantError::Unauthorised)
+                        .and_then(|_| serde_json::from_str(&body).map_err(|e| GrantError::BadRequest(e.to_string())))
+                        .and_then(|r: ReservationRequest| self.grant(&r));
+                    self.metrics.grant(&granted);
+                    let grant = granted.map_err(|e| Failure(e.status(), e.to_string()))?;
+                    Ok(serde_json::to_string(&grant)?)
                 }
+                (Method::Get, "/metrics") => Ok(self.metrics_text()),
                 (Method::Get, "/v1/status") => Ok(serde_json::json!({ "ia": self.ia }).to_string()),
                 _ => Err(Failure(404, format!("no such endpoint: {} {path}", req.method()))),
             });
-        let json = Header::from_bytes("Content-Type", "application/json").expect("static header");
+        let ctype = if path == "/metrics" { crate::metrics::CONTENT_TYPE } else { "application/json" };
+        let json = Header::from_bytes("Content-Type", ctype).expect("static header");
+        self.metrics.request(path, result.as_ref().map_or_else(|Failure(code, _)| *code, |_| 200));
         let resp = match result {
             Ok(body) => Response::from_string(body).with_header(json),
             Err(Failure(code, msg)) => {
@@ -137,7 +155,24 @@ impl ControlService {
                     .with_header(json)
             }
         };
-        let _ = req.respond(resp);
+        if req.respond(resp).is_err() {
+            self.metrics.error("response");
+        }
+    }
+
+    /// `GET /metrics`: the counters, and the reservations the ResID store holds per ingress.
+    fn metrics_text(&self) -> String {
+        let held = match self.resids.peek() {
+            Ok(a) => {
+                Some(self.topology.links_of(self.ia).map(|(l, ..)| (l.ifid, a.held(l.ifid).len())).collect::<Vec<_>>())
+            }
+            Err(e) => {
+                tracing::warn!("metrics: {e}");
+                self.metrics.error("resid_store");
+                None
+            }
+        };
+        self.metrics.prometheus(self.ia, held.as_deref())
     }
 
     fn authorise(&self, req: &Request) -> Result<(), Failure> {
@@ -214,7 +249,9 @@ impl ControlService {
                 self.extend(req).map_err(|Failure(_, m)| anyhow!("{m}"))?
             } else {
                 let addr = self.peers.get(&hop.ia).ok_or_else(|| anyhow!("no control service known for {}", hop.ia))?;
-                api::extend_segment(*addr, &req)?
+                let extended = api::extend_segment(*addr, &req);
+                self.metrics.extension_requested(hop.ia, extended.is_ok());
+                extended?
             };
         }
         let lifetime = hop_expiry_ns(0, self.exp_time) / 1_000_000_000;
@@ -261,25 +298,23 @@ impl ControlService {
         Ok(out)
     }
 
-    fn grant(&self, r: &ReservationRequest) -> Result<Grant, Failure> {
+    fn grant(&self, r: &ReservationRequest) -> Result<Grant, GrantError> {
         for (name, ifid) in [("ingress", r.ingress), ("egress", r.egress)] {
             if ifid != 0 && self.topology.neighbor(IfRef { ia: self.ia, ifid }).is_none() {
-                return Err(Failure(400, format!("{name}: {} has no interface {ifid}", self.ia)));
+                return Err(GrantError::UnknownInterface(format!("{name}: {} has no interface {ifid}", self.ia)));
             }
         }
         if r.ingress == r.egress {
-            return Err(Failure(400, "ingress and egress must differ".into()));
+            return Err(GrantError::SameInterface);
         }
         if r.duration == 0 {
-            return Err(Failure(400, "duration: must be at least 1 s".into()));
+            return Err(GrantError::ZeroDuration);
         }
-        let bw = self.codec.encode_ceil(r.bandwidth_bps).ok_or_else(|| {
-            Failure(400, format!("bandwidth_bps: {} is more than the codec can express", r.bandwidth_bps))
-        })?;
+        let bw = self.codec.encode_ceil(r.bandwidth_bps).ok_or(GrantError::BandwidthTooLarge(r.bandwidth_bps))?;
         let start = u64::from(r.start);
         let now = unix_s();
         if start + u64::from(r.duration) <= now {
-            return Err(Failure(400, "the requested interval is over".into()));
+            return Err(GrantError::IntervalOver);
         }
         let res_id = self
             .resids
@@ -288,8 +323,8 @@ impl ControlService {
                 a.assign(r.ingress, start, start + u64::from(r.duration))
             })
             .map_err(|e| match e {
-                StoreError::Refused(e) => Failure(409, e.to_string()),
-                e => Failure(500, e.to_string()),
+                StoreError::Refused(e) => GrantError::NoResId(e.to_string()),
+                e => GrantError::Store(e.to_string()),
             })?;
         let info = ResInfo { ingress: r.ingress, egress: r.egress, res_id, bw, start: r.start, duration: r.duration };
         let ak = self.sv.auth_key(&info);
