@@ -200,3 +200,57 @@ fn control_service_counts_lookups_extensions_and_grants() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn as_service_counts_registrations_and_listings() {
+    use aviary_node::as_service::{self, AsService, AsServiceConfig};
+    let dir = std::env::temp_dir().join(format!("aviary-metrics-as-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies/line5.toml");
+    let mut layout = RunLayout::write(&topo, &dir, 41100).unwrap();
+    layout.enable_market().unwrap();
+    let core = &layout.ases[&"1-ff00:0:110".parse().unwrap()];
+    let cfg_path = &layout.market.as_ref().unwrap().as_services[&core.ia];
+    let cfg = AsServiceConfig::load(cfg_path).unwrap();
+    // The runner gives every AS service a metrics address in its AS's block, and lists it.
+    assert_eq!(cfg.metrics, Some(core.as_service_metrics));
+    assert_eq!(core.as_service_metrics.port(), core.control.listen.port() + 1);
+    let targets: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("metrics-targets.json")).unwrap()).unwrap();
+    let listed = |role: &str, addr: SocketAddr| {
+        targets.as_array().unwrap().iter().any(|t| {
+            t["labels"]["role"] == role
+                && t["labels"]["ia"] == core.ia.to_string()
+                && t["targets"][0] == addr.to_string()
+        })
+    };
+    assert!(listed("as-service", core.as_service_metrics) && listed("router", core.router.management));
+    assert!(listed("control", core.control.listen));
+
+    let offers = cfg.offers.iter().map(|o| o.periods_ahead).sum::<u64>() as f64;
+    let mut svc = AsService::new(cfg, cfg_path).unwrap();
+    let server = as_service::metrics::serve(free_tcp_addr(), svc.stats()).unwrap();
+    let before = scrape(server.addr());
+    let ia = format!("ia=\"{}\"", core.ia);
+    assert_eq!(value(&before, &format!("aviary_as_service_registered{{{ia}}}")), 0.0);
+    svc.register().unwrap();
+    svc.poll(unix_s());
+    let m = scrape(server.addr());
+    for step in ["registry", "seller"] {
+        assert_eq!(value(&m, &format!("aviary_as_service_registrations_total{{{ia},step=\"{step}\"}}")), 1.0);
+    }
+    assert_eq!(value(&m, &format!("aviary_as_service_registered{{{ia}}}")), 1.0);
+    assert_eq!(value(&m, &format!("aviary_as_service_listings_issued_total{{{ia}}}")), offers, "{m:#?}");
+    assert_eq!(value(&m, &format!("aviary_as_service_redeem_requests_seen_total{{{ia}}}")), 0.0);
+    assert_eq!(sum(&m, "aviary_as_service_errors_total"), 0.0);
+    assert!(value(&m, &format!("aviary_as_service_last_poll_time_seconds{{{ia}}}")) >= unix_s() as f64 - 5.0);
+    assert!(value(&m, &format!("aviary_as_service_last_block_timestamp_seconds{{{ia}}}")) > 1.7e9);
+    // A second poll issues nothing new; the status JSON says the same as the text.
+    svc.poll(unix_s());
+    let status: serde_json::Value =
+        ureq::get(&format!("http://{}/v1/status", server.addr())).call().unwrap().into_json().unwrap();
+    assert_eq!(status["listings_issued"].as_f64(), Some(offers));
+    assert_eq!(status["ia"], core.ia.to_string());
+    drop(server);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
