@@ -254,3 +254,95 @@ fn as_service_counts_registrations_and_listings() {
     drop(server);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A fake control service that answers every request with `paths`.
+fn control_service(paths: Vec<aviary_node::api::PathWire>) -> SocketAddr {
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let addr = server.server_addr().to_ip().unwrap();
+    let body = serde_json::to_string(&aviary_node::api::PathsReply { paths }).unwrap();
+    thread::spawn(move || {
+        for req in server.incoming_requests() {
+            let _ = req.respond(tiny_http::Response::from_string(body.clone()));
+        }
+    });
+    addr
+}
+
+#[derive(clap::Parser)]
+struct SendCli {
+    #[command(flatten)]
+    opts: aviary_node::host::SendOptions,
+}
+
+#[test]
+fn sender_and_sink_show_their_flow_while_they_run() {
+    use aviary_hummingbird::as_hops;
+    use aviary_hummingbird::testbed::Chain;
+    use aviary_node::config::HostConfig;
+    use aviary_node::host::{run_sender, run_sink, SinkOptions};
+    use clap::Parser;
+
+    let chain = Chain::new(2, unix_s() as u32 - 60);
+    let ases = as_hops(&chain.path)
+        .iter()
+        .zip(&chain.ases)
+        .map(|(h, a)| aviary_node::routes::AsOnRoute { ia: a.ia, ingress: h.ingress, egress: h.egress })
+        .collect();
+    let path = aviary_node::api::PathWire {
+        ases,
+        path: hex::encode(chain.path.to_bytes().unwrap()),
+        expiry: u64::from(u32::MAX),
+    };
+    let sink_port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let sink_addr: SocketAddr = format!("127.0.0.1:{sink_port}").parse().unwrap();
+    let host = |name: &str, ia| HostConfig {
+        name: name.into(),
+        ia,
+        addr: "127.0.0.1".parse().unwrap(),
+        // No router: the sender's packets go straight to the sink.
+        router: sink_addr,
+        control: control_service(vec![path.clone()]),
+    };
+    let (sink_metrics, send_metrics) = (free_tcp_addr(), free_tcp_addr());
+    let sink_cfg = host("sink", chain.dst_ia());
+    let opts = SinkOptions {
+        listen_port: sink_port,
+        duration_ms: Some(3000),
+        report: None,
+        bin_ms: 100,
+        metrics: Some(sink_metrics),
+    };
+    let sink = thread::spawn(move || run_sink(&sink_cfg, &opts).unwrap());
+    thread::sleep(Duration::from_millis(200));
+
+    // 500-byte packets at 400 kbit/s for one second: 100 packets.
+    let dst = format!("{},127.0.0.1:{sink_port}", chain.dst_ia());
+    let send_cfg = host("source", chain.src_ia());
+    let metrics = send_metrics.to_string();
+    let args =
+        ["send", "--dst", &dst, "--flow", "m1", "--rate-bps", "400000", "--size", "500", "--duration-ms", "1000"];
+    let opts = SendCli::parse_from(args.iter().chain(&["--metrics", metrics.as_str()])).opts;
+    let sender = thread::spawn(move || run_sender(&send_cfg, &opts).unwrap());
+    thread::sleep(Duration::from_millis(500));
+    let mid = scrape(send_metrics);
+    let l = "host=\"source\",flow=\"m1\",kind=\"best_effort\"";
+    let sent_mid = value(&mid, &format!("aviary_host_sent_packets_total{{{l}}}"));
+    let sent = sender.join().unwrap();
+    assert!(sent_mid > 0.0 && sent_mid <= sent.sent_packets as f64, "{sent_mid} of {sent:?}");
+    assert!(sent.sent_packets >= 50, "{sent:?}");
+    assert!(ureq::get(&format!("http://{send_metrics}/metrics")).call().is_err(), "the endpoint ends with the flow");
+
+    thread::sleep(Duration::from_millis(200));
+    let m = scrape(sink_metrics);
+    let l = "host=\"sink\",flow=\"m1\"";
+    let n = sent.sent_packets as f64;
+    assert_eq!(value(&m, &format!("aviary_host_received_packets_total{{{l}}}")), n, "{m:#?}");
+    assert_eq!(value(&m, &format!("aviary_host_received_bytes_total{{{l}}}")), n * 500.0);
+    assert_eq!(value(&m, &format!("aviary_host_one_way_delay_seconds_count{{{l}}}")), n);
+    assert_eq!(value(&m, &format!("aviary_host_one_way_delay_seconds_bucket{{{l},le=\"+Inf\"}}")), n);
+    assert!(value(&m, &format!("aviary_host_one_way_delay_seconds_bucket{{{l},le=\"1\"}}")) >= n * 0.9);
+    assert_eq!(value(&m, &format!("aviary_host_lost_packets{{{l}}}")), 0.0);
+    assert_eq!(value(&m, "aviary_host_malformed_datagrams_total{host=\"sink\"}"), 0.0);
+    let report = sink.join().unwrap();
+    assert_eq!(report.flows["m1"].received_packets, sent.sent_packets);
+}

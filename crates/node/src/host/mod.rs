@@ -10,6 +10,7 @@
 //! - [`packet`]: sans-IO packet building for one flow, on a chosen path, honest or forged.
 //! - [`send`]: the sender (paced CBR or bursty, attack modes) and its report.
 //! - [`sink`]: the receiver and its per-flow report (goodput, loss, one-way delay).
+//! - [`metrics`]: what either shows on `--metrics ADDR` while it runs (Prometheus text).
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -23,6 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::{Grant, PathWire};
 
+pub mod metrics;
 pub mod packet;
 pub mod payload;
 pub mod send;
