@@ -256,6 +256,10 @@ fn run_topology(topology: &std::path::Path, dir: &std::path::Path, port_base: u1
     if let Some(m) = &l.market {
         println!("  market: ledger {}, contracts {}", m.ledger_dir.display(), m.deployment_file.display());
     }
+    println!("  metrics (GET /metrics; all listed in {}):", l.dir.join(aviary_node::runner::METRICS_TARGETS).display());
+    for (role, ia, addr) in l.metrics_targets() {
+        println!("    {:<16} {:<10} http://{addr}/metrics", ia.to_string(), role.name());
+    }
     println!("logs in {}; Ctrl-C stops every process", l.dir.join("logs").display());
     while !stop.load(std::sync::atomic::Ordering::SeqCst) {
         std::thread::sleep(std::time::Duration::from_millis(100));

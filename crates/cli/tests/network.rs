@@ -406,6 +406,18 @@ fn market_purchases_survive_an_as_service_restart() {
     assert!(price > aviary_market::U256::ZERO);
     let first = read(&first);
     assert_eq!(first.reservations.len(), 3);
+    // The core AS's service shows the request it answered and delivered.
+    let core_as = &l.ases[&"1-ff00:0:110".parse().unwrap()];
+    let metrics = ureq::get(&format!("http://{}/metrics", core_as.as_service_metrics)).call().unwrap();
+    let text = metrics.into_string().unwrap();
+    let sample = |name: &str| {
+        let prefix = format!("{name}{{ia=\"1-ff00:0:110\"}} ");
+        text.lines().find_map(|x| x.strip_prefix(prefix.as_str())).and_then(|v| v.parse::<u64>().ok())
+    };
+    for name in ["aviary_as_service_redeem_requests_answered_total", "aviary_as_service_deliveries_total"] {
+        assert_eq!(sample(name), Some(1), "{name}:\n{text}");
+    }
+    assert_eq!(sample("aviary_as_service_registered"), Some(1), "{text}");
     // Kill the core AS's service; the supervisor restarts it, and it must neither answer the
     // first request again nor reuse its ResID for the overlapping second purchase.
     let core: aviary_scion::IsdAsn = "1-ff00:0:110".parse().unwrap();

@@ -10,6 +10,7 @@ pub mod clock;
 pub mod config;
 pub mod control;
 pub mod host;
+pub mod metrics;
 pub mod resid_store;
 pub mod router;
 pub mod routes;

@@ -68,6 +68,15 @@ impl ResIdStore {
         self.update(|a| Ok(a.clone()))
     }
 
+    /// The allocator as stored now, read without taking the lock or writing (writes are atomic
+    /// renames, so a reader never sees half a file): for monitoring.
+    pub fn peek(&self) -> Result<ResIdAllocator, StoreError<std::convert::Infallible>> {
+        self.read().map_err(|e| match e {
+            ReadError::Io(source) => StoreError::Io { path: self.path.clone(), source },
+            ReadError::Json(source) => StoreError::Corrupt { path: self.path.clone(), source },
+        })
+    }
+
     fn read(&self) -> Result<ResIdAllocator, ReadError> {
         match std::fs::read(&self.path) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(ReadError::Json),

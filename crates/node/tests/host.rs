@@ -267,7 +267,7 @@ fn sink_over_loopback_counts_what_arrives_and_survives_garbage() {
         router: "127.0.0.1:9".parse().unwrap(),
         control: "127.0.0.1:9".parse().unwrap(),
     };
-    let opts = SinkOptions { listen_port: port, duration_ms: Some(1000), report: None, bin_ms: 100 };
+    let opts = SinkOptions { listen_port: port, duration_ms: Some(1000), report: None, bin_ms: 100, metrics: None };
     let sink = thread::spawn(move || run_sink(&cfg, &opts).unwrap());
     thread::sleep(Duration::from_millis(200));
     let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -380,6 +380,7 @@ fn a_reserved_flow_end_to_end_over_loopback() {
         duration_ms: Some(3000),
         report: Some(dir.join("sink.json")),
         bin_ms: 250,
+        metrics: None,
     };
     let dst_cfg = host(chain.dst_ia());
     let sink_opts2 = sink_opts.clone();

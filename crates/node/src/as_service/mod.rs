@@ -8,7 +8,9 @@
 //! chain. What it did is kept in `state_dir`, so a restart neither re-issues nor re-answers.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -23,6 +25,10 @@ use crate::clock::unix_s;
 use crate::config::{read_secret, ConfigError, GrantConfig, RESID_STORE};
 use crate::resid_store::{ResIdStore, StoreError};
 use crate::topology::read_toml;
+
+pub mod metrics;
+
+pub use metrics::AsServiceStats;
 
 /// Where the chain is.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -110,6 +116,9 @@ pub struct AsServiceConfig {
     pub hummingbird: GrantConfig,
     #[serde(default = "default_poll_ms")]
     pub poll_ms: u64,
+    /// Where to serve `/metrics` and `/v1/status` (HTTP); none if absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<SocketAddr>,
     #[serde(rename = "offer", default)]
     pub offers: Vec<OfferConfig>,
 }
@@ -210,6 +219,7 @@ pub struct AsService {
     state_file: PathBuf,
     /// The AS's one ResID allocator, shared with its control service.
     resids: ResIdStore,
+    stats: Arc<Mutex<AsServiceStats>>,
 }
 
 fn read_hex_file(path: &Path) -> anyhow::Result<Vec<u8>> {
@@ -248,11 +258,52 @@ impl AsService {
         }
         let service =
             ReservationService::new(cfg.ia.to_u64(), ledger.chain_id(), &secret, cfg.hummingbird.codec, state);
-        let svc = Self { cfg, ledger, deployment, account, service, origins, issued, next_request, state_file, resids };
+        let stats = AsServiceStats { ia: Some(cfg.ia), started_unix_s: unix_s(), next_request, ..Default::default() };
+        let stats = Arc::new(Mutex::new(stats));
+        let svc = Self {
+            cfg,
+            ledger,
+            deployment,
+            account,
+            service,
+            origins,
+            issued,
+            next_request,
+            state_file,
+            resids,
+            stats,
+        };
         if legacy.is_some() {
             svc.persist()?;
         }
         Ok(svc)
+    }
+
+    /// The counters, as the metrics endpoint shows them.
+    pub fn stats(&self) -> Arc<Mutex<AsServiceStats>> {
+        self.stats.clone()
+    }
+
+    fn count(&self, f: impl FnOnce(&mut AsServiceStats)) {
+        if let Ok(mut s) = self.stats.lock() {
+            f(&mut s);
+        }
+    }
+
+    /// One round: issue what is due, answer new requests; a failure is logged and counted.
+    pub fn poll(&mut self, now: u64) {
+        if let Err(e) = self.issue_due(now).and_then(|_| self.answer_requests(now)) {
+            let kind = if e.downcast_ref::<aviary_market::LedgerError>().is_some() { "ledger" } else { "other" };
+            self.count(|s| *s.errors.entry(kind).or_default() += 1);
+            tracing::warn!("{e:#}");
+        }
+        let block = self.ledger.block_timestamp().ok();
+        let next_request = self.next_request;
+        self.count(|s| {
+            s.last_block_timestamp_s = block.unwrap_or(s.last_block_timestamp_s);
+            s.last_poll_unix_s = unix_s();
+            s.next_request = next_request;
+        });
     }
 
     fn persist(&self) -> anyhow::Result<()> {
@@ -283,12 +334,15 @@ impl AsService {
             .with_context(|| format!("{}", self.cfg.certificate_file.display()))?;
             let reg = d.registration(&*self.ledger, ia, cert, &key, me)?;
             d.register(&mut *self.ledger, &self.account, &reg).context("registration")?;
+            self.count(|s| *s.registrations.entry("registry").or_default() += 1);
             tracing::info!(ia = %self.cfg.ia, account = %me, "registered on the AS registry");
         }
         if d.seller_as(&*self.ledger, self.deployment.marketplace, me)? != ia {
             d.register_seller(&mut *self.ledger, &self.account, self.deployment.marketplace)?;
             d.set_approval_for_all(&mut *self.ledger, &self.account, d.market, true)?;
+            self.count(|s| *s.registrations.entry("seller").or_default() += 1);
         }
+        self.count(|s| s.registered = true);
         Ok(())
     }
 
@@ -327,6 +381,7 @@ impl AsService {
                 )?;
                 self.issued.insert((i, start));
                 self.persist()?;
+                self.count(|s| s.listings_issued += 1);
                 n += 1;
             }
         }
@@ -344,6 +399,7 @@ impl AsService {
             let id = U256::from(self.next_request);
             let req = d.request_of(&*self.ledger, id)?;
             if req.isdAs == self.cfg.ia.to_u64() && !self.service.is_delivered(&id.to_be_bytes::<32>()) {
+                self.count(|s| s.redeem_requests_seen += 1);
                 let ingress = d.asset_of(&*self.ledger, U256::from(req.ingressId))?;
                 let egress = d.asset_of(&*self.ledger, U256::from(req.egressId))?;
                 let rr = RedeemRequest {
@@ -359,7 +415,9 @@ impl AsService {
                 getrandom::getrandom(&mut ikm).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
                 match self.resids.update(|a| self.service.fulfil(&rr, now, &ikm, a)) {
                     Ok(f) => {
+                        self.count(|s| s.redeem_requests_answered += 1);
                         d.deliver_reservation(&mut *self.ledger, &self.account, id, f.sealed.into())?;
+                        self.count(|s| s.deliveries += 1);
                         tracing::info!(
                             request = self.next_request,
                             res_id = f.reservation.info.res_id,
@@ -370,10 +428,14 @@ impl AsService {
                     // Nothing to deliver (say, an interval already over): the assets stay
                     // escrowed; the operator sees why in the log.
                     Err(StoreError::Refused(e)) => {
+                        self.count(|s| *s.redeem_requests_failed.entry("refused").or_default() += 1);
                         tracing::warn!(request = self.next_request, "request not answered: {e}")
                     }
                     // The store cannot be read or written: stop before skipping the request.
-                    Err(e) => return Err(e.into()),
+                    Err(e) => {
+                        self.count(|s| *s.redeem_requests_failed.entry("resid_store").or_default() += 1);
+                        return Err(e.into());
+                    }
                 }
             }
             self.next_request += 1;
@@ -387,15 +449,15 @@ impl AsService {
 pub fn run(cfg_path: &Path) -> anyhow::Result<()> {
     let cfg = AsServiceConfig::load(cfg_path)?;
     let poll = Duration::from_millis(cfg.poll_ms);
+    let metrics_addr = cfg.metrics;
     let mut svc = AsService::new(cfg, cfg_path)?;
+    // Up before registering, so that an operator sees a service that cannot register.
+    let _metrics = metrics_addr.map(|addr| metrics::serve(addr, svc.stats())).transpose()?;
     svc.register()?;
-    tracing::info!(ia = %svc.cfg.ia, "AS reservation service up");
+    tracing::info!(ia = %svc.cfg.ia, metrics = ?metrics_addr, "AS reservation service up");
     let stop = crate::signals::stop_flag();
     while !stop.load(std::sync::atomic::Ordering::SeqCst) {
-        let now = unix_s();
-        if let Err(e) = svc.issue_due(now).and_then(|_| svc.answer_requests(now)) {
-            tracing::warn!("{e:#}");
-        }
+        svc.poll(unix_s());
         std::thread::sleep(poll);
     }
     Ok(())

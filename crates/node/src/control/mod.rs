@@ -30,6 +30,12 @@ use drkey::{DrkeyService, HostKeyRequest};
 use level1::TlsFetcher;
 use tls::DrkeyTls;
 
+pub mod grant_error;
+pub mod metrics;
+
+pub use grant_error::GrantError;
+use metrics::ControlMetrics;
+
 /// Routes offered per destination.
 const MAX_PATHS: usize = 8;
 /// How far a segment's timestamp may lie in the past or future when an AS extends it.
@@ -62,6 +68,7 @@ pub struct ControlService {
     segments: Mutex<HashMap<Vec<HopPlan>, (SegmentWire, u64)>>,
     /// The DRKey service and the socket of its Level-1 (TLS) side, if configured.
     drkey: Option<(Arc<DrkeyService>, SocketAddr)>,
+    metrics: ControlMetrics,
 }
 
 impl ControlService {
@@ -94,6 +101,7 @@ impl ControlService {
             resids,
             segments: Mutex::new(HashMap::new()),
             drkey,
+            metrics: ControlMetrics::default(),
         })
     }
 
@@ -130,27 +138,37 @@ impl ControlService {
         let result =
             req.as_reader().read_to_string(&mut body).map_err(Failure::from).and_then(|_| match (req.method(), path) {
                 (Method::Post, "/v1/segments/extend") => {
-                    let r: ExtendRequest = serde_json::from_str(&body)?;
-                    Ok(serde_json::to_string(&self.extend(r)?)?)
+                    let extended = serde_json::from_str(&body).map_err(Failure::from).and_then(|r| self.extend(r));
+                    self.metrics.extension_served(extended.is_ok());
+                    Ok(serde_json::to_string(&extended?)?)
                 }
                 (Method::Get, "/v1/paths") => {
                     let dst = query
                         .split('&')
                         .find_map(|kv| kv.strip_prefix("dst="))
                         .ok_or_else(|| Failure(400, "missing query parameter dst".into()))?;
-                    let dst: IsdAsn = dst.parse()?;
-                    Ok(serde_json::to_string(&PathsReply { paths: self.paths(dst)? })?)
+                    let paths = dst.parse::<IsdAsn>().map_err(Failure::from).and_then(|dst| self.paths(dst));
+                    self.metrics.path_lookup(paths.as_ref().map_or_else(|Failure(code, _)| *code, |_| 200));
+                    Ok(serde_json::to_string(&PathsReply { paths: paths? })?)
                 }
                 (Method::Post, "/v1/reservations") => {
-                    self.authorise(&req)?;
-                    let r: ReservationRequest = serde_json::from_str(&body)?;
-                    Ok(serde_json::to_string(&self.grant(&r)?)?)
+                    let granted = self
+                        .authorise(&req)
+                        .map_err(|_| GrantError::Unauthorised)
+                        .and_then(|_| serde_json::from_str(&body).map_err(|e| GrantError::BadRequest(e.to_string())))
+                        .and_then(|r: ReservationRequest| self.grant(&r));
+                    self.metrics.grant(&granted);
+                    let grant = granted.map_err(|e| Failure(e.status(), e.to_string()))?;
+                    Ok(serde_json::to_string(&grant)?)
                 }
                 (Method::Get, p) if p.starts_with("/v1/drkey/") => self.host_drkey(&req, p, query),
+                (Method::Get, "/metrics") => Ok(self.metrics_text()),
                 (Method::Get, "/v1/status") => Ok(serde_json::json!({ "ia": self.ia }).to_string()),
                 _ => Err(Failure(404, format!("no such endpoint: {} {path}", req.method()))),
             });
-        let json = Header::from_bytes("Content-Type", "application/json").expect("static header");
+        let ctype = if path == "/metrics" { crate::metrics::CONTENT_TYPE } else { "application/json" };
+        let json = Header::from_bytes("Content-Type", ctype).expect("static header");
+        self.metrics.request(path, result.as_ref().map_or_else(|Failure(code, _)| *code, |_| 200));
         let resp = match result {
             Ok(body) => Response::from_string(body).with_header(json),
             Err(Failure(code, msg)) => {
@@ -160,7 +178,24 @@ impl ControlService {
                     .with_header(json)
             }
         };
-        let _ = req.respond(resp);
+        if req.respond(resp).is_err() {
+            self.metrics.error("response");
+        }
+    }
+
+    /// `GET /metrics`: the counters, and the reservations the ResID store holds per ingress.
+    fn metrics_text(&self) -> String {
+        let held = match self.resids.peek() {
+            Ok(a) => {
+                Some(self.topology.links_of(self.ia).map(|(l, ..)| (l.ifid, a.held(l.ifid).len())).collect::<Vec<_>>())
+            }
+            Err(e) => {
+                tracing::warn!("metrics: {e}");
+                self.metrics.error("resid_store");
+                None
+            }
+        };
+        self.metrics.prometheus(self.ia, held.as_deref())
     }
 
     /// `GET /v1/drkey/<kind>?...`: a Level-2/3 key for the asking host (see [`drkey`]).
@@ -250,7 +285,9 @@ impl ControlService {
                 self.extend(req).map_err(|Failure(_, m)| anyhow!("{m}"))?
             } else {
                 let addr = self.peers.get(&hop.ia).ok_or_else(|| anyhow!("no control service known for {}", hop.ia))?;
-                api::extend_segment(*addr, &req)?
+                let extended = api::extend_segment(*addr, &req);
+                self.metrics.extension_requested(hop.ia, extended.is_ok());
+                extended?
             };
         }
         let lifetime = hop_expiry_ns(0, self.exp_time) / 1_000_000_000;
@@ -297,25 +334,23 @@ impl ControlService {
         Ok(out)
     }
 
-    fn grant(&self, r: &ReservationRequest) -> Result<Grant, Failure> {
+    fn grant(&self, r: &ReservationRequest) -> Result<Grant, GrantError> {
         for (name, ifid) in [("ingress", r.ingress), ("egress", r.egress)] {
             if ifid != 0 && self.topology.neighbor(IfRef { ia: self.ia, ifid }).is_none() {
-                return Err(Failure(400, format!("{name}: {} has no interface {ifid}", self.ia)));
+                return Err(GrantError::UnknownInterface(format!("{name}: {} has no interface {ifid}", self.ia)));
             }
         }
         if r.ingress == r.egress {
-            return Err(Failure(400, "ingress and egress must differ".into()));
+            return Err(GrantError::SameInterface);
         }
         if r.duration == 0 {
-            return Err(Failure(400, "duration: must be at least 1 s".into()));
+            return Err(GrantError::ZeroDuration);
         }
-        let bw = self.codec.encode_ceil(r.bandwidth_bps).ok_or_else(|| {
-            Failure(400, format!("bandwidth_bps: {} is more than the codec can express", r.bandwidth_bps))
-        })?;
+        let bw = self.codec.encode_ceil(r.bandwidth_bps).ok_or(GrantError::BandwidthTooLarge(r.bandwidth_bps))?;
         let start = u64::from(r.start);
         let now = unix_s();
         if start + u64::from(r.duration) <= now {
-            return Err(Failure(400, "the requested interval is over".into()));
+            return Err(GrantError::IntervalOver);
         }
         let res_id = self
             .resids
@@ -324,8 +359,8 @@ impl ControlService {
                 a.assign(r.ingress, start, start + u64::from(r.duration))
             })
             .map_err(|e| match e {
-                StoreError::Refused(e) => Failure(409, e.to_string()),
-                e => Failure(500, e.to_string()),
+                StoreError::Refused(e) => GrantError::NoResId(e.to_string()),
+                e => GrantError::Store(e.to_string()),
             })?;
         let info = ResInfo { ingress: r.ingress, egress: r.egress, res_id, bw, start: r.start, duration: r.duration };
         let ak = self.sv.auth_key(&info);

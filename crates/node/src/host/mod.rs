@@ -11,6 +11,7 @@
 //! - [`send`]: the sender (paced CBR or bursty, attack modes) and its report.
 //! - [`sink`]: the receiver and its per-flow report (goodput, loss, one-way delay).
 //! - [`drkey`]: DRKey Level-2/3 keys of this host from the AS's control service.
+//! - [`metrics`]: what either shows on `--metrics ADDR` while it runs (Prometheus text).
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -25,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::api::{Grant, PathWire};
 
 pub mod drkey;
+pub mod metrics;
 pub mod packet;
 pub mod payload;
 pub mod send;

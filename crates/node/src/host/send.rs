@@ -8,15 +8,17 @@
 //! counted and take no sequence number.
 
 use std::collections::VecDeque;
-use std::net::UdpSocket;
+use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
+use super::metrics::{serve_sender_metrics, SenderProgress};
 use super::packet::{FlowSpec, Forgery, PacketFactory};
 use super::{unix_ns, write_json, ReservationFile, ScionAddr};
 use crate::api::fetch_paths;
@@ -114,6 +116,9 @@ pub struct SendOptions {
     /// How late `--attack replay` sends its copies.
     #[arg(long, default_value_t = 2000)]
     pub replay_delay_ms: u64,
+    /// Serve Prometheus metrics on this address (`/metrics`) while sending.
+    #[arg(long)]
+    pub metrics: Option<SocketAddr>,
 }
 
 impl SendOptions {
@@ -293,7 +298,11 @@ pub fn run_sender(cfg: &HostConfig, opts: &SendOptions) -> anyhow::Result<Sender
     let mut gen = Generator::new(factory, (opts.attack == Some(Attack::Replay)).then_some(opts.replay_delay_ms * MS));
     let schedule = Schedule::new(opts.size, opts.rate_bps, opts.pattern, opts.burst_ms);
     let end = opts.duration_ms * MS;
-    let (mut sent_packets, mut sent_bytes, mut skipped_packets, mut send_errors) = (0u64, 0u64, 0u64, 0u64);
+    let progress = Arc::new(SenderProgress::default());
+    let _metrics = opts
+        .metrics
+        .map(|addr| serve_sender_metrics(addr, &cfg.name, &opts.flow, kind, progress.clone()))
+        .transpose()?;
 
     let stop = crate::signals::stop_flag();
     let start = Instant::now();
@@ -309,7 +318,7 @@ pub fn run_sender(cfg: &HostConfig, opts: &SendOptions) -> anyhow::Result<Sender
         if elapsed - due > MAX_LAG_NS {
             while schedule.due(k + 1) <= elapsed && schedule.due(k + 1) < end {
                 k += 1;
-                skipped_packets += 1;
+                progress.skipped_packets.fetch_add(1, Ordering::Relaxed);
             }
         }
         let now = unix_ns();
@@ -325,16 +334,13 @@ pub fn run_sender(cfg: &HostConfig, opts: &SendOptions) -> anyhow::Result<Sender
                 }
             }
         }
+        let lateness_ns = (start.elapsed().as_nanos() as u64).saturating_sub(schedule.due(k));
         gen.slot(now, |pkt| match socket.send_to(pkt, cfg.router) {
-            Ok(_) => {
-                sent_packets += 1;
-                sent_bytes += pkt.len() as u64;
-            }
+            Ok(_) => progress.sent(pkt.len(), lateness_ns),
             Err(e) => {
-                if send_errors == 0 {
+                if progress.send_errors.fetch_add(1, Ordering::Relaxed) == 0 {
                     tracing::warn!("sending to {}: {e}", cfg.router);
                 }
-                send_errors += 1;
             }
         })?;
         k += 1;
@@ -342,6 +348,9 @@ pub fn run_sender(cfg: &HostConfig, opts: &SendOptions) -> anyhow::Result<Sender
 
     let scheduled_s = if stop.load(Ordering::Relaxed) { 0.0 } else { opts.duration_ms as f64 / 1e3 };
     let duration_s = start.elapsed().as_secs_f64().max(scheduled_s);
+    let get = SenderProgress::get;
+    let (sent_packets, sent_bytes) = (get(&progress.sent_packets), get(&progress.sent_bytes));
+    let (skipped_packets, send_errors) = (get(&progress.skipped_packets), get(&progress.send_errors));
     let report = SenderReport {
         flow: opts.flow.clone(),
         kind,

@@ -6,19 +6,22 @@
 //! CLOCK_REALTIME, so across machines they are only as good as clock synchronisation.
 
 use std::collections::{BTreeMap, HashSet};
-use std::net::UdpSocket;
+use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use aviary_scion::ScionUdpView;
 use serde::{Deserialize, Serialize};
 
+use super::metrics::{delay_histogram, serve_sink_metrics};
 use super::payload::PayloadHeader;
 use super::{unix_ns, write_json};
 use crate::config::HostConfig;
+use crate::metrics::Histogram;
 
 const MS: u64 = 1_000_000;
 /// Flows tracked at most; packets of further flows count as `untracked`.
@@ -43,6 +46,9 @@ pub struct SinkOptions {
     /// Width of the goodput timeline's bins.
     #[arg(long, default_value_t = 250, value_parser = clap::value_parser!(u64).range(1..))]
     pub bin_ms: u64,
+    /// Serve Prometheus metrics on this address (`/metrics`) while receiving.
+    #[arg(long)]
+    pub metrics: Option<SocketAddr>,
 }
 
 /// What one flow delivered.
@@ -83,17 +89,46 @@ pub struct SinkReport {
     pub untracked: u64,
 }
 
-#[derive(Default)]
-struct FlowState {
+pub(super) struct FlowState {
     seen: HashSet<u64>,
-    bytes: u64,
-    duplicates: u64,
+    pub(super) bytes: u64,
+    pub(super) duplicates: u64,
+    /// Packets that arrived after one with a higher sequence number.
+    pub(super) reordered: u64,
     max_seq: u64,
     first_rx_ns: u64,
     last_rx_ns: u64,
     delays_us: Vec<u32>,
     /// Bytes per timeline bin.
     bins: Vec<u64>,
+    pub(super) delay: Histogram,
+}
+
+impl Default for FlowState {
+    fn default() -> Self {
+        Self {
+            seen: HashSet::new(),
+            bytes: 0,
+            duplicates: 0,
+            reordered: 0,
+            max_seq: 0,
+            first_rx_ns: 0,
+            last_rx_ns: 0,
+            delays_us: Vec::new(),
+            bins: Vec::new(),
+            delay: delay_histogram(),
+        }
+    }
+}
+
+impl FlowState {
+    pub(super) fn received(&self) -> u64 {
+        self.seen.len() as u64
+    }
+
+    pub(super) fn lost(&self) -> u64 {
+        (self.max_seq + 1).saturating_sub(self.received())
+    }
 }
 
 /// The sink's accounting (sans-IO: datagrams and receive times go in).
@@ -144,11 +179,15 @@ impl Sink {
         let len = datagram.len() as u64;
         if f.seen.len() == 1 {
             f.first_rx_ns = rx_ns;
+        } else if h.seq < f.max_seq {
+            f.reordered += 1;
         }
         f.bytes += len;
         f.max_seq = f.max_seq.max(h.seq);
         f.last_rx_ns = f.last_rx_ns.max(rx_ns);
-        f.delays_us.push(u32::try_from(rx_ns.saturating_sub(h.sent_ns) / 1000).unwrap_or(u32::MAX));
+        let delay_ns = rx_ns.saturating_sub(h.sent_ns);
+        f.delays_us.push(u32::try_from(delay_ns / 1000).unwrap_or(u32::MAX));
+        f.delay.observe(delay_ns as f64 / 1e9);
         let bin = (rx_ns.saturating_sub(self.started_ns) / self.bin_ns) as usize;
         if bin < MAX_BINS {
             if f.bins.len() <= bin {
@@ -156,6 +195,15 @@ impl Sink {
             }
             f.bins[bin] += len;
         }
+    }
+
+    pub(super) fn flows(&self) -> impl Iterator<Item = (&str, &FlowState)> {
+        self.flows.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// Datagrams rejected: (malformed, bad checksum, untracked).
+    pub(super) fn rejected(&self) -> (u64, u64, u64) {
+        (self.malformed, self.bad_checksum, self.untracked)
     }
 
     pub fn report(&self) -> SinkReport {
@@ -170,7 +218,7 @@ impl Sink {
                     let rank = ((p * d.len() as f64).ceil() as usize).clamp(1, d.len());
                     f64::from(d[rank - 1]) / 1e3
                 };
-                let received = f.seen.len() as u64;
+                let received = f.received();
                 let active_ns = f.last_rx_ns - f.first_rx_ns;
                 let mut timeline: Vec<u64> = f.bins.iter().map(|b| b * 8 * 1_000_000_000 / self.bin_ns).collect();
                 timeline.resize(nbins, 0);
@@ -179,7 +227,7 @@ impl Sink {
                     received_bytes: f.bytes,
                     duplicates: f.duplicates,
                     max_seq: f.max_seq,
-                    lost: (f.max_seq + 1).saturating_sub(received),
+                    lost: f.lost(),
                     first_rx_ns: f.first_rx_ns,
                     last_rx_ns: f.last_rx_ns,
                     goodput_bps: if active_ns == 0 { 0 } else { (f.bytes as f64 * 8e9 / active_ns as f64) as u64 },
@@ -223,11 +271,12 @@ pub fn run_sink(cfg: &HostConfig, opts: &SinkOptions) -> anyhow::Result<SinkRepo
     socket.set_read_timeout(Some(Duration::from_millis(50)))?;
     tracing::info!(host = %cfg.name, addr = %socket.local_addr()?, "sink listening");
     let deadline = opts.duration_ms.map(|d| Instant::now() + Duration::from_millis(d));
-    let mut sink = Sink::new(unix_ns(), opts.bin_ms);
+    let sink = Arc::new(Mutex::new(Sink::new(unix_ns(), opts.bin_ms)));
+    let _metrics = opts.metrics.map(|addr| serve_sink_metrics(addr, &cfg.name, sink.clone())).transpose()?;
     let mut buf = vec![0u8; 1 << 16];
     while !stop.load(Ordering::Relaxed) && deadline.is_none_or(|d| Instant::now() < d) {
         match socket.recv_from(&mut buf) {
-            Ok((n, _)) => sink.receive(&buf[..n], unix_ns()),
+            Ok((n, _)) => sink.lock().expect("poisoned").receive(&buf[..n], unix_ns()),
             Err(e)
                 if matches!(
                     e.kind(),
@@ -236,7 +285,7 @@ pub fn run_sink(cfg: &HostConfig, opts: &SinkOptions) -> anyhow::Result<SinkRepo
             Err(e) => return Err(e).context("receiving"),
         }
     }
-    let report = sink.report();
+    let report = sink.lock().expect("poisoned").report();
     if let Some(path) = &opts.report {
         write_json(path, &report)?;
     }

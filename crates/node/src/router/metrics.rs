@@ -2,13 +2,13 @@
 //! API shows them (Prometheus text and JSON).
 
 use std::collections::BTreeMap;
-use std::fmt::Write;
 
 use aviary_qos::ClassStats;
 use aviary_scion::IsdAsn;
 use serde::Serialize;
 
 use super::pipeline::MechanismReport;
+use crate::metrics::{Exposition, Kind};
 
 /// Drops that happen around the processor, in the router process itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -97,68 +97,89 @@ pub struct RouterStatus {
 impl RouterStatus {
     /// Prometheus text exposition format.
     pub fn prometheus(&self) -> String {
-        let mut out = String::new();
+        let mut out = Exposition::new();
         let ia = self.ia.map(|i| i.to_string()).unwrap_or_default();
-        let mut family = |name: &str, kind: &str, help: &str, rows: Vec<(String, u64)>| {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        let ia = ia.as_str();
+        let mut family = |name: &str, kind: Kind, help: &str, rows: Vec<(Vec<(&str, String)>, u64)>| {
+            let mut f = out.family(name, kind, help);
             for (labels, v) in rows {
-                let _ = writeln!(out, "{name}{{ia=\"{ia}\",{labels}}} {v}");
+                let mut all = vec![("ia", ia)];
+                all.extend(labels.iter().map(|(k, v)| (*k, v.as_str())));
+                f.sample(&all, v);
             }
         };
-        let per_if = |f: &dyn Fn(&InterfaceStats) -> u64| -> Vec<(String, u64)> {
-            self.interfaces.iter().map(|i| (format!("interface=\"{}\"", i.id), f(i))).collect()
+        let per_if = |f: &dyn Fn(&InterfaceStats) -> u64| -> Vec<(Vec<(&str, String)>, u64)> {
+            self.interfaces.iter().map(|i| (vec![("interface", i.id.to_string())], f(i))).collect()
         };
-        family("aviary_router_received_packets_total", "counter", "Packets received.", per_if(&|i| i.received_packets));
-        family("aviary_router_received_bytes_total", "counter", "Bytes received.", per_if(&|i| i.received_bytes));
+        family(
+            "aviary_router_received_packets_total",
+            Kind::Counter,
+            "Packets received.",
+            per_if(&|i| i.received_packets),
+        );
+        family("aviary_router_received_bytes_total", Kind::Counter, "Bytes received.", per_if(&|i| i.received_bytes));
         family(
             "aviary_router_delivered_packets_total",
-            "counter",
+            Kind::Counter,
             "Packets delivered to hosts.",
             per_if(&|i| i.delivered_packets),
         );
         let drops = self
             .interfaces
             .iter()
-            .flat_map(|i| i.drops.iter().map(move |(r, n)| (format!("interface=\"{}\",reason=\"{r}\"", i.id), *n)))
+            .flat_map(|i| {
+                i.drops.iter().map(move |(r, n)| (vec![("interface", i.id.to_string()), ("reason", r.to_string())], *n))
+            })
             .collect();
-        family("aviary_router_dropped_packets_total", "counter", "Packets dropped on ingress, by reason.", drops);
-        let classes = |f: &dyn Fn(&ClassSnapshot) -> u64| -> Vec<(String, u64)> {
+        family("aviary_router_dropped_packets_total", Kind::Counter, "Packets dropped on ingress, by reason.", drops);
+        let classes = |f: &dyn Fn(&ClassSnapshot) -> u64| -> Vec<(Vec<(&str, String)>, u64)> {
             self.interfaces
                 .iter()
                 .filter(|i| i.id != 0)
                 .flat_map(|i| {
-                    i.classes.iter().map(move |s| (format!("interface=\"{}\",class=\"{}\"", i.id, s.class), f(s)))
+                    i.classes
+                        .iter()
+                        .map(move |s| (vec![("interface", i.id.to_string()), ("class", s.class.clone())], f(s)))
                 })
                 .collect()
         };
-        family("aviary_router_sent_packets_total", "counter", "Packets sent on egress.", classes(&|s| s.sent_packets));
-        family("aviary_router_sent_bytes_total", "counter", "Bytes sent on egress.", classes(&|s| s.sent_bytes));
+        family(
+            "aviary_router_sent_packets_total",
+            Kind::Counter,
+            "Packets sent on egress.",
+            classes(&|s| s.sent_packets),
+        );
+        family("aviary_router_sent_bytes_total", Kind::Counter, "Bytes sent on egress.", classes(&|s| s.sent_bytes));
         family(
             "aviary_router_queue_dropped_packets_total",
-            "counter",
+            Kind::Counter,
             "Packets dropped because the egress queue was full.",
             classes(&|s| s.queue_dropped_packets),
         );
         family(
             "aviary_router_queue_dropped_bytes_total",
-            "counter",
+            Kind::Counter,
             "Bytes dropped because the egress queue was full.",
             classes(&|s| s.queue_dropped_bytes),
         );
         family(
             "aviary_router_queued_bytes",
-            "gauge",
+            Kind::Gauge,
             "Bytes waiting in the egress queue.",
             classes(&|s| s.queued_bytes),
         );
         let mech_drops = self
             .mechanisms
             .iter()
-            .flat_map(|m| m.drops.iter().map(move |(r, n)| (format!("mechanism=\"{}\",reason=\"{r}\"", m.name), *n)))
+            .flat_map(|m| {
+                m.drops
+                    .iter()
+                    .map(move |(r, n)| (vec![("mechanism", m.name.to_string()), ("reason", r.to_string())], *n))
+            })
             .collect();
         family(
             "aviary_router_mechanism_dropped_packets_total",
-            "counter",
+            Kind::Counter,
             "Packets a mechanism dropped, by reason.",
             mech_drops,
         );
@@ -166,11 +187,13 @@ impl RouterStatus {
             .mechanisms
             .iter()
             .flat_map(|m| {
-                m.counters.iter().map(move |(c, n)| (format!("mechanism=\"{}\",counter=\"{c}\"", m.name), *n))
+                m.counters
+                    .iter()
+                    .map(move |(c, n)| (vec![("mechanism", m.name.to_string()), ("counter", c.to_string())], *n))
             })
             .collect();
-        family("aviary_router_mechanism_events_total", "counter", "A mechanism's own counters.", mech_counters);
-        out
+        family("aviary_router_mechanism_events_total", Kind::Counter, "A mechanism's own counters.", mech_counters);
+        out.finish()
     }
 }
 
@@ -208,6 +231,14 @@ mod tests {
         assert!(text.contains(
             "aviary_router_mechanism_events_total{ia=\"1-ff00:0:110\",mechanism=\"hummingbird\",counter=\"flyover_stale_packets\"} 3"
         ));
+        // The shared writer keeps the router's text as it was: HELP, TYPE, then the samples.
+        assert!(text.starts_with(
+            "# HELP aviary_router_received_packets_total Packets received.\n\
+             # TYPE aviary_router_received_packets_total counter\n\
+             aviary_router_received_packets_total{ia=\"1-ff00:0:110\",interface=\"2\"} 5\n\
+             # HELP aviary_router_received_bytes_total Bytes received.\n"
+        ));
+        assert!(text.contains("# TYPE aviary_router_queued_bytes gauge\n"));
         // Every sample line belongs to a declared family.
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             let name = line.split('{').next().unwrap();

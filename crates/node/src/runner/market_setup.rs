@@ -155,6 +155,7 @@ impl RunLayout {
                 resid_store: None,
                 hummingbird: GrantConfig::default(),
                 poll_ms: 200,
+                metrics: Some(a.as_service_metrics),
                 offers,
             };
             let path = a.dir.join("as-service.toml");

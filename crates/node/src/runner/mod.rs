@@ -12,10 +12,13 @@
 //! pki/isd-<n>-root.pem, .key     the root certificate and key of ISD n (see [`pki`])
 //! hosts/<name>.toml              host configs for `aviary host`
 //! logs/<isd-as>-router.log ...   each process's output; logs/supervisor.log
+//! metrics-targets.json           every daemon's /metrics address (Prometheus file_sd format)
 //! ```
 //! AS number k (in topology order, from 1) lives on 127.0.k.1 with ports from
-//! `port_base + 100·(k−1)` (+0 router internal, +1 router management, +2 control service,
-//! +3 DRKey Level-1 service, +10... links); its hosts on 127.0.k.10, 127.0.k.11, ...
+//! `p = port_base + 100·(k−1)`: p the router's internal socket, p+1 its management API
+//! (`/metrics`), p+2 the control service (`/metrics` too), p+3 the control service's DRKey
+//! Level-1 service (TLS), p+4 the AS service's metrics endpoint, p+10... the router's link
+//! sockets; its hosts on 127.0.k.10, 127.0.k.11, ...
 
 pub mod market_setup;
 pub mod pki;
@@ -41,6 +44,9 @@ use crate::config::{
 use crate::runner::market_setup::MarketLayout;
 use crate::topology::Topology;
 
+/// File name of the metrics targets in a run directory.
+pub const METRICS_TARGETS: &str = "metrics-targets.json";
+
 /// A child that exits sooner than this after its start counts as a failed start.
 const MIN_UPTIME: Duration = Duration::from_secs(2);
 const MAX_FAILED_STARTS: u32 = 5;
@@ -53,7 +59,7 @@ pub enum Role {
 }
 
 impl Role {
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Role::Router => "router",
             Role::Control => "control",
@@ -69,6 +75,8 @@ pub struct AsRun {
     pub dir: PathBuf,
     pub router: RouterConfig,
     pub control: ControlConfig,
+    /// The AS service's `/metrics` endpoint (used when the run has a market).
+    pub as_service_metrics: SocketAddr,
 }
 
 impl AsRun {
@@ -204,7 +212,8 @@ impl RunLayout {
             };
             write_toml(&as_dir.join("router.toml"), &router)?;
             write_toml(&as_dir.join("control.toml"), &control)?;
-            ases.insert(a.ia, AsRun { ia: a.ia, dir: as_dir, router, control });
+            let as_service_metrics = SocketAddr::new(ip(k, 1), port(k, 4));
+            ases.insert(a.ia, AsRun { ia: a.ia, dir: as_dir, router, control, as_service_metrics });
         }
         let mut hosts = BTreeMap::new();
         let mut per_as: BTreeMap<IsdAsn, u8> = BTreeMap::new();
@@ -222,7 +231,37 @@ impl RunLayout {
             write_toml(&dir.join("hosts").join(format!("{}.toml", h.name)), &cfg)?;
             hosts.insert(h.name.clone(), cfg);
         }
-        Ok(Self { dir, topology, ases, hosts, market: None })
+        let layout = Self { dir, topology, ases, hosts, market: None };
+        layout.write_metrics_targets()?;
+        Ok(layout)
+    }
+
+    /// Every daemon's metrics endpoint: (role, AS, address).
+    pub fn metrics_targets(&self) -> Vec<(Role, IsdAsn, SocketAddr)> {
+        let mut out = Vec::new();
+        for a in self.ases.values() {
+            out.push((Role::Router, a.ia, a.router.management));
+            out.push((Role::Control, a.ia, a.control.listen));
+            if self.market.is_some() {
+                out.push((Role::AsService, a.ia, a.as_service_metrics));
+            }
+        }
+        out
+    }
+
+    /// Writes `metrics-targets.json`: the targets of [`Self::metrics_targets`] in Prometheus's
+    /// `file_sd_configs` format, labelled with `role` and `ia`.
+    fn write_metrics_targets(&self) -> anyhow::Result<()> {
+        let groups: Vec<_> = self
+            .metrics_targets()
+            .into_iter()
+            .map(|(role, ia, addr)| {
+                serde_json::json!({ "targets": [addr.to_string()], "labels": { "role": role.name(), "ia": ia.to_string() } })
+            })
+            .collect();
+        let path = self.dir.join(METRICS_TARGETS);
+        fs::write(&path, serde_json::to_string_pretty(&groups)? + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))
     }
 
     /// Every address a process of this run will bind, with what it is for.
@@ -234,6 +273,9 @@ impl RunLayout {
             out.push((a.control.listen, true, format!("control service {}", a.ia)));
             if let Some(d) = &a.control.drkey {
                 out.push((d.listen, true, format!("DRKey service {}", a.ia)));
+            }
+            if self.market.is_some() {
+                out.push((a.as_service_metrics, true, format!("AS service {} metrics", a.ia)));
             }
             for i in &a.router.interfaces {
                 out.push((i.local, false, format!("router {} interface {}", a.ia, i.id)));
@@ -256,7 +298,7 @@ impl RunLayout {
     /// Adds the bandwidth market: the ledger, the contracts and an AS service per AS.
     pub fn enable_market(&mut self) -> anyhow::Result<()> {
         self.market = Some(self.write_market()?);
-        Ok(())
+        self.write_metrics_targets()
     }
 
     pub fn host(&self, name: &str) -> anyhow::Result<&HostConfig> {

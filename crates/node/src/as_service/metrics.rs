@@ -1,0 +1,116 @@
+//! What the AS reservation service did, as its optional `metrics` endpoint shows it:
+//! `GET /metrics` (Prometheus text) and `GET /v1/status` (the same as JSON).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use aviary_scion::IsdAsn;
+use serde::Serialize;
+
+use crate::metrics::{process_gauges, Exposition, Kind, MetricsError, MetricsServer, Render, CONTENT_TYPE};
+
+/// The counters of one AS service process (they start at 0 with the process).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct AsServiceStats {
+    pub ia: Option<IsdAsn>,
+    pub started_unix_s: u64,
+    /// Registrations this process made, by step (`registry`, `seller`); none when the AS was
+    /// registered before.
+    pub registrations: BTreeMap<&'static str, u64>,
+    /// Registered on the AS registry and as a seller.
+    pub registered: bool,
+    /// Assets issued and listed on the marketplace.
+    pub listings_issued: u64,
+    /// Redeem requests addressed to this AS that it looked at.
+    pub redeem_requests_seen: u64,
+    /// Requests answered: a ResID assigned and `(ResInfo, A_K)` sealed to the buyer.
+    pub redeem_requests_answered: u64,
+    /// Requests not answered, by reason (`refused`: the allocator refused, e.g. an interval
+    /// already over; `resid_store`: the store could not be read or written).
+    pub redeem_requests_failed: BTreeMap<&'static str, u64>,
+    /// Sealed reservations delivered on chain.
+    pub deliveries: u64,
+    /// Polls that failed, by kind (`ledger`: a ledger read or transaction; `other`).
+    pub errors: BTreeMap<&'static str, u64>,
+    /// Unix time of the ledger's latest block, as of the last poll.
+    pub last_block_timestamp_s: u64,
+    /// Unix time at which the last poll ended.
+    pub last_poll_unix_s: u64,
+    /// The next redeem request id to look at.
+    pub next_request: u64,
+}
+
+impl AsServiceStats {
+    pub fn prometheus(&self) -> String {
+        let ia = self.ia.map(|i| i.to_string()).unwrap_or_default();
+        let l = [("ia", ia.as_str())];
+        let mut out = Exposition::new();
+        let mut f = out.family(
+            "aviary_as_service_registrations_total",
+            Kind::Counter,
+            "Registrations this process made on chain, by step (registry, seller).",
+        );
+        for (step, n) in &self.registrations {
+            f.sample(&[l[0], ("step", step)], *n);
+        }
+        let gauge = Kind::Gauge;
+        let counter = Kind::Counter;
+        out.family("aviary_as_service_registered", gauge, "1 once the AS is registered and a seller.")
+            .sample(&l, u64::from(self.registered));
+        out.family("aviary_as_service_listings_issued_total", counter, "Assets issued and listed for sale.")
+            .sample(&l, self.listings_issued);
+        out.family(
+            "aviary_as_service_redeem_requests_seen_total",
+            counter,
+            "Redeem requests addressed to this AS that the service looked at.",
+        )
+        .sample(&l, self.redeem_requests_seen);
+        out.family(
+            "aviary_as_service_redeem_requests_answered_total",
+            counter,
+            "Redeem requests answered with a sealed reservation.",
+        )
+        .sample(&l, self.redeem_requests_answered);
+        let mut f = out.family(
+            "aviary_as_service_redeem_requests_failed_total",
+            counter,
+            "Redeem requests not answered, by reason.",
+        );
+        for (reason, n) in &self.redeem_requests_failed {
+            f.sample(&[l[0], ("reason", reason)], *n);
+        }
+        out.family("aviary_as_service_deliveries_total", counter, "Sealed reservations delivered on chain.")
+            .sample(&l, self.deliveries);
+        let mut f =
+            out.family("aviary_as_service_errors_total", counter, "Polls that failed, by kind (ledger, other).");
+        for (kind, n) in &self.errors {
+            f.sample(&[l[0], ("kind", kind)], *n);
+        }
+        out.family(
+            "aviary_as_service_last_block_timestamp_seconds",
+            gauge,
+            "Unix time of the ledger's latest block at the last poll.",
+        )
+        .sample(&l, self.last_block_timestamp_s);
+        out.family("aviary_as_service_last_poll_time_seconds", gauge, "Unix time at which the last poll ended.")
+            .sample(&l, self.last_poll_unix_s);
+        out.family("aviary_as_service_next_request_id", gauge, "The next redeem request id the service looks at.")
+            .sample(&l, self.next_request);
+        process_gauges(&mut out, "aviary_as_service", &l, self.started_unix_s);
+        out.finish()
+    }
+}
+
+/// Serves `/metrics` and `/v1/status` of `stats` on `addr` until the server is dropped.
+pub fn serve(addr: SocketAddr, stats: Arc<Mutex<AsServiceStats>>) -> Result<MetricsServer, MetricsError> {
+    let render: Box<Render> = Box::new(move |path| {
+        let s = stats.lock().ok()?.clone();
+        match path {
+            "/metrics" => Some((s.prometheus(), CONTENT_TYPE)),
+            "/v1/status" => Some((serde_json::to_string_pretty(&s).ok()?, "application/json")),
+            _ => None,
+        }
+    });
+    MetricsServer::start(addr, render)
+}
