@@ -214,7 +214,7 @@ fn as_service_counts_registrations_and_listings() {
     let cfg = AsServiceConfig::load(cfg_path).unwrap();
     // The runner gives every AS service a metrics address in its AS's block, and lists it.
     assert_eq!(cfg.metrics, Some(core.as_service_metrics));
-    assert_eq!(core.as_service_metrics.port(), core.control.listen.port() + 1);
+    assert_eq!(core.as_service_metrics.port(), core.control.listen.port() + 2);
     let targets: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("metrics-targets.json")).unwrap()).unwrap();
     let listed = |role: &str, addr: SocketAddr| {
