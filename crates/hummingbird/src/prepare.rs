@@ -28,6 +28,7 @@ pub struct FlyoverWork {
 }
 
 /// Parses a type-5 path at an AS and checks what needs no cryptography.
+#[inline]
 pub fn prepare_hbird(
     fwd: &AsForwarding,
     path: &[u8],
