@@ -18,13 +18,20 @@
 //! name = "src"
 //! ia = "1-ff00:0:111"
 //! ```
+//!
+//! An AS's router may differ from the defaults: `[as.router.hummingbird]`, `[as.router.classes]`,
+//! `[as.router.class_table.NAME]` are the router config's tables of the same names, and
+//! `as.router.link_class_table` names the class table of all its inter-AS links.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::Path;
 
+use aviary_hummingbird::RouterParams;
 use aviary_scion::IsdAsn;
 use serde::{Deserialize, Serialize};
+
+use crate::router::classes::ClassTableConfig;
 
 /// A topology or config that cannot be used, with the file and field at fault.
 #[derive(Debug, thiserror::Error)]
@@ -113,6 +120,35 @@ pub struct AsEntry {
     pub ia: IsdAsn,
     #[serde(default)]
     pub core: bool,
+    /// How this AS's border router differs from the defaults; `aviary run` composes it into the
+    /// AS's router config (and the Hummingbird codec and ResID bound into its control service's).
+    #[serde(default, skip_serializing_if = "RouterSettings::is_default")]
+    pub router: RouterSettings,
+}
+
+/// The per-mechanism tables and the traffic classes of one AS's router, as a topology states
+/// them: the same tables as in the router config (`docs/network.md`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouterSettings {
+    /// The router's `[hummingbird]` table.
+    #[serde(default)]
+    pub hummingbird: RouterParams,
+    /// The router's `[classes]`: admission label to class name.
+    #[serde(default)]
+    pub classes: BTreeMap<String, String>,
+    /// The router's `[class_table.NAME]` tables.
+    #[serde(default)]
+    pub class_table: BTreeMap<String, ClassTableConfig>,
+    /// The class table of every inter-AS link of this AS (default: `default`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_class_table: Option<String>,
+}
+
+impl RouterSettings {
+    fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -21,7 +21,7 @@ use aviary_market::registration::{certify, P256Signature};
 use aviary_market::{Account, Address, Deployment, Ledger, SharedLedger, U256};
 
 use crate::as_service::{AsServiceConfig, DeploymentFile, Direction, LedgerConfig, OfferConfig};
-use crate::config::{write_toml, GrantConfig};
+use crate::config::write_toml;
 use crate::runner::RunLayout;
 
 /// Wei every AS account and the buyer start with (100 ETH).
@@ -153,7 +153,8 @@ impl RunLayout {
                 certificate_file: "as-cert.json".into(),
                 state_dir: "state".into(),
                 resid_store: None,
-                hummingbird: GrantConfig::default(),
+                // The same codec and ResID bound as the AS's control service and routers.
+                hummingbird: a.control.hummingbird,
                 poll_ms: 200,
                 metrics: Some(a.as_service_metrics),
                 offers,

@@ -176,7 +176,11 @@ impl RunLayout {
                     neighbor: remote.ia,
                     capacity_bps: link.capacity_bps,
                     delay_ms: link.delay_ms,
-                    class_table: crate::router::classes::DEFAULT_TABLE.into(),
+                    class_table: a
+                        .router
+                        .link_class_table
+                        .clone()
+                        .unwrap_or_else(|| crate::router::classes::DEFAULT_TABLE.into()),
                 })
                 .collect();
             let router = RouterConfig {
@@ -184,12 +188,16 @@ impl RunLayout {
                 master_secret_file: "master.key".into(),
                 internal: SocketAddr::new(ip(k, 1), port(k, 0)),
                 management: SocketAddr::new(ip(k, 1), port(k, 1)),
-                hummingbird: Default::default(),
+                hummingbird: a.router.hummingbird,
                 queues: QueueConfig::default(),
-                classes: Default::default(),
-                class_table: Default::default(),
+                classes: a.router.classes.clone(),
+                class_table: a.router.class_table.clone(),
                 interfaces,
             };
+            // A topology that asks for a router config that cannot start stops the run here,
+            // naming the AS in the topology file.
+            let at = format!("{} (as[{k}].router of {})", topology_file.display(), a.ia);
+            router.validate(&at)?;
             let control = ControlConfig {
                 ia: a.ia,
                 master_secret_file: "master.key".into(),
@@ -199,7 +207,11 @@ impl RunLayout {
                 state_dir: "state".into(),
                 resid_store: None,
                 hop_exp_time: 63,
-                hummingbird: GrantConfig::default(),
+                // Grants carry the BW code and ResIDs the AS's routers decode and police.
+                hummingbird: GrantConfig {
+                    codec: a.router.hummingbird.codec,
+                    max_res_id: a.router.hummingbird.max_res_id,
+                },
                 drkey: Some(DrkeyConfig {
                     listen: SocketAddr::new(ip(k, 1), port(k, 3)),
                     cert_file: pki::CS_CERT_FILE.into(),
