@@ -134,7 +134,19 @@ enum Command {
     },
 }
 
-fn main() -> Result<()> {
+/// An error reaches the user as one line with its causes (`error: a: b`), whatever
+/// `RUST_BACKTRACE` says: backtraces are for panics, not for a config naming a taken address.
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<()> {
     use std::io::IsTerminal;
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
