@@ -106,6 +106,14 @@ enum Command {
         /// Also run the bandwidth market: embedded ledger, contracts and an AS service per AS.
         #[arg(long)]
         market: bool,
+        /// The run's health endpoint (`/v1/status`: 200 when every process is up, else 503;
+        /// `/metrics`); default 127.0.0.1 on the port below --port-base.
+        #[arg(long)]
+        health: Option<std::net::SocketAddr>,
+        /// Give a process up after this many failures in a row and end the run with an error;
+        /// without it, processes are restarted with backoff for as long as the run lasts.
+        #[arg(long)]
+        give_up_after: Option<u32>,
     },
     /// The bandwidth market as a buyer: offers, and buying reservations for a path.
     Market {
@@ -160,7 +168,10 @@ fn run() -> Result<()> {
     match command {
         Command::Router { config } => aviary_node::router::run(&config)?,
         Command::Control { config } => aviary_node::control::run(&config)?,
-        Command::Run { topology, dir, port_base, market } => run_topology(&topology, &dir, port_base, market)?,
+        Command::Run { topology, dir, port_base, market, health, give_up_after } => {
+            let health = health.unwrap_or_else(|| ([127, 0, 0, 1], port_base.saturating_sub(1)).into());
+            run_topology(&topology, &dir, port_base, market, health, give_up_after)?
+        }
         Command::AsService { config } => aviary_node::as_service::run(&config)?,
         Command::Market { command } => market::run(command)?,
         Command::Demo { json, duration_ms, dir, port_base, granted } => {
@@ -242,15 +253,25 @@ fn run() -> Result<()> {
     Ok(())
 }
 
-/// `aviary run`: start a topology, print where everything is, wait for Ctrl-C.
-fn run_topology(topology: &std::path::Path, dir: &std::path::Path, port_base: u16, market: bool) -> Result<()> {
+/// `aviary run`: start a topology, print where everything is, wait for Ctrl-C (or, with
+/// `give_up_after`, until a process is given up).
+fn run_topology(
+    topology: &std::path::Path,
+    dir: &std::path::Path,
+    port_base: u16,
+    market: bool,
+    health: std::net::SocketAddr,
+    give_up_after: Option<u32>,
+) -> Result<()> {
     let stop = aviary_node::signals::stop_flag();
     let mut layout = RunLayout::write(topology, dir, port_base)?;
     if market {
         layout.enable_market()?;
     }
     let exe = std::env::current_exe()?;
-    let net = Network::start(&exe, layout)?;
+    let policy = aviary_node::runner::RestartPolicy { give_up_after, ..Default::default() };
+    let net = Network::start_with(&exe, layout, policy)?;
+    let _health = net.serve_health(health)?;
     let l = &net.layout;
     println!("topology {} running in {}", l.topology.name, l.dir.display());
     for a in l.ases.values() {
@@ -272,9 +293,22 @@ fn run_topology(topology: &std::path::Path, dir: &std::path::Path, port_base: u1
     for (role, ia, addr) in l.metrics_targets() {
         println!("    {:<16} {:<10} http://{addr}/metrics", ia.to_string(), role.name());
     }
+    println!("  health: http://{health}/v1/status (200 when every process is up, else 503)");
     println!("logs in {}; Ctrl-C stops every process", l.dir.join("logs").display());
     while !stop.load(std::sync::atomic::Ordering::SeqCst) {
         std::thread::sleep(std::time::Duration::from_millis(100));
+        let given_up: Vec<String> = net
+            .health()
+            .processes
+            .iter()
+            .filter(|p| p.state == "given_up")
+            .map(|p| format!("{} {} (see {})", p.role, p.ia, p.log.display()))
+            .collect();
+        if !given_up.is_empty() {
+            println!("stopping");
+            drop(net);
+            anyhow::bail!("gave up on {}", given_up.join(", "));
+        }
     }
     println!("stopping");
     drop(net);

@@ -239,6 +239,9 @@ impl RouterConfig {
     }
 
     pub fn validate(&self, file: &str) -> Result<(), ConfigError> {
+        if self.interfaces.is_empty() {
+            return Err(ConfigError::new(file, "interface", "a border router needs at least one [[interface]]"));
+        }
         let mut ids = std::collections::BTreeSet::new();
         for (i, f) in self.interfaces.iter().enumerate() {
             let field = |name: &str| format!("interface[{i}].{name}");

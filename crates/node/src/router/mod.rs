@@ -131,12 +131,12 @@ impl Forwarder {
         }
         let pipeline = processors(cfg.ia, &secret, &ids, cfg)?;
         let tables = cfg.class_tables(&file)?;
-        let internal = BatchSocket::bind(cfg.internal).context("internal socket")?;
+        let internal = BatchSocket::bind(cfg.internal).with_context(|| format!("{file}: internal"))?;
         let mut links = Vec::new();
         let mut link_of = vec![NO_LINK; usize::from(u16::MAX) + 1].into_boxed_slice();
         let mut stats = vec![InterfaceStats { id: 0, ..Default::default() }];
-        for i in &cfg.interfaces {
-            let sock = BatchSocket::bind(i.local).with_context(|| format!("socket of interface {}", i.id))?;
+        for (idx, i) in cfg.interfaces.iter().enumerate() {
+            let sock = BatchSocket::bind(i.local).with_context(|| format!("{file}: interface[{idx}].local"))?;
             let table = tables[&i.class_table].clone();
             let classifier = classes::classifier(&file, &i.class_table, &table, &cfg.classes, pipeline.admissions())?;
             let params = LinkParams { rate_bps: i.capacity_bps, delay_ns: (i.delay_ms * 1e6) as u64 };
@@ -406,7 +406,8 @@ fn local_destination(pkt: &[u8]) -> Option<SocketAddr> {
 pub fn run(cfg_path: &Path) -> anyhow::Result<()> {
     let cfg = RouterConfig::load(cfg_path)?;
     let (fwd, commands, status) = Forwarder::new(&cfg, cfg_path)?;
-    management::serve(cfg.management, commands, status)?;
+    management::serve(cfg.management, commands, status)
+        .with_context(|| format!("{}: management", cfg_path.display()))?;
     tracing::info!(ia = %cfg.ia, interfaces = cfg.interfaces.len(), "border router up");
     fwd.run()
 }

@@ -20,22 +20,25 @@
 //! Level-1 service (TLS), p+4 the AS service's metrics endpoint, p+10... the router's link
 //! sockets; its hosts on 127.0.k.10, 127.0.k.11, ...
 
+pub mod health;
 pub mod market_setup;
 pub mod pki;
+pub mod supervisor;
+
+pub use supervisor::{spawn_process, ProcessHealth, RestartPolicy};
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::fs;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use aviary_scion::IsdAsn;
+use serde::Serialize;
 
 use crate::config::{
     write_toml, ControlConfig, DrkeyConfig, GrantConfig, HostConfig, InterfaceConfig, Peer, QueueConfig, RouterConfig,
@@ -43,13 +46,10 @@ use crate::config::{
 };
 use crate::runner::market_setup::MarketLayout;
 use crate::topology::Topology;
+use supervisor::{supervise, ProcState, Supervised};
 
 /// File name of the metrics targets in a run directory.
 pub const METRICS_TARGETS: &str = "metrics-targets.json";
-
-/// A child that exits sooner than this after its start counts as a failed start.
-const MIN_UPTIME: Duration = Duration::from_secs(2);
-const MAX_FAILED_STARTS: u32 = 5;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Role {
@@ -322,33 +322,11 @@ impl RunLayout {
     }
 }
 
-struct Supervised {
-    ia: IsdAsn,
-    role: Role,
-    args: Vec<String>,
-    log: PathBuf,
-    child: Option<Child>,
-    started: Instant,
-    failed_starts: u32,
-}
-
-/// Starts `exe args`, its output appended to `log`; the child is killed when the thread
-/// that started it ends (PR_SET_PDEATHSIG), so nothing outlives a crashed supervisor.
-pub fn spawn_process(exe: &Path, args: &[String], log: &Path) -> anyhow::Result<Child> {
-    let out = OpenOptions::new().create(true).append(true).open(log)?;
-    let mut cmd = Command::new(exe);
-    cmd.args(args).stdin(Stdio::null()).stdout(out.try_clone()?).stderr(out);
-    // SAFETY: prctl is async-signal-safe; it makes the kernel kill the child when the
-    // supervisor dies, however it dies, so that no process outlives its run.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    cmd.spawn().with_context(|| format!("cannot start {}", exe.display()))
+/// Whether every process of a run is up (`GET /v1/status` of `aviary run`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RunHealth {
+    pub healthy: bool,
+    pub processes: Vec<ProcessHealth>,
 }
 
 /// The running processes of a topology. Dropping it stops them all.
@@ -362,8 +340,13 @@ pub struct Network {
 
 impl Network {
     /// Starts a router and a control service per AS with the `aviary` binary `exe`, and
-    /// waits until every one of them answers.
+    /// waits until every one of them answers; processes that exit are restarted, never given up.
     pub fn start(exe: &Path, layout: RunLayout) -> anyhow::Result<Self> {
+        Self::start_with(exe, layout, RestartPolicy::default())
+    }
+
+    /// [`Network::start`] with a restart policy of one's own.
+    pub fn start_with(exe: &Path, layout: RunLayout, policy: RestartPolicy) -> anyhow::Result<Self> {
         layout.check_addresses_free()?;
         let mut procs = Vec::new();
         let mut roles = vec![Role::Router, Role::Control];
@@ -375,16 +358,7 @@ impl Network {
                 let cfg = a.dir.join(format!("{}.toml", role.name()));
                 let args = vec![role.name().to_string(), "--config".into(), cfg.display().to_string()];
                 let log = layout.dir.join("logs").join(format!("{}-{}.log", ia_dir(a.ia), role.name()));
-                let child = spawn_process(exe, &args, &log)?;
-                procs.push(Supervised {
-                    ia: a.ia,
-                    role,
-                    args,
-                    log,
-                    child: Some(child),
-                    started: Instant::now(),
-                    failed_starts: 0,
-                });
+                procs.push(Supervised::start(a.ia, role, args, log, exe)?);
             }
         }
         let mut net = Self {
@@ -397,7 +371,7 @@ impl Network {
         net.wait_ready(Duration::from_secs(15))?;
         let (procs, stopping, exe, log) =
             (net.procs.clone(), net.stopping.clone(), net.exe.clone(), net.layout.dir.join("logs/supervisor.log"));
-        net.supervisor = Some(std::thread::spawn(move || supervise(procs, stopping, exe, log)));
+        net.supervisor = Some(std::thread::spawn(move || supervise(procs, stopping, exe, log, policy)));
         Ok(net)
     }
 
@@ -427,20 +401,27 @@ impl Network {
     fn exited(&self, ia: IsdAsn, what: &str) -> Option<String> {
         let mut procs = self.procs.lock().ok()?;
         let p = procs.iter_mut().find(|p| p.ia == ia && what.starts_with(p.role.name()))?;
-        p.child.as_mut()?.try_wait().ok().flatten().map(|s| s.to_string())
+        p.child_mut()?.try_wait().ok().flatten().map(|s| s.to_string())
     }
 
     /// Process id of a running process (for tests that kill one).
     pub fn pid(&self, ia: IsdAsn, role: Role) -> Option<u32> {
         let procs = self.procs.lock().ok()?;
-        procs.iter().find(|p| p.ia == ia && p.role == role)?.child.as_ref().map(Child::id)
+        procs.iter().find(|p| p.ia == ia && p.role == role)?.child().map(Child::id)
     }
 
     pub fn pids(&self) -> Vec<u32> {
-        self.procs
-            .lock()
-            .map(|p| p.iter().filter_map(|s| s.child.as_ref().map(Child::id)).collect())
-            .unwrap_or_default()
+        self.procs.lock().map(|p| p.iter().filter_map(|s| s.child().map(Child::id)).collect()).unwrap_or_default()
+    }
+
+    /// How every process of the run stands; the run is healthy when all are running.
+    pub fn health(&self) -> RunHealth {
+        health::run_health(&self.procs)
+    }
+
+    /// Serves [`Network::health`] on `addr` (`/v1/status`, `/metrics`) until dropped.
+    pub fn serve_health(&self, addr: SocketAddr) -> anyhow::Result<health::HealthServer> {
+        health::HealthServer::start(addr, self.procs.clone())
     }
 
     /// Stops every process (SIGTERM, then SIGKILL after a grace period).
@@ -451,14 +432,14 @@ impl Network {
         }
         let Ok(mut procs) = self.procs.lock() else { return };
         for p in procs.iter_mut() {
-            if let Some(c) = &p.child {
+            if let Some(c) = p.child() {
                 // SAFETY: plain kill(2) on a child we own and have not reaped.
                 unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
             }
         }
         let deadline = Instant::now() + Duration::from_secs(2);
         for p in procs.iter_mut() {
-            if let Some(mut c) = p.child.take() {
+            if let ProcState::Running { child: mut c, .. } = std::mem::replace(&mut p.state, ProcState::Stopped) {
                 while c.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
                     std::thread::sleep(Duration::from_millis(10));
                 }
@@ -472,46 +453,6 @@ impl Network {
 impl Drop for Network {
     fn drop(&mut self) {
         self.stop();
-    }
-}
-
-/// Restarts processes that exit while the run is active; gives up on one that keeps
-/// failing right after its start.
-fn supervise(procs: Arc<Mutex<Vec<Supervised>>>, stopping: Arc<AtomicBool>, exe: PathBuf, log: PathBuf) {
-    let mut log = File::options().create(true).append(true).open(log).ok();
-    let mut note = |msg: String| {
-        tracing::warn!("{msg}");
-        if let Some(f) = log.as_mut() {
-            let _ = writeln!(f, "{msg}");
-        }
-    };
-    while !stopping.load(Ordering::SeqCst) {
-        std::thread::sleep(Duration::from_millis(100));
-        let Ok(mut procs) = procs.lock() else { return };
-        for p in procs.iter_mut() {
-            let Some(status) = p.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) else { continue };
-            if stopping.load(Ordering::SeqCst) {
-                break;
-            }
-            p.failed_starts = if p.started.elapsed() < MIN_UPTIME { p.failed_starts + 1 } else { 0 };
-            if p.failed_starts >= MAX_FAILED_STARTS {
-                note(format!(
-                    "{} {} exited ({status}) {MAX_FAILED_STARTS} times right after starting; giving up",
-                    p.role.name(),
-                    p.ia
-                ));
-                p.child = None;
-                continue;
-            }
-            note(format!("{} {} exited ({status}); restarting", p.role.name(), p.ia));
-            match spawn_process(&exe, &p.args, &p.log) {
-                Ok(c) => {
-                    p.child = Some(c);
-                    p.started = Instant::now();
-                }
-                Err(e) => note(format!("cannot restart {} {}: {e:#}", p.role.name(), p.ia)),
-            }
-        }
     }
 }
 
