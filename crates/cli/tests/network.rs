@@ -248,6 +248,10 @@ fn malformed_datagrams_are_counted_and_harmless() {
         assert_eq!(i["received_packets"], 5, "{i}");
         let drops: u64 = i["drops"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
         assert_eq!(drops, 5, "every junk datagram is dropped with a reason: {i}");
+        if i["id"] != 0 {
+            // Inter-AS sockets take datagrams from their neighbour only.
+            assert_eq!(i["drops"]["not_neighbor"], 4, "{i}");
+        }
     }
     assert_eq!(net.pid(a.ia, Role::Router).is_some(), true);
     // Bad requests to the control service get a clear error, not a crash.
@@ -369,6 +373,15 @@ fn management_api_changes_links_policing_and_keys_at_runtime() {
     put("/v1/interfaces/2", r#"{"capacity_bps":0}"#).unwrap();
     let down_at = t0.elapsed();
     std::thread::sleep(Duration::from_secs(2));
+    // A link that is down holds nothing for later: its packets are dropped and counted.
+    let down = status();
+    let link_down: u64 =
+        down["interfaces"].as_array().unwrap().iter().filter_map(|i| i["drops"]["link_down"].as_u64()).sum();
+    assert!(link_down > 10, "packets for the down link are counted: {down}");
+    assert_eq!(
+        iface(&down, 2)["classes"].as_array().unwrap().iter().map(|c| c["queued_bytes"].as_u64().unwrap()).sum::<u64>(),
+        0
+    );
     put("/v1/interfaces/2", r#"{"capacity_bps":10000000,"delay_ms":5.0}"#).unwrap();
     let up_at = t0.elapsed();
     assert_eq!(iface(&status(), 2)["delay_ms"], 5.0);

@@ -171,6 +171,24 @@ fn link_down_sends_nothing_and_restarts_at_the_change() {
 }
 
 #[test]
+fn drain_queued_hands_back_every_waiting_packet_but_not_those_on_the_wire() {
+    let mut s = sched(8_000_000_000, 500, 4000);
+    for (id, class) in [(0, PRIO), (1, BE), (2, PRIO), (3, BE)] {
+        s.enqueue(pkt(id, 1000), class, 0, 0).unwrap();
+    }
+    // Packet 0 starts at once (1 µs on the wire); the rest wait.
+    let mut taken = Vec::new();
+    s.drain_queued(500, &mut |p| taken.push(p.id));
+    taken.sort();
+    assert_eq!(taken, [1, 2, 3]);
+    assert_eq!((s.stats().class(PRIO).queued_packets, s.stats().class(BE).queued_packets), (0, 0));
+    assert_eq!(s.stats().queued_bytes(), 0);
+    assert_eq!(drain(&mut s).iter().map(|o| o.0).collect::<Vec<_>>(), [0]);
+    // Nothing was counted as a queue drop: the caller counts what it took.
+    assert_eq!(s.stats().class(BE).dropped_packets + s.stats().class(PRIO).dropped_packets, 0);
+}
+
+#[test]
 fn rate_change_applies_to_later_starts_and_keeps_every_packet() {
     let mut s = sched(1_000_000, 0, 1 << 20); // 125 B = 1 ms
     for i in 0..10 {

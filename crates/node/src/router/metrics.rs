@@ -19,6 +19,10 @@ pub enum IoDrop {
     Undeliverable,
     /// The processor chose an egress without a configured link.
     NoLink,
+    /// Arrived on an inter-AS interface from another address than the configured neighbour's.
+    NotNeighbor,
+    /// For a link whose capacity is 0 (down), or waiting in its queue when it went down.
+    LinkDown,
 }
 
 impl IoDrop {
@@ -27,6 +31,8 @@ impl IoDrop {
             IoDrop::Oversized => "oversized_datagram",
             IoDrop::Undeliverable => "undeliverable",
             IoDrop::NoLink => "no_link",
+            IoDrop::NotNeighbor => "not_neighbor",
+            IoDrop::LinkDown => "link_down",
         }
     }
 }
@@ -44,6 +50,8 @@ pub struct InterfaceStats {
     pub drops: BTreeMap<&'static str, u64>,
     /// Egress counters by class, in the link's table order (empty for the inside).
     pub classes: Vec<ClassSnapshot>,
+    /// Datagrams the kernel dropped because the socket's receive buffer was full.
+    pub kernel_receive_drops: u64,
     /// Packets delivered to hosts (inside only).
     pub delivered_packets: u64,
     pub delivered_bytes: u64,
@@ -118,6 +126,12 @@ impl RouterStatus {
             per_if(&|i| i.received_packets),
         );
         family("aviary_router_received_bytes_total", Kind::Counter, "Bytes received.", per_if(&|i| i.received_bytes));
+        family(
+            "aviary_router_kernel_receive_drops_total",
+            Kind::Counter,
+            "Datagrams the kernel dropped before the router read them (socket receive buffer full).",
+            per_if(&|i| i.kernel_receive_drops),
+        );
         family(
             "aviary_router_delivered_packets_total",
             Kind::Counter,

@@ -226,11 +226,16 @@ impl Forwarder {
         let mut verdicts = [Verdict::Deliver; BATCH];
         let mut pkts: Vec<&mut [u8]> = Vec::with_capacity(BATCH);
         let stats = &mut self.stats[k];
-        for (buf, truncated) in self.rx.packets_mut().take(n) {
+        // An inter-AS socket takes packets from its neighbour's socket only: anyone else
+        // (a host injecting into a transit AS) is dropped before any processing.
+        let neighbor = if k == 0 { None } else { Some(self.links[k - 1].remote) };
+        for (buf, meta) in self.rx.iter_mut().take(n) {
             stats.received_packets += 1;
             stats.received_bytes += buf.len() as u64;
-            if truncated {
+            if meta.truncated {
                 stats.count_io_drop(IoDrop::Oversized);
+            } else if neighbor.is_some_and(|r| r != meta.from) {
+                stats.count_io_drop(IoDrop::NotNeighbor);
             } else {
                 pkts.push(buf);
             }
@@ -248,6 +253,10 @@ impl Forwarder {
                         self.stats[k].count_io_drop(IoDrop::NoLink);
                         continue;
                     };
+                    if link.sched.params().rate_bps == 0 {
+                        self.stats[k].count_io_drop(IoDrop::LinkDown);
+                        continue;
+                    }
                     let class = link.classifier.classify(admission);
                     let source = src_ia_of(pkt).map_or(0, |ia| u64::from_be_bytes(ia.to_bytes()));
                     let mut buf = self.pool.pop().unwrap_or_default();
@@ -304,7 +313,9 @@ impl Forwarder {
     }
 
     fn publish(&mut self) {
+        self.stats[0].kernel_receive_drops = self.internal.kernel_receive_drops();
         for (i, link) in self.links.iter().enumerate() {
+            self.stats[i + 1].kernel_receive_drops = link.sock.kernel_receive_drops();
             let s = link.sched.stats();
             self.stats[i + 1].classes = link
                 .sched
@@ -349,7 +360,16 @@ impl Forwarder {
                     p.rate_bps = c;
                     self.stats[k + 1].capacity_bps = c;
                 }
-                link.sched.set_params_at(p, unix_ns());
+                let now = unix_ns();
+                link.sched.set_params_at(p, now);
+                if p.rate_bps == 0 {
+                    // A link that is down holds nothing for later: what waits is lost, counted.
+                    let (stats, pool) = (&mut self.stats[k + 1], &mut self.pool);
+                    link.sched.drain_queued(now, &mut |b| {
+                        stats.count_io_drop(IoDrop::LinkDown);
+                        pool.push(b);
+                    });
+                }
             }
             Command::Mechanism { name, request } => {
                 self.pipeline.control(&name, &request).map_err(|e| match e {

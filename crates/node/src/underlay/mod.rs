@@ -430,7 +430,27 @@ impl BatchSocket {
         Ok(total)
     }
 
-    /// Datagrams the kernel refused individually since the socket was opened.
+    /// Datagrams the kernel dropped on arrival since the socket was opened, because its receive
+    /// buffer was full (the socket's drop counter, `SO_MEMINFO`); 0 where the kernel does not
+    /// tell.
+    pub fn kernel_receive_drops(&self) -> u64 {
+        /// `SO_MEMINFO` of <asm-generic/socket.h> (Linux 4.6 on); the `libc` crate lacks it.
+        const SO_MEMINFO: libc::c_int = 55;
+        let mut info = [0u32; libc::SK_MEMINFO_DROPS as usize + 1];
+        let mut len = std::mem::size_of_val(&info) as libc::socklen_t;
+        // SAFETY: getsockopt writes at most `len` bytes into `info` and updates `len`.
+        let rc = unsafe {
+            libc::getsockopt(self.sock.as_raw_fd(), libc::SOL_SOCKET, SO_MEMINFO, info.as_mut_ptr().cast(), &mut len)
+        };
+        let drops = libc::SK_MEMINFO_DROPS as usize;
+        if rc == 0 && len as usize >= (drops + 1) * 4 {
+            u64::from(info[drops])
+        } else {
+            0
+        }
+    }
+
+    /// Datagrams the kernel refused individually on sending since the socket was opened.
     pub fn kernel_drops(&self) -> u64 {
         self.kernel_drops.load(Ordering::Relaxed)
     }

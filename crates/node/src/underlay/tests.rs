@@ -227,3 +227,20 @@ fn buffers_are_enlarged() {
     // Best effort: at least the usual default, whatever the system limit.
     assert!(rcv > 0 && snd > 0);
 }
+
+#[test]
+fn a_full_receive_buffer_shows_in_the_kernel_receive_drops() {
+    let rx = BatchSocket::bind(localhost()).unwrap();
+    rx.set_buffer_sizes(4096);
+    let tx = UdpSocket::bind(localhost()).unwrap();
+    assert_eq!(rx.kernel_receive_drops(), 0);
+    // Far more than a few KiB of buffer holds, and nobody reads.
+    for _ in 0..2000 {
+        let _ = tx.send_to(&[0u8; 1000], rx.local_addr());
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while rx.kernel_receive_drops() == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(rx.kernel_receive_drops() > 0);
+}

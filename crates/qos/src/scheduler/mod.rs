@@ -292,6 +292,22 @@ impl<P: AsRef<[u8]>> EgressScheduler<P> {
         true
     }
 
+    /// Takes every packet still waiting in a queue at `now_ns` (not those already on the wire),
+    /// oldest first per queue, e.g. when the link goes down: they are the caller's to count.
+    pub fn drain_queued(&mut self, now_ns: u64, out: &mut dyn FnMut(P)) {
+        self.advance(now_ns);
+        while let Some((pkt, c)) = self.fifo.pop_front() {
+            self.stats.classes[c.index()].unqueue(pkt.as_ref().len() as u64);
+            out(pkt);
+        }
+        for (class, st) in self.classes.iter_mut().zip(&mut self.stats.classes) {
+            while let Some(pkt) = class.queue.pop() {
+                st.unqueue(pkt.as_ref().len() as u64);
+                out(pkt);
+            }
+        }
+    }
+
     /// Queues `pkt` in `class` at `now_ns`; `source` (e.g. the source ISD-AS) keys fair queuing
     /// inside the class. `Err(pkt)` hands the buffer back when it is dropped (counted); a class
     /// id beyond the table is its last class.
