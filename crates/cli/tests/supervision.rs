@@ -91,3 +91,41 @@ fn a_policy_with_a_limit_gives_up_visibly() {
     let log = std::fs::read_to_string(net.layout.dir.join("logs/supervisor.log")).unwrap();
     assert!(log.contains("control 1-ff00:0:110") && log.contains("GIVING UP after 2 failures in a row"), "{log}");
 }
+
+#[test]
+fn runtime_changes_survive_a_router_restart() {
+    let net = start("runtime", 39000, RestartPolicy { first_backoff: Duration::from_millis(50), ..Default::default() });
+    let core = "1-ff00:0:110".parse().unwrap();
+    let a = &net.layout.ases[&core];
+    let mgmt = a.router.management;
+    let put = |path: &str, body: &str| ureq::put(&format!("http://{mgmt}{path}")).send_string(body).unwrap();
+    put("/v1/interfaces/2", r#"{"capacity_bps": 3000000}"#);
+    put("/v1/interfaces/2", r#"{"delay_ms": 7.5}"#);
+    put("/v1/mechanisms/hummingbird", r#"{"burst_ms": 25}"#);
+    let secret = "42".repeat(32);
+    put("/v1/keys", &format!(r#"{{"master_secret": "{secret}"}}"#));
+
+    let pid = net.pid(core, Role::Router).unwrap();
+    kill(pid);
+    wait_for("the router back", Duration::from_secs(10), || {
+        net.pid(core, Role::Router).is_some_and(|p| p != pid)
+            && ureq::get(&format!("http://{mgmt}/v1/status")).call().is_ok()
+    });
+    let s: serde_json::Value = ureq::get(&format!("http://{mgmt}/v1/status")).call().unwrap().into_json().unwrap();
+    let iface = s["interfaces"].as_array().unwrap().iter().find(|i| i["id"] == 2).unwrap().clone();
+    assert_eq!((iface["capacity_bps"].as_u64(), iface["delay_ms"].as_f64()), (Some(3_000_000), Some(7.5)), "{iface}");
+    assert_eq!(s["burst_ms"].as_f64(), Some(25.0), "{s}");
+    let kept = std::fs::read_to_string(a.dir.join(&a.router.master_secret_file)).unwrap();
+    assert_eq!(kept.trim(), secret);
+    // A state file the router cannot use stops it with the file and field named, not silently.
+    let state = a.dir.join("router.toml.runtime.json");
+    assert!(state.exists());
+    std::fs::write(&state, r#"{"links": {"2": {"capacity": 1}}}"#).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_aviary"))
+        .args(["router", "--config"])
+        .arg(a.dir.join("router.toml"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("router.toml.runtime.json") && err.contains("capacity"), "{err}");
+}

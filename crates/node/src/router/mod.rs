@@ -16,6 +16,7 @@ pub mod classes;
 pub mod management;
 pub mod metrics;
 pub mod pipeline;
+pub mod runtime_state;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
@@ -36,6 +37,7 @@ use crate::config::{read_secret, RouterConfig};
 use management::{Command, CommandError, CommandMsg};
 use metrics::{ClassSnapshot, InterfaceStats, IoDrop, RouterStatus};
 use pipeline::Pipeline;
+use runtime_state::RuntimeState;
 
 use crate::underlay::{wait_readable, BatchSocket, RecvBatch};
 
@@ -115,6 +117,9 @@ pub struct Forwarder {
     status: Arc<Mutex<RouterStatus>>,
     commands: Receiver<CommandMsg>,
     started_unix_s: u64,
+    /// The operator's runtime changes and where they are kept.
+    runtime: RuntimeState,
+    runtime_file: std::path::PathBuf,
 }
 
 impl Forwarder {
@@ -125,6 +130,10 @@ impl Forwarder {
     ) -> anyhow::Result<(Self, Sender<CommandMsg>, Arc<Mutex<RouterStatus>>)> {
         let file = cfg_path.display().to_string();
         let secret = read_secret(cfg_path, "master_secret_file", &cfg.master_secret_file)?;
+        // The operator's changes of an earlier run; a file that cannot be used stops the router
+        // before it takes any socket.
+        let runtime_file = runtime_state::state_file(cfg_path);
+        let runtime = RuntimeState::load(&runtime_file)?;
         let ids: Vec<u16> = cfg.interfaces.iter().map(|i| i.id).collect();
         if ids.len() >= usize::from(NO_LINK) {
             anyhow::bail!("{file}: at most {} interfaces per router", NO_LINK - 1);
@@ -174,7 +183,15 @@ impl Forwarder {
             status: status.clone(),
             commands,
             started_unix_s: unix_ns() / 1_000_000_000,
+            runtime: RuntimeState::default(),
+            runtime_file,
         };
+        let mut fwd = fwd;
+        // The operator's changes of an earlier run come back before the first packet.
+        for cmd in runtime.commands() {
+            fwd.apply(cmd).map_err(|e| anyhow!("{}: {e:?}", fwd.runtime_file.display()))?;
+        }
+        fwd.runtime = runtime;
         Ok((fwd, tx, status))
     }
 
@@ -186,7 +203,7 @@ impl Forwarder {
         let mut out: Vec<(Vec<u8>, SocketAddr)> = Vec::new();
         loop {
             while let Ok((cmd, reply)) = self.commands.try_recv() {
-                let _ = reply.send(self.apply(cmd));
+                let _ = reply.send(self.apply_and_keep(cmd));
             }
             let now = unix_ns();
             let wake = self.links.iter().filter_map(|l| l.sched.next_wakeup()).min();
@@ -336,6 +353,27 @@ impl Forwarder {
         if let Ok(mut s) = self.status.lock() {
             *s = status;
         }
+    }
+
+    /// Applies a management command and keeps it for the next start of the router. A change
+    /// that cannot be kept is still in force; the failure is logged as an error.
+    fn apply_and_keep(&mut self, cmd: Command) -> Result<(), CommandError> {
+        let mut next = self.runtime.clone();
+        next.record(&cmd);
+        let secret = match &cmd {
+            Command::MasterSecret(s) => Some(s.clone()),
+            _ => None,
+        };
+        self.apply(cmd)?;
+        let kept = match secret {
+            Some(s) => runtime_state::write_secret(&self.cfg.master_secret_file, &s),
+            None => next.save(&self.runtime_file),
+        };
+        match kept {
+            Ok(()) => self.runtime = next,
+            Err(e) => tracing::error!("runtime change in force but not kept for a restart: {e}"),
+        }
+        Ok(())
     }
 
     fn apply(&mut self, cmd: Command) -> Result<(), CommandError> {

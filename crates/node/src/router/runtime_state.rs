@@ -1,0 +1,145 @@
+//! What an operator changed on a running router through its management API, kept so that a
+//! restarted router comes back as it was left: link capacities and delays and the mechanisms'
+//! settings in `<config>.runtime.json` beside the config (written atomically after every
+//! change, replayed at start), a new master secret in the config's `master_secret_file` itself
+//! (mode 0600), where every process of the AS reads it.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::management::Command;
+use crate::topology::ConfigError;
+
+/// A link's capacity and delay as last set at runtime.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkChange {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_bps: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<f64>,
+}
+
+/// Every runtime change that outlives the process, merged: the latest value of each field.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuntimeState {
+    #[serde(default)]
+    pub links: BTreeMap<u16, LinkChange>,
+    /// Per mechanism, its control requests merged field by field.
+    #[serde(default)]
+    pub mechanisms: BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
+}
+
+/// Where the runtime state of the router configured by `config` lives.
+pub fn state_file(config: &Path) -> PathBuf {
+    let mut name = config.file_name().unwrap_or_default().to_os_string();
+    name.push(".runtime.json");
+    config.with_file_name(name)
+}
+
+impl RuntimeState {
+    /// The state in `path`, empty if there is none; a file that cannot be read is an error
+    /// naming it (a router must not come up silently without the operator's changes).
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => serde_json::from_str(&text).map_err(|e| {
+                let field = e.to_string().split('`').nth(1).unwrap_or("(document)").to_owned();
+                ConfigError::new(path.display(), field, e.to_string())
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(e) => Err(ConfigError::new(path.display(), "(file)", e.to_string())),
+        }
+    }
+
+    /// The changes to replay at start, links first.
+    pub fn commands(&self) -> Vec<Command> {
+        let links =
+            self.links.iter().map(|(&id, l)| Command::Link { id, capacity_bps: l.capacity_bps, delay_ms: l.delay_ms });
+        let mechs = self
+            .mechanisms
+            .iter()
+            .map(|(name, m)| Command::Mechanism { name: name.clone(), request: serde_json::Value::Object(m.clone()) });
+        links.chain(mechs).collect()
+    }
+
+    /// Merges an applied change (a new master secret is kept elsewhere: [`write_secret`]).
+    pub fn record(&mut self, cmd: &Command) {
+        match cmd {
+            Command::Link { id, capacity_bps, delay_ms } => {
+                let l = self.links.entry(*id).or_default();
+                l.capacity_bps = capacity_bps.or(l.capacity_bps);
+                l.delay_ms = delay_ms.or(l.delay_ms);
+            }
+            Command::Mechanism { name, request } => {
+                if let Some(fields) = request.as_object() {
+                    self.mechanisms.entry(name.clone()).or_default().extend(fields.clone());
+                }
+            }
+            Command::MasterSecret(_) => {}
+        }
+    }
+
+    /// Writes the state to `path` atomically (a crash leaves the old or the new file).
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        write_atomically(path, format!("{text}\n").as_bytes(), 0o644)
+    }
+}
+
+/// Replaces the secret file with `secret` (hex, mode 0600), atomically.
+pub fn write_secret(path: &Path, secret: &[u8]) -> std::io::Result<()> {
+    write_atomically(path, format!("{}\n", hex::encode(secret)).as_bytes(), 0o600)
+}
+
+fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_os_string();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(mode).open(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_merge_field_by_field_and_round_trip() {
+        let mut s = RuntimeState::default();
+        s.record(&Command::Link { id: 2, capacity_bps: Some(0), delay_ms: None });
+        s.record(&Command::Link { id: 2, capacity_bps: None, delay_ms: Some(5.0) });
+        s.record(&Command::Mechanism { name: "hummingbird".into(), request: serde_json::json!({"burst_ms": 20.0}) });
+        s.record(&Command::MasterSecret(vec![1; 16]));
+        assert_eq!(s.links[&2], LinkChange { capacity_bps: Some(0), delay_ms: Some(5.0) });
+        let dir = std::env::temp_dir().join(format!("aviary-runtime-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = state_file(&dir.join("router.toml"));
+        assert_eq!(path, dir.join("router.toml.runtime.json"));
+        assert_eq!(RuntimeState::load(&path).unwrap(), RuntimeState::default());
+        s.save(&path).unwrap();
+        let back = RuntimeState::load(&path).unwrap();
+        assert_eq!(back, s);
+        assert_eq!(back.commands().len(), 2);
+        std::fs::write(&path, r#"{"links": {"2": {"capacity": 1}}}"#).unwrap();
+        let e = RuntimeState::load(&path).unwrap_err().to_string();
+        assert!(e.contains("router.toml.runtime.json") && e.contains("capacity"), "{e}");
+    }
+
+    #[test]
+    fn a_secret_is_written_private_and_whole() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("aviary-runtime-secret-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("master.key");
+        write_secret(&f, &[0xab; 32]).unwrap();
+        assert_eq!(std::fs::read_to_string(&f).unwrap().trim(), "ab".repeat(32));
+        assert_eq!(std::fs::metadata(&f).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+}
