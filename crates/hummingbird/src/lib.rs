@@ -5,6 +5,7 @@
 //! - [`bw`]: the bandwidth codecs.
 //! - [`reservation`]: ASes of a path and building a reserved path (crossover rule).
 //! - [`router`]: border-router processing (Alg. 1-4) returning a verdict.
+//! - [`profile`]: the verdict parameters, as named profiles (`paper`, `scionproto`).
 //! - [`source`]: per-packet stamping at the source.
 
 pub mod bw;
@@ -12,6 +13,7 @@ pub mod crypto;
 pub mod path;
 pub mod path_view;
 mod prepare;
+pub mod profile;
 pub mod reservation;
 pub mod resid;
 pub mod router;
@@ -24,9 +26,10 @@ pub use bw::BwCodec;
 pub use crypto::{derive_sv, AuthKey, ResInfo, SecretValue};
 pub use path::{Flyover, HbirdHop, HbirdPath};
 pub use path_view::HbirdPathView;
+pub use profile::{PolicedLength, PolicingMode, Profile, RouterParams, StartBound};
 pub use reservation::{as_hops, build_path, AsHop, Reservation};
 pub use resid::{ResIdAllocator, ResIdError};
-pub use router::{PolicingMode, Router, RouterParams};
+pub use router::{Router, RouterConfigError};
 pub use seal::{open, seal, BuyerKey, SealContext, SealError};
 pub use service::{Fulfilment, RedeemRequest, ReservationService, ServiceError, ServiceState};
 pub use source::Source;

@@ -25,9 +25,16 @@ pub struct FlyoverWork {
     /// BaseTimestamp + MillisTimestamp, ns.
     pub sent_ns: u64,
     pub pkt_len: u16,
+    /// The common header's PayloadLen (policed instead of `pkt_len` in some profiles).
+    pub payload_len: u16,
+    /// `BaseTimestamp | Millis<<22 | Counter`, the packet's identity for duplicate suppression
+    /// together with the source address.
+    pub packet_id: u64,
 }
 
-/// Parses a type-5 path at an AS and checks what needs no cryptography.
+/// Parses a type-5 path at an AS and checks what needs no cryptography. Takes the header
+/// fields it needs rather than the view, so that it stays inlinable into the forwarder.
+#[allow(clippy::too_many_arguments)]
 #[inline]
 pub fn prepare_hbird(
     fwd: &AsForwarding,
@@ -36,6 +43,7 @@ pub fn prepare_hbird(
     dst: IsdAsn,
     dst_bytes: [u8; 8],
     pkt_len: Option<u16>,
+    payload_len: u16,
     ingress: u16,
 ) -> Result<(HopWork, Option<FlyoverWork>), DropReason> {
     let view = HbirdPathView::new_checked(path).map_err(DropReason::from)?;
@@ -64,6 +72,8 @@ pub fn prepare_hbird(
         res,
         sent_ns: (u64::from(meta.base_ts) * 1000 + u64::from(meta.millis)) * MS,
         pkt_len,
+        payload_len,
+        packet_id: u64::from(meta.base_ts) << 32 | u64::from(meta.millis) << 22 | u64::from(meta.counter),
     };
     Ok((work, Some(flyover)))
 }

@@ -13,61 +13,37 @@
 //! [`Flyovers`] extension adds only what is Hummingbird's: parsing path type 5 (`prepare`), the
 //! batch's A_K under the one SV and the per-packet FlyoverMACs four at a time (`crypto`), and
 //! the write-back and policing after the hop field verified (`admit`).
+//!
+//! Which valid flyovers get priority is decided by the [`RouterParams`] of a verdict profile
+//! (`paper` or `scionproto`, see [`crate::profile`]). With duplicate suppression on, a valid,
+//! fresh, active flyover whose identity was already seen within the freshness window is
+//! forwarded best effort without charging its reservation.
 
-use aviary_qos::{Admission, Claim, Context, ControlError, DropReason, InverseRateTable, ReservationPolicer, Verdict};
+use aviary_qos::{
+    Admission, Claim, Context, ControlError, DropReason, DuplicateFilter, DuplicateFilterConfig,
+    DuplicateFilterConfigError, InverseRateTable, PolicerConfigError, ReservationPolicer, Verdict,
+};
 use aviary_scion::aes::Aes128;
 use aviary_scion::forwarding::{HopExtension, HopWork, Staged, StagedForwarder};
 use aviary_scion::mac::MAC_LEN;
 use aviary_scion::wire::header::{path_type, ScionView};
 use aviary_scion::{AsForwarding, IsdAsn};
 use serde::{Deserialize, Serialize};
+use thiserror::Error;
 
-use crate::bw::BwCodec;
 use crate::crypto::SecretValue;
 use crate::prepare::{prepare_hbird, FlyoverWork};
+pub use crate::profile::{PolicedLength, PolicingMode, Profile, RouterParams, StartBound};
 
 const NS: u64 = 1_000_000_000;
-const MS: u64 = 1_000_000;
 
-/// How the policer computes a packet's transmission time.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PolicingMode {
-    /// `PktLen / BW`, one division per packet (Alg. 1 as written).
-    #[default]
-    Division,
-    /// A 1024-entry table of inverse bandwidths, no division.
-    Table,
-}
+/// False-positive rate of the duplicate filter at `duplicates_per_window` packets: a false
+/// positive only demotes one legitimate packet to best effort.
+pub const DUPLICATE_FALSE_POSITIVE_RATE: f64 = 1e-5;
 
-/// Data-plane parameters of a Hummingbird AS.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct RouterParams {
-    /// δ, the maximum clock skew.
-    pub max_skew_ns: u64,
-    /// Δ, the maximum packet age.
-    pub max_age_ns: u64,
-    /// BurstTime of Alg. 1.
-    pub burst_ns: u64,
-    /// Largest ResID policed per ingress interface (the array has max_res_id + 1 slots).
-    pub max_res_id: u32,
-    pub codec: BwCodec,
-    pub policing: PolicingMode,
-}
-
-impl Default for RouterParams {
-    fn default() -> Self {
-        Self {
-            max_skew_ns: 500 * MS,
-            max_age_ns: NS,
-            burst_ns: 50 * MS,
-            max_res_id: 100_000,
-            codec: BwCodec::Paper,
-            policing: PolicingMode::Division,
-        }
-    }
-}
+/// Input of the duplicate filter's key, `AES_SV(DUP_KEY_BLOCK)`. An A_K input block ends in
+/// 0x0000, this one does not, so the filter key is never some reservation's A_K.
+const DUP_KEY_BLOCK: [u8; 16] = *b"hbird dup-filt\xff\xff";
 
 /// Packets processed together (stack-allocated state per packet).
 pub const MAX_BATCH: usize = aviary_scion::forwarding::MAX_BATCH;
@@ -87,7 +63,18 @@ pub struct Flyovers {
     /// Policing array per ingress interface (0 = traffic from inside the AS).
     policers: Vec<(u16, ReservationPolicer)>,
     inv_table: InverseRateTable,
+    /// Identities of the flyover packets admitted within the freshness window, if enabled.
+    duplicates: Option<DuplicateFilter>,
     counters: FlyoverCounters,
+}
+
+/// Parameters a router cannot run with.
+#[derive(Debug, Error, PartialEq)]
+pub enum RouterConfigError {
+    #[error(transparent)]
+    Policer(#[from] PolicerConfigError),
+    #[error("duplicate suppression: {0}")]
+    Duplicates(#[from] DuplicateFilterConfigError),
 }
 
 /// What became of the valid flyover packets this router forwarded.
@@ -101,26 +88,44 @@ pub struct FlyoverCounters {
     pub inactive: u64,
     /// Beyond the reserved rate and burst: best effort.
     pub over_rate: u64,
+    /// Seen before within the freshness window (duplicate suppression): best effort, not charged.
+    pub duplicate: u64,
 }
 
 impl Router {
-    pub fn new(
-        fwd: AsForwarding,
-        sv: SecretValue,
-        params: RouterParams,
-    ) -> Result<Self, aviary_qos::PolicerConfigError> {
+    pub fn new(fwd: AsForwarding, sv: SecretValue, params: RouterParams) -> Result<Self, RouterConfigError> {
         let mut ingress: Vec<u16> = fwd.interfaces.iter().collect();
         ingress.push(0);
         let policers = ingress
             .into_iter()
-            .map(|i| Ok((i, ReservationPolicer::new(params.max_res_id, params.burst_ns)?)))
-            .collect::<Result<_, _>>()?;
+            .map(|i| {
+                let p =
+                    ReservationPolicer::with_burst_floor(params.max_res_id, params.burst_ns, params.max_packet_len)?;
+                Ok((i, p))
+            })
+            .collect::<Result<_, PolicerConfigError>>()?;
+        let duplicates = if params.duplicate_suppression {
+            let config = DuplicateFilterConfig {
+                // A replay that passes the freshness check arrives within this of the original.
+                window_ns: params.freshness_window_ns(),
+                expected_per_window: params.duplicates_per_window,
+                false_positive_rate: DUPLICATE_FALSE_POSITIVE_RATE,
+            };
+            // Keyed from the AS secret: unknown to senders, so they cannot craft colliding
+            // identities, and no fixed key in the code.
+            let mut key = [DUP_KEY_BLOCK];
+            sv.auth_keys_in_place(&mut key);
+            Some(DuplicateFilter::new(config, key[0])?)
+        } else {
+            None
+        };
         let codec = params.codec;
         let ext = Flyovers {
             sv,
             params,
             policers,
             inv_table: InverseRateTable::new(|c| codec.decode_bps(c)),
+            duplicates,
             counters: FlyoverCounters::default(),
         };
         Ok(Self { inner: StagedForwarder::new(fwd, ext) })
@@ -170,7 +175,8 @@ impl HopExtension for Flyovers {
             return Err(DropReason::UnsupportedPathType);
         }
         let (src, dst): (IsdAsn, IsdAsn) = (view.src_ia(), view.dst_ia());
-        prepare_hbird(fwd, view.path(), src, dst, view.dst_ia_bytes(), view.pkt_len_u16(), ingress)
+        let (pkt_len, payload_len) = (view.pkt_len_u16(), view.payload_len());
+        prepare_hbird(fwd, view.path(), src, dst, view.dst_ia_bytes(), pkt_len, payload_len, ingress)
     }
 
     /// A_K = AES_SV(ResInfo) for every flyover under the one SV; then FlyoverMAC =
@@ -225,22 +231,46 @@ impl Flyovers {
         let Some(f) = f else {
             return Admission::UNAUTHENTICATED;
         };
-        let fresh = f.sent_ns <= now_ns.saturating_add(self.params.max_skew_ns)
-            && now_ns <= f.sent_ns + self.params.max_age_ns + self.params.max_skew_ns;
+        let params = &self.params;
+        let fresh = f.sent_ns <= now_ns.saturating_add(params.freshness_future_ns)
+            && now_ns <= f.sent_ns.saturating_add(params.freshness_past_ns);
         if !fresh {
             self.counters.stale += 1;
             return Admission::UNAUTHENTICATED;
         }
-        if !f.res.active_at(now_ns) {
+        let start_ns = u64::from(f.res.start) * NS;
+        let started = match params.start {
+            StartBound::Inclusive => now_ns >= start_ns,
+            StartBound::Strict => now_ns > start_ns,
+        };
+        if !started || now_ns >= start_ns + u64::from(f.res.duration) * NS {
             self.counters.inactive += 1;
             return Admission::UNAUTHENTICATED;
+        }
+        if let Some(filter) = &mut self.duplicates {
+            // Only fields the MACs authenticate: the reservation (ingress, ResID) and the
+            // packet's BaseTimestamp | Millis | Counter. The source address is not
+            // authenticated, so keying by it would let a replay with a rewritten source
+            // address through, still spending the owner's budget.
+            let mut key = [0u8; 14];
+            key[0..2].copy_from_slice(&ingress.to_be_bytes());
+            key[2..6].copy_from_slice(&f.res.res_id.to_be_bytes());
+            key[6..14].copy_from_slice(&f.packet_id.to_be_bytes());
+            if !filter.check_and_insert(&key, now_ns) {
+                self.counters.duplicate += 1;
+                return Admission::UNAUTHENTICATED;
+            }
         }
         let Some((_, p)) = self.policers.iter_mut().find(|(i, _)| *i == ingress) else {
             return Admission::UNAUTHENTICATED;
         };
-        let admitted = match self.params.policing {
-            PolicingMode::Division => p.admit(f.res.res_id, f.pkt_len, self.params.codec.decode_bps(f.res.bw), now_ns),
-            PolicingMode::Table => p.admit_table(f.res.res_id, f.pkt_len, f.res.bw, &self.inv_table, now_ns),
+        let len = match params.policed_length {
+            PolicedLength::Packet => f.pkt_len,
+            PolicedLength::Payload => f.payload_len,
+        };
+        let admitted = match params.policing {
+            PolicingMode::Division => p.admit(f.res.res_id, len, params.codec.decode_bps(f.res.bw), now_ns),
+            PolicingMode::Table => p.admit_table(f.res.res_id, len, f.res.bw, &self.inv_table, now_ns),
         };
         if admitted {
             self.counters.reserved += 1;
@@ -280,6 +310,7 @@ impl aviary_qos::Processor for Router {
         out("flyover_stale_packets", c.stale);
         out("flyover_inactive_packets", c.inactive);
         out("flyover_over_rate_packets", c.over_rate);
+        out("flyover_duplicate_packets", c.duplicate);
     }
 
     fn control(&mut self, request: &serde_json::Value) -> Result<(), ControlError> {

@@ -141,11 +141,11 @@ fn freshness_window_is_now_minus_delta_minus_skew_to_now_plus_skew() {
     let pkt = s.packet_at(sent, 200, &mut s.source(sent));
     let p = RouterParams::default();
     let cases = [
-        (sent - p.max_skew_ns - MS, false), // from the future beyond the skew
-        (sent - p.max_skew_ns, true),
+        (sent - p.freshness_future_ns - MS, false), // from the future beyond the skew
+        (sent - p.freshness_future_ns, true),
         (sent, true),
-        (sent + p.max_age_ns + p.max_skew_ns, true),
-        (sent + p.max_age_ns + p.max_skew_ns + MS, false), // too old: a late replay
+        (sent + p.freshness_past_ns, true),
+        (sent + p.freshness_past_ns + MS, false), // too old: a late replay
         (sent + 60 * S, false),
     ];
     for (now, fresh) in cases {
@@ -158,7 +158,8 @@ fn freshness_window_is_now_minus_delta_minus_skew_to_now_plus_skew() {
 
 #[test]
 fn replays_count_against_the_reservation_and_stale_replays_get_best_effort() {
-    // BW code 100: e = 3, s = 4 → 36 << 2 = 144 kbit/s; a 50 ms burst is 900 bytes.
+    // BW code 100: e = 3, s = 4 → 36 << 2 = 144 kbit/s; a 50 ms burst is 900 bytes, raised to
+    // the 1500 bytes of the burst floor (max_packet_len).
     let s = setup(100, T0 - 10, 600);
     let pkt = s.packet_at(NOW, 0, &mut s.source(NOW));
     let mut r = s.router();
@@ -166,7 +167,8 @@ fn replays_count_against_the_reservation_and_stale_replays_get_best_effort() {
     // The same packet over and over at one instant: only a burst's worth is prioritised.
     let admitted = verdicts.iter().filter(|p| **p).count();
     let len = pkt.len() as u64;
-    let burst_bytes = BwCodec::Paper.decode_bps(100) * RouterParams::default().burst_ns / 8 / S;
+    let p = RouterParams::default();
+    let burst_bytes = (BwCodec::Paper.decode_bps(100) * p.burst_ns / 8 / S).max(u64::from(p.max_packet_len));
     assert!(admitted as u64 <= burst_bytes / len + 1, "{admitted} replays prioritised");
     assert!(admitted >= 1);
     assert!(verdicts.windows(2).all(|w| w[0] || !w[1]), "priority resumed without time passing");

@@ -141,6 +141,48 @@ fn at_transit(chain: &Chain, mut pkt: Vec<u8>, now: u64) -> RouterCase {
     }
 }
 
+/// Distinct packets in the duplicate-suppression rows: each packet is new to the filter (a replay
+/// would take the shorter duplicate path), so the rows cycle through this many, stamped with
+/// consecutive Counters, and start every measurement with an empty filter.
+const DISTINCT: usize = 4096;
+
+/// The flyover hop over `DISTINCT` distinct packets with `params`: per packet, the packet is
+/// copied from its template (~150 bytes, included, like the path restore of the other rows).
+fn flyover_distinct_row(name: &str, params: RouterParams, now: u64, effort: Effort) -> Row {
+    let chain = Chain::new(5, T0 - 60);
+    let res = [(TRANSIT, chain.grant(TRANSIT, 77, 1023, T0 - 10, 3600))];
+    let template = chain.hbird_packet(&res, T0, 100).unwrap();
+    let mut src = Source::new(&template, &[res[0].1]).unwrap();
+    let pkts: Vec<Vec<u8>> = (0..DISTINCT)
+        .map(|_| {
+            let mut pkt = template.clone();
+            src.stamp(&mut pkt, now).unwrap();
+            for i in 0..TRANSIT {
+                chain.router(i, RouterParams::default()).process(&mut pkt, Chain::forward_ingress(i), now);
+            }
+            pkt
+        })
+        .collect();
+    let router = chain.router(TRANSIT, params);
+    let ingress = Chain::forward_ingress(TRANSIT);
+    let mut buf = pkts[0].clone();
+    let rounds = (effort.packets as usize).div_ceil(DISTINCT).max(1);
+    let ns = (0..effort.repeats * rounds)
+        .map(|_| {
+            let mut r = router.clone();
+            let t = Instant::now();
+            for (i, pkt) in pkts.iter().enumerate() {
+                buf.copy_from_slice(pkt);
+                let v = r.process(black_box(&mut buf), ingress, now + i as u64 * 100);
+                debug_assert_eq!(v, Verdict::reserved(aviary_hummingbird::testbed::IF_NEXT));
+                black_box(v);
+            }
+            t.elapsed().as_nanos() as f64 / DISTINCT as f64
+        })
+        .fold(f64::INFINITY, f64::min);
+    row(name, 1, 100, None, ns)
+}
+
 /// Source: header template + payload copy + stamping, for `flyovers` reserved hops.
 fn source_row(flyovers: usize, payload: usize, effort: Effort) -> Row {
     let chain = Chain::new(flyovers.max(2), T0 - 60);
@@ -183,6 +225,10 @@ pub fn run(effort: Effort) -> Vec<Row> {
     fly.expect(|v| *v == Verdict::reserved(aviary_hummingbird::testbed::IF_NEXT));
     rows.push(row("hummingbird flyover hop, router", 1, 100, Some(308.0), fly.single(effort)));
     rows.push(row("hummingbird flyover hop, router", BATCH, 100, Some(308.0), fly.batch(effort)));
+    let plain = RouterParams::default();
+    let dedup = RouterParams { duplicate_suppression: true, ..plain };
+    rows.push(flyover_distinct_row("flyover hop, distinct packets", plain, now, effort));
+    rows.push(flyover_distinct_row("flyover hop, dup. suppression", dedup, now, effort));
     for flyovers in [1, 2, 4, 8] {
         for payload in [100, 500, 1500] {
             rows.push(source_row(flyovers, payload, effort));

@@ -258,8 +258,19 @@ impl RouterConfig {
                 return Err(ConfigError::new(file, field("delay_ms"), "must be between 0 and 10000"));
             }
         }
-        if self.hummingbird.max_res_id > aviary_hummingbird::crypto::MAX_RES_ID {
+        let h = &self.hummingbird;
+        if h.max_res_id > aviary_hummingbird::crypto::MAX_RES_ID {
             return Err(ConfigError::new(file, "hummingbird.max_res_id", "ResIDs have 22 bits"));
+        }
+        if h.max_packet_len == 0 {
+            return Err(ConfigError::new(file, "hummingbird.max_packet_len", "must be positive"));
+        }
+        if h.duplicate_suppression && h.duplicates_per_window == 0 {
+            return Err(ConfigError::new(file, "hummingbird.duplicates_per_window", "must be positive"));
+        }
+        if h.duplicate_suppression && h.freshness_window_ns() == 0 {
+            let msg = "duplicate suppression needs a freshness window";
+            return Err(ConfigError::new(file, "hummingbird.freshness_past_ns", msg));
         }
         if self.queues.priority_bytes == 0 || self.queues.best_effort_bytes == 0 {
             let field =
@@ -396,6 +407,22 @@ capacity_bps = 1000000
         assert_eq!(e.field, "interface[0].capacity_bps");
         let e = load_router(&router_toml("").replace("127.0.0.1:31003", "localhost")).unwrap_err();
         assert!(e.to_string().contains("router.toml") && e.field.contains("remote"), "{e}");
+    }
+
+    #[test]
+    fn hummingbird_profile_with_overrides() {
+        use aviary_hummingbird::{PolicedLength, Profile};
+        let text = "[hummingbird]\nburst_ns = 50000000\nprofile = \"scionproto\"\nduplicate_suppression = true\n";
+        let c = load_router(&router_toml(text)).unwrap();
+        let want = RouterParams { burst_ns: 50_000_000, duplicate_suppression: true, ..Profile::Scionproto.params() };
+        assert_eq!(c.hummingbird, want);
+        assert_eq!(c.hummingbird.policed_length, PolicedLength::Payload);
+        let e = load_router(&router_toml("[hummingbird]\nprofile = \"go\"\n")).unwrap_err();
+        assert!(e.to_string().contains("profile") || e.field.contains("profile"), "{e}");
+        let e = load_router(&router_toml("[hummingbird]\nmax_packet_len = 0\n")).unwrap_err();
+        assert_eq!(e.field, "hummingbird.max_packet_len");
+        let text = "[hummingbird]\nduplicate_suppression = true\nduplicates_per_window = 0\n";
+        assert_eq!(load_router(&router_toml(text)).unwrap_err().field, "hummingbird.duplicates_per_window");
     }
 
     #[test]

@@ -4,6 +4,15 @@
 //! the AS assigned uniquely per ingress interface. A packet is within its reservation if,
 //! after charging its transmission time at the reserved rate, the reservation's virtual
 //! clock is at most `BurstTime` ahead of now.
+//!
+//! Burst floor: a reservation's burst is never shorter than the time one packet of
+//! `max_pkt_len` bytes takes at its rate, `max(BurstTime, max_pkt_len / rate)`; otherwise a
+//! small reservation (5 kbit/s) could never send a packet larger than its rate times
+//! `BurstTime` (31 bytes in 50 ms) with priority. The floor is computed from the packet's own
+//! cost, which already holds the one division of Alg. 1: `cost / pkt_len` is the time per
+//! byte, so `ahead ≤ cost · max_pkt_len / pkt_len` is checked as
+//! `ahead · pkt_len ≤ cost · max_pkt_len`, with no further division, and only when the
+//! configured burst alone refuses the packet.
 
 use thiserror::Error;
 
@@ -25,15 +34,27 @@ pub struct ReservationPolicer {
     /// Virtual finish time (ns) of the last admitted byte, per ResID.
     next_free: Vec<u64>,
     burst_ns: u64,
+    /// Largest packet the burst always admits (0: no floor).
+    max_pkt_len: u16,
 }
 
 impl ReservationPolicer {
-    /// An array for ResIDs `0..=max_res_id` with the given burst allowance.
+    /// An array for ResIDs `0..=max_res_id` with the given burst allowance and no burst floor.
     pub fn new(max_res_id: u32, burst_ns: u64) -> Result<Self, PolicerConfigError> {
         if max_res_id >= 1 << 22 {
             return Err(PolicerConfigError::MaxResIdTooLarge(max_res_id));
         }
-        Ok(Self { next_free: vec![0; max_res_id as usize + 1], burst_ns })
+        Ok(Self { next_free: vec![0; max_res_id as usize + 1], burst_ns, max_pkt_len: 0 })
+    }
+
+    /// The same, with the burst of each reservation raised to at least the time a packet of
+    /// `max_pkt_len` bytes takes at its rate (see the module docs).
+    pub fn with_burst_floor(max_res_id: u32, burst_ns: u64, max_pkt_len: u16) -> Result<Self, PolicerConfigError> {
+        Ok(Self { max_pkt_len, ..Self::new(max_res_id, burst_ns)? })
+    }
+
+    pub fn max_pkt_len(&self) -> u16 {
+        self.max_pkt_len
     }
 
     pub fn max_res_id(&self) -> u32 {
@@ -54,7 +75,7 @@ impl ReservationPolicer {
     #[inline]
     pub fn admit(&mut self, res_id: u32, pkt_len: u16, rate_bps: u64, now_ns: u64) -> bool {
         match cost_exact(pkt_len, rate_bps) {
-            Some(cost) => self.charge(res_id, cost, now_ns),
+            Some(cost) => self.charge(res_id, pkt_len, cost, now_ns),
             None => false,
         }
     }
@@ -71,18 +92,21 @@ impl ReservationPolicer {
         now_ns: u64,
     ) -> bool {
         match table.cost(pkt_len, bw_code) {
-            Some(cost) => self.charge(res_id, cost, now_ns),
+            Some(cost) => self.charge(res_id, pkt_len, cost, now_ns),
             None => false,
         }
     }
 
     #[inline]
-    fn charge(&mut self, res_id: u32, cost_ns: u64, now_ns: u64) -> bool {
+    fn charge(&mut self, res_id: u32, pkt_len: u16, cost_ns: u64, now_ns: u64) -> bool {
+        let max_pkt_len = self.max_pkt_len;
+        let burst_ns = self.burst_ns;
         let Some(slot) = self.next_free.get_mut(res_id as usize) else {
             return false;
         };
         let ts = (*slot).max(now_ns).saturating_add(cost_ns);
-        if ts <= now_ns.saturating_add(self.burst_ns) {
+        let ahead = ts - now_ns;
+        if ahead <= burst_ns || within_floor(ahead, pkt_len, cost_ns, max_pkt_len) {
             *slot = ts;
             true
         } else {
@@ -96,6 +120,14 @@ impl ReservationPolicer {
             *slot = 0;
         }
     }
+}
+
+/// Whether the virtual clock `ahead` ns ahead of now is within the time a `max_pkt_len`-byte
+/// packet takes at the rate that made `pkt_len` bytes cost `cost_ns`. A zero-length packet
+/// tells nothing about the rate, so it gets no floor.
+#[inline]
+fn within_floor(ahead: u64, pkt_len: u16, cost_ns: u64, max_pkt_len: u16) -> bool {
+    pkt_len != 0 && u128::from(ahead) * u128::from(pkt_len) <= u128::from(cost_ns) * u128::from(max_pkt_len)
 }
 
 /// Transmission time in ns of `pkt_len` bytes at `rate_bps`; `None` for a zero rate.
@@ -188,6 +220,27 @@ mod tests {
         }
         assert_eq!(admitted, 4);
         assert!(p.admit(2, 1500, 1_000_000, 0));
+    }
+
+    #[test]
+    fn burst_floor_admits_one_maximum_size_packet_at_any_rate() {
+        // 5 kbit/s: 126 bytes take 201.6 ms, four times a 50 ms burst.
+        let table = InverseRateTable::new(|c| u64::from(c) * 1000);
+        let mut plain = ReservationPolicer::new(10, 50 * MS).unwrap();
+        assert!(!plain.admit(1, 126, 5_000, 0));
+        assert!(!plain.admit_table(1, 126, 5, &table, 0));
+        let mut p = ReservationPolicer::with_burst_floor(10, 50 * MS, 1500).unwrap();
+        assert!(p.admit(1, 126, 5_000, 0));
+        assert!(p.admit_table(2, 126, 5, &table, 0));
+        // The floor is 1500 bytes' worth (2.4 s): eleven 126-byte packets (1386 B) at once,
+        // not twelve (1512 B).
+        let n = (0..20).take_while(|_| p.admit(3, 126, 5_000, 0)).count();
+        assert_eq!(n, 11);
+        // A packet larger than the floor's size is still refused beyond the burst.
+        assert!(!p.admit(4, 1501, 5_000, 0));
+        // Where the burst is longer than the floor, the burst rules: 1500 B at 1 Gbit/s.
+        let mut fast = ReservationPolicer::with_burst_floor(10, 50 * MS, 1500).unwrap();
+        assert_eq!((0..10_000).take_while(|_| fast.admit(1, 1500, 1_000_000_000, 0)).count(), 4166);
     }
 
     fn paper_codec_bps(c: u16) -> u64 {

@@ -176,12 +176,12 @@ pub(super) fn packet_walks() -> Vec<PacketWalk> {
     let mut pkt = stamped(&c4, &res, 64, NOW_NS);
     let mut w = Walker::new(&c4);
     // A reservation with ResStartOffset 65535 ends at BaseTimestamp at the latest: it can
-    // only be active for routers whose clock is behind the source's (within max_skew).
+    // only be active for routers whose clock is behind the source's (within freshness_future_ns).
     let behind = u64::from(NOW_S) * NS - 1;
     assert_eq!(w.forward(&mut pkt, behind), [P1, BE1, P1, DELIVER]);
     out.push(w.finish(
         "hbird_4as_edge_reservations",
-        "Stamped at BaseTimestamp now_s + 250 ms; the routers' clock reads now_s - 1 ns (within max_skew). \
+        "Stamped at BaseTimestamp now_s + 250 ms; the routers' clock reads now_s - 1 ns (within freshness_future_ns). \
          AS 1-ff00:0:110: ResID 0, BW 1023 -> priority. AS 1-ff00:0:111: ResID 2^22-1, BW 0 -> valid MAC but \
          best effort (zero rate, and ResID above the router's max_res_id). AS 1-ff00:0:112: ResStartOffset \
          65535, ResDuration 65535 (active until exactly BaseTimestamp) -> priority.",
@@ -206,13 +206,14 @@ pub(super) fn packet_walks() -> Vec<PacketWalk> {
     assert_eq!(w.forward(&mut pkt, NOW_NS), [BE1, DELIVER]);
     out.push(w.finish("hbird_2as_flyover_destination_only", "2 ASes; a flyover on the destination AS only."));
 
-    // 6. Policing: four packets on one reservation of 100 kbit/s (BW code 82).
+    // 6. Policing: eight packets on one reservation of 100 kbit/s (BW code 82).
     let res = [(0, c2.grant(0, 42, 82, NOW_S - 10, 600))];
     let mut template = c2.hbird_packet(&res, NOW_S, 162).expect("hbird packet");
     assert_eq!(template.len(), 250);
     let mut src = Source::new(&template, &[res[0].1]).expect("source");
     let mut w = Walker::new(&c2);
-    for (k, (dt, expect)) in [(0, P1), (0, P1), (0, BE1), (100 * MS, P1)].into_iter().enumerate() {
+    let steps = [(0, P1), (0, P1), (0, P1), (0, P1), (0, P1), (0, P1), (0, BE1), (100 * MS, P1)];
+    for (k, (dt, expect)) in steps.into_iter().enumerate() {
         let t = NOW_NS + dt;
         src.stamp(&mut template, t).expect("stamp");
         let mut pkt = template.clone();
@@ -221,9 +222,11 @@ pub(super) fn packet_walks() -> Vec<PacketWalk> {
     out.push(w.finish(
         "hbird_2as_policing",
         "One source, one reservation at AS 1-ff00:0:110 (ResID 42, BW code 82 = 100 kbit/s in the paper codec), \
-         250-byte packets (20 ms each at that rate), burst 50 ms. Packets 0-2 are sent at now_ns (Counter 0-2): \
-         the third would put the reservation 60 ms ahead and goes best effort. Packet 3 (Counter 3) is sent \
-         100 ms later and has priority again. The routers keep their state across the steps of this walk.",
+         250-byte packets (20 ms each at that rate), burst 50 ms raised to the 120 ms that a 1500-byte packet \
+         takes at that rate (max_packet_len). Packets 0-6 are sent at now_ns (Counter 0-6): the seventh would \
+         put the reservation 140 ms ahead and goes best effort. Packet 7 (Counter 7) is sent 100 ms later, when \
+         the reservation is 40 ms ahead with it, and has priority again. The routers keep their state across \
+         the steps of this walk.",
     ));
 
     // 7. Valid flyovers that do not earn priority.
@@ -234,8 +237,8 @@ pub(super) fn packet_walks() -> Vec<PacketWalk> {
     assert_eq!(w.forward(&mut pkt, NOW_NS), [BE1, BE1, BE1, DELIVER]);
     out.push(w.finish(
         "hbird_4as_stale_packet",
-        "As hbird_4as_flyovers_on_crossovers, but stamped 2 s before the routers' now: older than max_age + \
-         max_skew, so the valid flyovers are forwarded best effort.",
+        "As hbird_4as_flyovers_on_crossovers, but stamped 2 s before the routers' now: older than \
+         freshness_past_ns, so the valid flyovers are forwarded best effort.",
     ));
     let sent = NOW_NS + NS;
     let mut pkt = stamped(&c4, &res, 100, sent);
@@ -243,7 +246,7 @@ pub(super) fn packet_walks() -> Vec<PacketWalk> {
     assert_eq!(w.forward(&mut pkt, NOW_NS), [BE1, BE1, BE1, DELIVER]);
     out.push(w.finish(
         "hbird_4as_packet_from_the_future",
-        "Stamped 1 s after the routers' now (more than max_skew ahead): best effort.",
+        "Stamped 1 s after the routers' now (more than freshness_future_ns ahead): best effort.",
     ));
     let res = [(1, c4.grant(1, 9, 600, NOW_S - 100, 100)), (2, c4.grant(2, 10, 600, NOW_S - 100, 101))];
     let mut pkt = stamped(&c4, &res, 100, NOW_NS);
