@@ -2,7 +2,8 @@
 //! in `<run>/market/ledger`, the contracts deployed by the registry owner, a root key per ISD
 //! (the runner plays each ISD's certificate authority), a marketplace paid in the native
 //! currency, and per AS a ledger account, an AS key certified by its ISD root and the config
-//! of its AS service, which sells half of each link's capacity in both directions.
+//! of its AS service, which sells half of each link's capacity in both directions (of the 80%
+//! reservable; the operator's grants have the rest).
 //!
 //! ```text
 //! market/ledger/                 the embedded ledger (shared by the processes, locked per use)
@@ -21,7 +22,7 @@ use aviary_market::registration::{certify, P256Signature};
 use aviary_market::{Account, Address, Deployment, Ledger, SharedLedger, U256};
 
 use crate::as_service::{AsServiceConfig, DeploymentFile, Direction, LedgerConfig, OfferConfig};
-use crate::config::{write_toml, GrantConfig};
+use crate::config::write_toml;
 use crate::runner::RunLayout;
 
 /// Wei every AS account and the buyer start with (100 ETH).
@@ -153,7 +154,7 @@ impl RunLayout {
                 certificate_file: "as-cert.json".into(),
                 state_dir: "state".into(),
                 resid_store: None,
-                hummingbird: GrantConfig::default(),
+                hummingbird: crate::runner::reservable_grants(&a.router),
                 poll_ms: 200,
                 metrics: Some(a.as_service_metrics),
                 offers,

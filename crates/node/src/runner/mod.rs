@@ -199,7 +199,7 @@ impl RunLayout {
                 state_dir: "state".into(),
                 resid_store: None,
                 hop_exp_time: 63,
-                hummingbird: GrantConfig::default(),
+                hummingbird: reservable_grants(&router),
                 drkey: Some(DrkeyConfig {
                     listen: SocketAddr::new(ip(k, 1), port(k, 3)),
                     cert_file: pki::CS_CERT_FILE.into(),
@@ -308,6 +308,17 @@ impl RunLayout {
     pub fn host_config_path(&self, name: &str) -> PathBuf {
         self.dir.join("hosts").join(format!("{name}.toml"))
     }
+}
+
+/// The `[hummingbird]` of an AS's control and AS service: the default codec and ResIDs, and each
+/// link's reservable bandwidth derived from its capacity, written out for the operator to see.
+pub fn reservable_grants(router: &RouterConfig) -> GrantConfig {
+    let interfaces = router
+        .interfaces
+        .iter()
+        .map(|i| crate::reservable::InterfaceBandwidth::for_link(i.id, i.capacity_bps))
+        .collect();
+    GrantConfig { interfaces, ..GrantConfig::default() }
 }
 
 struct Supervised {
