@@ -10,6 +10,7 @@ use aviary_hummingbird::{BwCodec, RouterParams};
 use aviary_scion::IsdAsn;
 use serde::{Deserialize, Serialize};
 
+use crate::reservable::InterfaceBandwidth;
 use crate::router::classes::{self, ClassTableConfig};
 use crate::topology::read_toml;
 pub use crate::topology::ConfigError;
@@ -143,19 +144,22 @@ impl DrkeyConfig {
     }
 }
 
-/// Hummingbird settings of the control service.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// Hummingbird settings of the control service and of the AS service.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GrantConfig {
     pub codec: BwCodec,
     /// Must not exceed the routers' `hummingbird.max_res_id`.
     pub max_res_id: u32,
+    /// Reservable bandwidth per interface (`[[hummingbird.interface]]`, see [`crate::reservable`]).
+    #[serde(rename = "interface", skip_serializing_if = "Vec::is_empty")]
+    pub interfaces: Vec<InterfaceBandwidth>,
 }
 
 impl Default for GrantConfig {
     fn default() -> Self {
         let p = RouterParams::default();
-        Self { codec: p.codec, max_res_id: p.max_res_id }
+        Self { codec: p.codec, max_res_id: p.max_res_id, interfaces: Vec::new() }
     }
 }
 

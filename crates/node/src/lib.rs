@@ -11,6 +11,7 @@ pub mod config;
 pub mod control;
 pub mod host;
 pub mod metrics;
+pub mod reservable;
 pub mod resid_store;
 pub mod router;
 pub mod routes;

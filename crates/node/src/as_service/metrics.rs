@@ -22,6 +22,8 @@ pub struct AsServiceStats {
     pub registered: bool,
     /// Assets issued and listed on the marketplace.
     pub listings_issued: u64,
+    /// Periods not listed: less than the offer's minimum piece was left reservable.
+    pub listings_skipped: u64,
     /// Redeem requests addressed to this AS that it looked at.
     pub redeem_requests_seen: u64,
     /// Requests answered: a ResID assigned and `(ResInfo, A_K)` sealed to the buyer.
@@ -60,6 +62,12 @@ impl AsServiceStats {
             .sample(&l, u64::from(self.registered));
         out.family("aviary_as_service_listings_issued_total", counter, "Assets issued and listed for sale.")
             .sample(&l, self.listings_issued);
+        out.family(
+            "aviary_as_service_listings_skipped_total",
+            counter,
+            "Periods not listed: grants held all but less than the offer's minimum piece.",
+        )
+        .sample(&l, self.listings_skipped);
         out.family(
             "aviary_as_service_redeem_requests_seen_total",
             counter,

@@ -23,9 +23,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::unix_s;
 use crate::config::{read_secret, ConfigError, GrantConfig, RESID_STORE};
-use crate::resid_store::{ResIdStore, StoreError};
+use crate::resid_store::{Limits, ResIdStore, StoreError};
 use crate::topology::read_toml;
 
+pub mod issuance;
 pub mod metrics;
 
 pub use metrics::AsServiceStats;
@@ -69,12 +70,7 @@ impl DeploymentFile {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Direction {
-    Ingress,
-    Egress,
-}
+pub use crate::resid_store::Direction;
 
 /// Bandwidth the AS sells on one side of one interface.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -172,7 +168,13 @@ impl AsServiceConfig {
                 ));
             }
         }
+        issuance::check_offers(&file, &c, &c.limits(&file)?)?;
         Ok(c)
+    }
+
+    /// The reservable bandwidth of each interface, checked against its capacity.
+    pub fn limits(&self, file: &str) -> Result<Limits, ConfigError> {
+        crate::reservable::as_service_limits(file, &self.hummingbird.interfaces)
     }
 }
 
@@ -219,6 +221,8 @@ pub struct AsService {
     state_file: PathBuf,
     /// The AS's one ResID allocator, shared with its control service.
     resids: ResIdStore,
+    /// Reservable bandwidth per interface; listings are admitted in `resids`.
+    limits: Limits,
     stats: Arc<Mutex<AsServiceStats>>,
 }
 
@@ -246,6 +250,7 @@ impl AsService {
         state.res_id_cap = res_id_bound(&cfg);
         let store = cfg.resid_store.clone().unwrap_or_else(|| cfg.state_dir.join(RESID_STORE));
         let resids = ResIdStore::new(store, cfg.hummingbird.max_res_id);
+        let limits = cfg.limits(&cfg_path.display().to_string())?;
         // A state written when this service had an allocator of its own: its reservations move
         // into the AS's shared allocator, once.
         let legacy = state.legacy_resids.take();
@@ -271,6 +276,7 @@ impl AsService {
             next_request,
             state_file,
             resids,
+            limits,
             stats,
         };
         if legacy.is_some() {
@@ -361,11 +367,27 @@ impl AsService {
                 if self.issued.contains(&(i, start)) {
                     continue;
                 }
+                // Booked before it is issued (see [`issuance`]); booking again after a failed
+                // ledger transaction replaces the earlier booking.
+                let bandwidth = match issuance::book_listing(&self.resids, &self.limits, i, o, start, now) {
+                    Ok(kbps) => kbps,
+                    Err(StoreError::Refused(e)) => {
+                        tracing::warn!(offer = i, start, "period not listed: {e}");
+                        self.issued.insert((i, start));
+                        self.persist()?;
+                        self.count(|s| s.listings_skipped += 1);
+                        continue;
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+                if bandwidth < o.bandwidth_kbps {
+                    tracing::info!(offer = i, start, bandwidth, "period listed short: grants hold the rest");
+                }
                 let spec = AssetSpec {
                     isd_as: self.cfg.ia.to_u64(),
                     interface_id: o.interface,
                     is_ingress: o.direction == Direction::Ingress,
-                    bandwidth: o.bandwidth_kbps,
+                    bandwidth,
                     start_time: start,
                     expiry_time: start + o.period_s,
                     time_granularity: o.granularity_s,
@@ -478,6 +500,14 @@ as_key_file = "as.key"
 certificate_file = "cert.json"
 state_dir = "state"
 
+[[hummingbird.interface]]
+id = 1
+capacity_bps = 10000000
+
+[[hummingbird.interface]]
+id = 2
+capacity_bps = 200000000
+
 [[offer]]
 interface = 1
 direction = "ingress"
@@ -516,6 +546,23 @@ price_per_unit = 1000
         assert_eq!(e.field, "offer[0].min_bandwidth_kbps");
         let e = load(&config("").replace("interface = 1", "interface = 0")).unwrap_err();
         assert_eq!(e.field, "offer[0].interface");
+        // Offers must fit the reservable bandwidth (80% of 10 Mbit/s here), per side.
+        let e = load(&config("").replace("bandwidth_kbps = 5000", "bandwidth_kbps = 8001")).unwrap_err();
+        assert_eq!(e.field, "offer[0].bandwidth_kbps");
+        assert!(e.message.contains("8001 kbit/s, more than its 8 Mbit/s reservable"), "{e}");
+        let twice = config("").split("[[offer]]").nth(1).unwrap().replace("5000", "3000");
+        load(&format!("{}[[offer]]{twice}", config(""))).expect("5 + 3 Mbit/s fit exactly");
+        let twice = twice.replace("3000", "3001");
+        let e = load(&format!("{}[[offer]]{twice}", config(""))).unwrap_err();
+        assert_eq!(e.field, "offer[1].bandwidth_kbps");
+        let egress = twice.replace("\"ingress\"", "\"egress\"");
+        load(&format!("{}[[offer]]{egress}", config(""))).expect("the other direction has its own bound");
+        let e = load(&config("").replace("interface = 1\ndirection", "interface = 3\ndirection")).unwrap_err();
+        assert_eq!(e.field, "offer[0].interface");
+        let e =
+            load(&config("").replace("capacity_bps = 10000000", "capacity_bps = 10000000\nreservable_bps = 10000001"))
+                .unwrap_err();
+        assert_eq!(e.field, "hummingbird.interface[0].reservable_bps");
         let e = load(&config("").replace("direction = \"ingress\"", "direction = \"sideways\"")).unwrap_err();
         assert!(e.to_string().contains("as-service.toml"), "{e}");
     }

@@ -1,6 +1,8 @@
 //! Why the control service refuses an operator's reservation request: the HTTP status of the
 //! answer and a stable label for `aviary_control_reservations_refused_total{reason}`.
 
+use crate::resid_store::AdmissionError;
+
 /// A refused grant.
 #[derive(Debug, thiserror::Error)]
 pub enum GrantError {
@@ -21,6 +23,9 @@ pub enum GrantError {
     /// The ResID allocator refused (every ResID of the ingress is taken).
     #[error("{0}")]
     NoResId(String),
+    /// Admission control refused: an interface has too little reservable bandwidth left.
+    #[error(transparent)]
+    NoBandwidth(AdmissionError),
     /// The ResID store cannot be read or written.
     #[error("{0}")]
     Store(String),
@@ -31,7 +36,7 @@ impl GrantError {
     pub fn status(&self) -> u16 {
         match self {
             GrantError::Unauthorised => 401,
-            GrantError::NoResId(_) => 409,
+            GrantError::NoResId(_) | GrantError::NoBandwidth(_) => 409,
             GrantError::Store(_) => 500,
             _ => 400,
         }
@@ -48,6 +53,7 @@ impl GrantError {
             GrantError::BandwidthTooLarge(_) => "bandwidth_too_large",
             GrantError::IntervalOver => "interval_over",
             GrantError::NoResId(_) => "no_resid",
+            GrantError::NoBandwidth(_) => "no_bandwidth",
             GrantError::Store(_) => "resid_store",
         }
     }

@@ -23,7 +23,7 @@ use crate::api::HostKeyKind;
 use crate::api::{self, ExtendRequest, Grant, HopWire, PathWire, PathsReply, ReservationRequest, SegmentWire};
 use crate::clock::unix_s;
 use crate::config::{read_secret, ControlConfig, DrkeyConfig};
-use crate::resid_store::{ResIdStore, StoreError};
+use crate::resid_store::{Direction, Holder, Leg, Limits, ResIdStore, StoreError};
 use crate::routes::{routes, HopPlan, SegmentPlan};
 use crate::topology::{IfRef, Neighbor, Topology};
 use drkey::{DrkeyService, HostKeyRequest};
@@ -64,6 +64,8 @@ pub struct ControlService {
     operator_token: String,
     /// The AS's one ResID allocator, shared with its AS reservation service.
     resids: ResIdStore,
+    /// Reservable bandwidth per interface; admission is decided in `resids`.
+    limits: Limits,
     /// Built segments by their hops, with the Unix time after which they are rebuilt.
     segments: Mutex<HashMap<Vec<HopPlan>, (SegmentWire, u64)>>,
     /// The DRKey service and the socket of its Level-1 (TLS) side, if configured.
@@ -82,6 +84,9 @@ impl ControlService {
         }
         std::fs::create_dir_all(&cfg.state_dir)
             .with_context(|| format!("{}: state_dir: cannot create {}", cfg_path.display(), cfg.state_dir.display()))?;
+        let links = topology.links_of(cfg.ia).map(|(l, _, _, link)| (l.ifid, link.capacity_bps));
+        let limits =
+            crate::reservable::control_limits(&cfg_path.display().to_string(), &cfg.hummingbird.interfaces, links)?;
         let resids = ResIdStore::new(cfg.resid_store(), cfg.hummingbird.max_res_id);
         // A corrupt store stops the service at start, naming the file, not at the first grant.
         resids.snapshot().with_context(|| format!("{}: resid_store", cfg_path.display()))?;
@@ -99,6 +104,7 @@ impl ControlService {
             peers: cfg.peers.iter().map(|p| (p.ia, p.control)).collect(),
             operator_token: token.trim().to_string(),
             resids,
+            limits,
             segments: Mutex::new(HashMap::new()),
             drkey,
             metrics: ControlMetrics::default(),
@@ -186,9 +192,12 @@ impl ControlService {
     /// `GET /metrics`: the counters, and the reservations the ResID store holds per ingress.
     fn metrics_text(&self) -> String {
         let held = match self.resids.peek() {
-            Ok(a) => {
-                Some(self.topology.links_of(self.ia).map(|(l, ..)| (l.ifid, a.held(l.ifid).len())).collect::<Vec<_>>())
-            }
+            Ok(a) => Some(
+                self.topology
+                    .links_of(self.ia)
+                    .map(|(l, ..)| (l.ifid, a.resids.held(l.ifid).len()))
+                    .collect::<Vec<_>>(),
+            ),
             Err(e) => {
                 tracing::warn!("metrics: {e}");
                 self.metrics.error("resid_store");
@@ -352,14 +361,25 @@ impl ControlService {
         if start + u64::from(r.duration) <= now {
             return Err(GrantError::IntervalOver);
         }
+        let end = start + u64::from(r.duration);
+        // Admission counts what the routers will police: the bandwidth as the codec rounds it.
+        let bps = self.codec.decode_bps(bw);
+        let legs = [
+            Leg { interface: r.ingress, direction: Direction::Ingress, bps, start, end },
+            Leg { interface: r.egress, direction: Direction::Egress, bps, start, end },
+        ];
+        // One transaction: the ResID and the bandwidth are taken together or not at all, and a
+        // market listing racing for the same interface waits for the lock.
         let res_id = self
             .resids
-            .update(|a| {
-                a.expire(now);
-                a.assign(r.ingress, start, start + u64::from(r.duration))
+            .transact(|s| {
+                s.expire(now);
+                let res_id = s.resids.assign(r.ingress, start, end).map_err(|e| GrantError::NoResId(e.to_string()))?;
+                s.bandwidth.admit(&self.limits, &legs, &Holder::Grant { res_id }).map_err(GrantError::NoBandwidth)?;
+                Ok(res_id)
             })
             .map_err(|e| match e {
-                StoreError::Refused(e) => GrantError::NoResId(e.to_string()),
+                StoreError::Refused(e) => e,
                 e => GrantError::Store(e.to_string()),
             })?;
         let info = ResInfo { ingress: r.ingress, egress: r.egress, res_id, bw, start: r.start, duration: r.duration };
@@ -396,5 +416,7 @@ pub fn run(cfg_path: &std::path::Path) -> anyhow::Result<()> {
     svc.serve(cfg.listen)
 }
 
+#[cfg(test)]
+mod admission_tests;
 #[cfg(test)]
 mod tests;

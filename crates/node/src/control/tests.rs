@@ -3,7 +3,7 @@
 use super::*;
 use crate::runner::RunLayout;
 
-fn service(name: &str, ia: &str) -> (ControlService, RunLayout) {
+pub(super) fn service(name: &str, ia: &str) -> (ControlService, RunLayout) {
     let dir = std::env::temp_dir().join(format!("aviary-ctl-{name}-{}", std::process::id()));
     let topo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies/line5.toml");
     let layout = RunLayout::write(&topo, &dir, 20000).unwrap();
@@ -103,6 +103,6 @@ fn operator_grants_and_market_deliveries_share_one_allocator() {
     sorted.sort_unstable();
     sorted.dedup();
     assert_eq!(sorted.len(), ids.len(), "a ResID was handed out twice on one ingress: {ids:?}");
-    assert_eq!(store.snapshot().unwrap().held(1).len(), 7);
+    assert_eq!(store.snapshot().unwrap().resids.held(1).len(), 7);
     std::fs::remove_dir_all(&layout.dir).unwrap();
 }

@@ -2,7 +2,8 @@
 //! in `<run>/market/ledger`, the contracts deployed by the registry owner, a root key per ISD
 //! (the runner plays each ISD's certificate authority), a marketplace paid in the native
 //! currency, and per AS a ledger account, an AS key certified by its ISD root and the config
-//! of its AS service, which sells half of each link's capacity in both directions.
+//! of its AS service, which sells half of each link's capacity in both directions (of the 80%
+//! reservable; the operator's grants have the rest).
 //!
 //! ```text
 //! market/ledger/                 the embedded ledger (shared by the processes, locked per use)
@@ -153,8 +154,8 @@ impl RunLayout {
                 certificate_file: "as-cert.json".into(),
                 state_dir: "state".into(),
                 resid_store: None,
-                // The same codec and ResID bound as the AS's control service and routers.
-                hummingbird: a.control.hummingbird,
+                // The same codec, ResID bound and reservable bandwidth as the AS's control service.
+                hummingbird: a.control.hummingbird.clone(),
                 poll_ms: 200,
                 metrics: Some(a.as_service_metrics),
                 offers,

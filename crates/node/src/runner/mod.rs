@@ -208,10 +208,7 @@ impl RunLayout {
                 resid_store: None,
                 hop_exp_time: 63,
                 // Grants carry the BW code and ResIDs the AS's routers decode and police.
-                hummingbird: GrantConfig {
-                    codec: a.router.hummingbird.codec,
-                    max_res_id: a.router.hummingbird.max_res_id,
-                },
+                hummingbird: reservable_grants(&router),
                 drkey: Some(DrkeyConfig {
                     listen: SocketAddr::new(ip(k, 1), port(k, 3)),
                     cert_file: pki::CS_CERT_FILE.into(),
@@ -320,6 +317,18 @@ impl RunLayout {
     pub fn host_config_path(&self, name: &str) -> PathBuf {
         self.dir.join("hosts").join(format!("{name}.toml"))
     }
+}
+
+/// The `[hummingbird]` of an AS's control and AS service: the codec and ResID bound of its
+/// routers (grants carry codes they decode and police), and each link's reservable bandwidth
+/// derived from its capacity, written out for the operator to see.
+pub fn reservable_grants(router: &RouterConfig) -> GrantConfig {
+    let interfaces = router
+        .interfaces
+        .iter()
+        .map(|i| crate::reservable::InterfaceBandwidth::for_link(i.id, i.capacity_bps))
+        .collect();
+    GrantConfig { codec: router.hummingbird.codec, max_res_id: router.hummingbird.max_res_id, interfaces }
 }
 
 /// Whether every process of a run is up (`GET /v1/status` of `aviary run`).

@@ -7,6 +7,11 @@
 //! file beside it), read the file, assign, write a temporary file, `fsync` it, rename it over the
 //! old one, release the lock. Each process sees the other's assignments, a crash at any point
 //! leaves either the old or the new state, and nothing is cached between transactions.
+//!
+//! The same file keeps the AS's bandwidth book ([`admission`]): admission is decided in the same
+//! transactions, so the ResIDs and the bandwidth promised are always consistent with each other.
+
+pub mod admission;
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -14,7 +19,10 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use aviary_hummingbird::ResIdAllocator;
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
+
+pub use admission::{AdmissionError, BandwidthBook, Direction, Holder, Leg, Limits};
 
 #[derive(Debug, Error)]
 pub enum StoreError<E> {
@@ -25,6 +33,22 @@ pub enum StoreError<E> {
     /// The transaction's own error; nothing was written.
     #[error(transparent)]
     Refused(E),
+}
+
+/// What the store holds: the ResIDs and the bandwidth promised on each interface.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AsReservations {
+    pub resids: ResIdAllocator,
+    #[serde(default)]
+    pub bandwidth: BandwidthBook,
+}
+
+impl AsReservations {
+    /// Forgets what ended at or before `now`.
+    pub fn expire(&mut self, now: u64) {
+        self.resids.expire(now);
+        self.bandwidth.expire(now);
+    }
 }
 
 /// The ResID allocator file of an AS.
@@ -51,6 +75,12 @@ impl ResIdStore {
     /// Runs `f` on the allocator under the store's lock; its changes are kept only if it returns
     /// `Ok`.
     pub fn update<R, E>(&self, f: impl FnOnce(&mut ResIdAllocator) -> Result<R, E>) -> Result<R, StoreError<E>> {
+        self.transact(|s| f(&mut s.resids))
+    }
+
+    /// Runs `f` on the whole store (ResIDs and bandwidth book) under its lock; its changes are
+    /// kept only if it returns `Ok`.
+    pub fn transact<R, E>(&self, f: impl FnOnce(&mut AsReservations) -> Result<R, E>) -> Result<R, StoreError<E>> {
         let io = |source| StoreError::Io { path: self.path.clone(), source };
         let lock = OpenOptions::new().create(true).truncate(false).write(true).open(&self.lock).map_err(io)?;
         let _held = Locked::exclusive(&lock).map_err(io)?;
@@ -63,29 +93,37 @@ impl ResIdStore {
         Ok(r)
     }
 
-    /// The allocator as stored now (a fresh one if there is no file yet).
-    pub fn snapshot(&self) -> Result<ResIdAllocator, StoreError<std::convert::Infallible>> {
-        self.update(|a| Ok(a.clone()))
+    /// The store as it is now (empty if there is no file yet).
+    pub fn snapshot(&self) -> Result<AsReservations, StoreError<std::convert::Infallible>> {
+        self.transact(|a| Ok(a.clone()))
     }
 
-    /// The allocator as stored now, read without taking the lock or writing (writes are atomic
+    /// The store as it is now, read without taking the lock or writing (writes are atomic
     /// renames, so a reader never sees half a file): for monitoring.
-    pub fn peek(&self) -> Result<ResIdAllocator, StoreError<std::convert::Infallible>> {
+    pub fn peek(&self) -> Result<AsReservations, StoreError<std::convert::Infallible>> {
         self.read().map_err(|e| match e {
             ReadError::Io(source) => StoreError::Io { path: self.path.clone(), source },
             ReadError::Json(source) => StoreError::Corrupt { path: self.path.clone(), source },
         })
     }
 
-    fn read(&self) -> Result<ResIdAllocator, ReadError> {
+    fn read(&self) -> Result<AsReservations, ReadError> {
         match std::fs::read(&self.path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(ReadError::Json),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ResIdAllocator::new(self.max_res_id)),
+            Ok(bytes) => serde_json::from_slice(&bytes).or_else(|e| {
+                // A store written before it kept bandwidth: the bare allocator. Its reservations
+                // keep their ResIDs; their bandwidth was never recorded, so it is not counted.
+                serde_json::from_slice(&bytes)
+                    .map(|resids| AsReservations { resids, bandwidth: BandwidthBook::default() })
+                    .map_err(|_| ReadError::Json(e))
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Ok(AsReservations { resids: ResIdAllocator::new(self.max_res_id), bandwidth: BandwidthBook::default() })
+            }
             Err(e) => Err(ReadError::Io(e)),
         }
     }
 
-    fn write(&self, alloc: &ResIdAllocator) -> std::io::Result<()> {
+    fn write(&self, alloc: &AsReservations) -> std::io::Result<()> {
         let tmp = self.path.with_extension("tmp");
         let mut f = File::create(&tmp)?;
         f.write_all(&serde_json::to_vec(alloc).map_err(std::io::Error::other)?)?;
@@ -161,7 +199,12 @@ mod tests {
             Err("no")
         });
         assert!(matches!(r, Err(StoreError::Refused("no"))));
-        assert_eq!(store.snapshot().unwrap().held(1).len(), 1);
+        assert_eq!(store.snapshot().unwrap().resids.held(1).len(), 1);
+        // A store written before it kept bandwidth (the bare allocator) is read.
+        let mut old = ResIdAllocator::new(10);
+        old.assign(2, 0, 10).unwrap();
+        std::fs::write(store.path(), serde_json::to_vec(&old).unwrap()).unwrap();
+        assert_eq!(store.snapshot().unwrap().resids, old);
         std::fs::write(store.path(), "{").unwrap();
         let e = store.snapshot().unwrap_err().to_string();
         assert!(e.contains("resids.json") && e.contains("corrupt"), "{e}");
