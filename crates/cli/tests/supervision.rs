@@ -43,8 +43,8 @@ fn kill(pid: u32) {
 #[test]
 fn a_router_that_cannot_start_is_retried_with_backoff_and_reported_until_it_is_back() {
     let policy = RestartPolicy { first_backoff: Duration::from_millis(100), ..Default::default() };
-    let net = start("supervise", 36000, policy);
-    let health = "127.0.0.1:35999".parse().unwrap();
+    let net = start("supervise", 45000, policy);
+    let health = "127.0.0.1:44999".parse().unwrap();
     let _server = net.serve_health(health).unwrap();
     assert_eq!(status(health).0, 200);
 
@@ -80,7 +80,7 @@ fn a_router_that_cannot_start_is_retried_with_backoff_and_reported_until_it_is_b
 fn a_policy_with_a_limit_gives_up_visibly() {
     let policy =
         RestartPolicy { first_backoff: Duration::from_millis(50), give_up_after: Some(2), ..Default::default() };
-    let net = start("give-up", 37000, policy);
+    let net = start("give-up", 46000, policy);
     let core = "1-ff00:0:110".parse().unwrap();
     std::fs::write(net.layout.ases[&core].dir.join("control.toml"), "junk\n").unwrap();
     kill(net.pid(core, Role::Control).unwrap());
@@ -94,7 +94,7 @@ fn a_policy_with_a_limit_gives_up_visibly() {
 
 #[test]
 fn runtime_changes_survive_a_router_restart() {
-    let net = start("runtime", 39000, RestartPolicy { first_backoff: Duration::from_millis(50), ..Default::default() });
+    let net = start("runtime", 47000, RestartPolicy { first_backoff: Duration::from_millis(50), ..Default::default() });
     let core = "1-ff00:0:110".parse().unwrap();
     let a = &net.layout.ases[&core];
     let mgmt = a.router.management;
