@@ -174,8 +174,9 @@ pub fn buy_transit(layout: &RunLayout, src: &str, dst: &str, bps: u64, secs: u64
         expiry: start + secs.div_ceil(gran) * gran,
         bandwidth_kbps: bps.div_ceil(1000),
         reverse: false,
-        wait_for_offers: Duration::from_secs(30),
-        wait_for_delivery: Duration::from_secs(30),
+        // Generous: on a loaded machine the AS services' first listings take a while.
+        wait_for_offers: Duration::from_secs(90),
+        wait_for_delivery: Duration::from_secs(60),
     };
     let plan = buyer::plan(&ledger, &d, &buyer::wants(&path, false), &purchase)?;
     let (file, _) = buyer::buy(&mut ledger, &d, &market.buyer()?, &plan, (s.ia, t.ia), &purchase)?;
