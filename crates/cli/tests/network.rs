@@ -415,7 +415,10 @@ fn market_purchases_survive_an_as_service_restart() {
     let net = Network::start(&exe(), layout).unwrap();
     let l = &net.layout;
     let read = |p: &Path| -> aviary_node::host::ReservationFile { read_json(p) };
-    let (first, price) = demo::buy_transit(l, "source", "sink", 1_000_000, 600).unwrap();
+    // Both purchases are for the same interval: one that began a minute later would straddle
+    // the first purchase's leftover and the rest of the listing, which no single listing covers.
+    let start = demo::grid_now();
+    let (first, price) = demo::buy_transit_from(l, "source", "sink", 1_000_000, start, 600).unwrap();
     assert!(price > aviary_market::U256::ZERO);
     let first = read(&first);
     assert_eq!(first.reservations.len(), 3);
@@ -437,7 +440,7 @@ fn market_purchases_survive_an_as_service_restart() {
     let pid = net.pid(core, Role::AsService).unwrap();
     // SAFETY: kill(2) on a child process of this test's network.
     assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
-    let (second, _) = demo::buy_transit(l, "source", "sink", 1_000_000, 600).unwrap();
+    let (second, _) = demo::buy_transit_from(l, "source", "sink", 1_000_000, start, 600).unwrap();
     let second = read(&second);
     assert_ne!(net.pid(core, Role::AsService), Some(pid));
     let at_core = |f: &aviary_node::host::ReservationFile| {

@@ -162,13 +162,31 @@ pub fn reserve_transit(layout: &RunLayout, src: &str, dst: &str, bps: u64, secs:
 /// run's market, in one transaction, waits for the ASes to deliver, opens the sealed
 /// reservations and writes the reservation file. Returns it and the price paid (wei).
 pub fn buy_transit(layout: &RunLayout, src: &str, dst: &str, bps: u64, secs: u64) -> anyhow::Result<(PathBuf, U256)> {
+    buy_transit_from(layout, src, dst, bps, grid_now(), secs)
+}
+
+/// The market's time grid point at or before now: the earliest start a purchase can have.
+pub fn grid_now() -> u64 {
+    let gran = u64::from(aviary_node::runner::market_setup::GRANULARITY_S);
+    aviary_node::clock::unix_s() / gran * gran
+}
+
+/// [`buy_transit`] for the interval from `start` (on the market's time grid; it may lie in the
+/// past as long as the interval has not ended).
+pub fn buy_transit_from(
+    layout: &RunLayout,
+    src: &str,
+    dst: &str,
+    bps: u64,
+    start: u64,
+    secs: u64,
+) -> anyhow::Result<(PathBuf, U256)> {
     let market = layout.market.as_ref().context("this run has no market")?;
     let mut ledger = market.ledger()?;
     let d = market.deployment.deployment();
     let (s, t) = (layout.host(src)?, layout.host(dst)?);
     let path = api::fetch_paths(s.control, t.ia)?.into_iter().next().context("no path")?;
     let gran = u64::from(aviary_node::runner::market_setup::GRANULARITY_S);
-    let start = aviary_node::clock::unix_s() / gran * gran;
     let purchase = Purchase {
         start,
         expiry: start + secs.div_ceil(gran) * gran,
