@@ -301,7 +301,7 @@ fn run_topology(
             .health()
             .processes
             .iter()
-            .filter(|p| p.state == "given_up")
+            .filter(|p| p.state == aviary_node::runner::ProcessState::GivenUp)
             .map(|p| format!("{} {} (see {})", p.role, p.ia, p.log.display()))
             .collect();
         if !given_up.is_empty() {

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use aviary_node::runner::{Network, RestartPolicy, Role, RunLayout};
+use aviary_node::runner::{Network, ProcessState, RestartPolicy, Role, RunLayout};
 
 fn topology() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies/line5.toml")
@@ -85,7 +85,7 @@ fn a_policy_with_a_limit_gives_up_visibly() {
     std::fs::write(net.layout.ases[&core].dir.join("control.toml"), "junk\n").unwrap();
     kill(net.pid(core, Role::Control).unwrap());
     wait_for("the control service given up", Duration::from_secs(10), || {
-        net.health().processes.iter().any(|p| p.role == "control" && p.ia == core && p.state == "given_up")
+        net.health().processes.iter().any(|p| p.role == "control" && p.ia == core && p.state == ProcessState::GivenUp)
     });
     assert!(!net.health().healthy);
     let log = std::fs::read_to_string(net.layout.dir.join("logs/supervisor.log")).unwrap();

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use tiny_http::{Header, Response, Server};
 
-use super::supervisor::Supervised;
+use super::supervisor::{ProcessState, Supervised};
 use super::RunHealth;
 use crate::metrics::{Exposition, Kind, CONTENT_TYPE};
 
@@ -55,7 +55,7 @@ impl Drop for HealthServer {
 pub(super) fn run_health(procs: &Mutex<Vec<Supervised>>) -> RunHealth {
     let now = Instant::now();
     let processes: Vec<_> = procs.lock().map(|p| p.iter().map(|s| s.health(now)).collect()).unwrap_or_default();
-    RunHealth { healthy: processes.iter().all(|p| p.state == "running"), processes }
+    RunHealth { healthy: processes.iter().all(|p| p.state == ProcessState::Running), processes }
 }
 
 fn prometheus(h: &RunHealth) -> String {
@@ -63,7 +63,7 @@ fn prometheus(h: &RunHealth) -> String {
     let mut up = out.family("aviary_run_process_up", Kind::Gauge, "1 if the process is running.");
     for p in &h.processes {
         let ia = p.ia.to_string();
-        up.sample(&[("role", p.role), ("ia", &ia)], u64::from(p.state == "running"));
+        up.sample(&[("role", p.role), ("ia", &ia)], u64::from(p.state == ProcessState::Running));
     }
     let mut restarts = out.family("aviary_run_process_restarts_total", Kind::Counter, "Restarts by the runner.");
     for p in &h.processes {

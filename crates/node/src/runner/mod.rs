@@ -25,7 +25,7 @@ pub mod market_setup;
 pub mod pki;
 pub mod supervisor;
 
-pub use supervisor::{spawn_process, ProcessHealth, RestartPolicy};
+pub use supervisor::{spawn_process, ProcessHealth, ProcessState, RestartPolicy};
 
 use std::collections::BTreeMap;
 use std::fs;

@@ -63,7 +63,7 @@ impl Backoff {
         Some(policy.first_backoff.saturating_mul(1 << doublings).min(policy.max_backoff))
     }
 
-    /// A start that failed outright (the binary could not be executed) is a failure too.
+    /// Failures in a row so far (a start that failed outright counts as one too).
     pub fn failures(&self) -> u32 {
         self.failures
     }
@@ -99,13 +99,23 @@ pub struct Supervised {
     pub last_exit: Option<String>,
 }
 
+/// What a process is doing, as the run reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProcessState {
+    Running,
+    /// Exited; waiting for its next start.
+    Restarting,
+    GivenUp,
+    Stopped,
+}
+
 /// How one process stands, for people and programs (`/v1/status` of the run).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ProcessHealth {
     pub ia: IsdAsn,
     pub role: &'static str,
-    /// `running`, `restarting`, `given_up` or `stopped`.
-    pub state: &'static str,
+    pub state: ProcessState,
     pub pid: Option<u32>,
     pub restarts: u32,
     pub failures_in_a_row: u32,
@@ -138,10 +148,12 @@ impl Supervised {
 
     pub fn health(&self, now: Instant) -> ProcessHealth {
         let (state, next) = match &self.state {
-            ProcState::Running { .. } => ("running", None),
-            ProcState::Waiting { at } => ("restarting", Some(at.saturating_duration_since(now).as_millis() as u64)),
-            ProcState::GaveUp => ("given_up", None),
-            ProcState::Stopped => ("stopped", None),
+            ProcState::Running { .. } => (ProcessState::Running, None),
+            ProcState::Waiting { at } => {
+                (ProcessState::Restarting, Some(at.saturating_duration_since(now).as_millis() as u64))
+            }
+            ProcState::GaveUp => (ProcessState::GivenUp, None),
+            ProcState::Stopped => (ProcessState::Stopped, None),
         };
         ProcessHealth {
             ia: self.ia,
@@ -313,13 +325,13 @@ mod tests {
         assert!(msg.contains("router 1-ff00:0:110 exited") && msg.contains("restarting in"), "{msg}");
         let now = Instant::now();
         let h = s.health(now);
-        assert_eq!((h.state, h.failures_in_a_row, h.restarts), ("restarting", 1, 0));
+        assert_eq!((h.state, h.failures_in_a_row, h.restarts), (ProcessState::Restarting, 1, 0));
         assert!(h.next_start_in_ms.unwrap() <= 200 && h.last_exit.as_deref().unwrap().contains('3'), "{h:?}");
         // Not before its wait is over, then started again.
         assert!(s.step(now, exe, &p).is_none());
         let msg = s.step(now + ms(200), exe, &p).unwrap();
         assert!(msg.contains("started again (restart 1)"), "{msg}");
-        assert_eq!(s.health(now).state, "running");
+        assert_eq!(s.health(now).state, ProcessState::Running);
         if let Some(c) = s.child_mut() {
             let _ = c.wait();
         }
