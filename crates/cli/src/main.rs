@@ -51,6 +51,17 @@ enum LabCommand {
         #[arg(long)]
         json: bool,
     },
+    /// GMA allocations (the GLWP paper, Eq. 2) of paths over allocation matrices read from a
+    /// JSON file, the preliminary guarantee of every prefix, and the load on every interface pair.
+    Gma {
+        /// Topology file (JSON): `nodes` with allocation matrices, `links`, optionally `paths`;
+        /// e.g. testdata/gma/example.json.
+        #[arg(long)]
+        input: PathBuf,
+        /// Print the report as one JSON object (`paths`, `pair_load`).
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -229,6 +240,14 @@ fn run() -> Result<()> {
                 }
             } else {
                 print!("{}", aviary_lab::resid::table(&rows));
+            }
+        }
+        Command::Lab { command: LabCommand::Gma { input, json } } => {
+            let report = aviary_lab::gma::run_file(&input)?;
+            if json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                print!("{}", aviary_lab::gma::table(&report));
             }
         }
         Command::Bench { json, quick } => {
