@@ -62,6 +62,20 @@ enum LabCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Fig. 4 of the Z-Lane paper from its model (§5): the source AS's throughput at each of 8
+    /// attacked routers for Z-Lane, FIFO, per-flow fairness and local isolation.
+    ZlaneModel {
+        /// Print the parameters and every curve as one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// How many of the first routers are inside the source's ISD (the paper does not say;
+        /// 4 is half of the path: docs/zlane.md).
+        #[arg(long = "j", value_name = "N", default_value_t = aviary_lab::zlane_model::DEFAULT_ROUTERS_IN_SOURCE_ISD)]
+        j: usize,
+        /// Directory for report.html (table and plot).
+        #[arg(long, default_value = "aviary-zlane-model")]
+        dir: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -248,6 +262,16 @@ fn run() -> Result<()> {
                 println!("{}", serde_json::to_string(&report)?);
             } else {
                 print!("{}", aviary_lab::gma::table(&report));
+            }
+        }
+        Command::Lab { command: LabCommand::ZlaneModel { json, j, dir } } => {
+            let report = aviary_lab::zlane_model::run(j)?;
+            let html = aviary_lab::zlane_model::write_report(&report, &dir)?;
+            if json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                print!("{}", aviary_lab::zlane_model::table(&report));
+                println!("\nreport: {}", html.display());
             }
         }
         Command::Bench { json, quick } => {

@@ -1,6 +1,6 @@
 //! Measurements and scenarios on top of the mechanism crates: the per-packet benchmark
-//! table of `aviary bench`, the networked demo with its HTML report, and the `aviary lab`
-//! measurements (gas, ResIDs, GMA allocations).
+//! table of `aviary bench`, the networked demo with its HTML report, and the reproductions of
+//! the papers' figures (`aviary lab ...`).
 
 pub mod bench;
 pub mod demo;
@@ -9,3 +9,4 @@ pub mod gma;
 pub mod machine;
 pub mod report;
 pub mod resid;
+pub mod zlane_model;
