@@ -1,7 +1,8 @@
 //! EPIC at routers and destinations: whole packets walked through the forwarders of three
 //! ASes, for path type 3 (PHVF at the penultimate, LHVF at the last hop) and for the per-AS
 //! path (every hop field validated and updated, the destination's check, replays, the
-//! gateway's QoS form, a segment crossover).
+//! gateway's QoS form, a segment crossover), and a property that every authenticated bit
+//! counts.
 
 use std::net::Ipv4Addr;
 
@@ -14,10 +15,12 @@ use aviary_scion::epic::{Epic, EpicDuplicates, EpicForwarder};
 use aviary_scion::mac::mac_input;
 use aviary_scion::wire::epic::{field as hp_field, EpicPath, PktId};
 use aviary_scion::wire::epic_per_as::{PerAsPath, PerAsPathView};
+use aviary_scion::wire::header::field as header_field;
 use aviary_scion::{
     combine, path_type, AsForwarding, HopMacKey, HostAddr, IsdAsn, ScionHeader, ScionPacket, ScionView, Segment,
     StandardPath,
 };
+use proptest::prelude::*;
 
 const TS: u32 = 1_700_000_000;
 const NOW: u64 = TS as u64 * 1_000_000_000 + 10_000_000_000;
@@ -261,4 +264,28 @@ fn per_as_path_needs_drkey_keys() {
     let (path, sigmas) = one_segment(&ases);
     let (mut pkt, _) = per_as_packet(&ases, &[0, 1, 2], path, &sigmas);
     assert_eq!(ases[0].hp_router().process(&mut pkt, 0, NOW), Verdict::Drop(DropReason::UnsupportedPathType));
+}
+
+proptest! {
+    /// Every bit of what the per-AS field authenticates (source ISD-AS and host, packet ID,
+    /// the AS's own field) matters: flipping one makes the first AS drop the packet.
+    #[test]
+    fn a_flipped_authenticated_bit_is_dropped(pick in 0usize..(8 + 4 + 8 + 4) * 8) {
+        let ases = [As::new(0), As::new(1), As::new(2)];
+        let (path, sigmas) = one_segment(&ases);
+        let (mut pkt, _) = per_as_packet(&ases, &[0, 1, 2], path, &sigmas);
+        let path_at = path_offset(&pkt);
+        let src_host_at = path_at - 4;
+        let hvf0_at = path_at + per_as_view(&pkt).hvf_offset(0);
+        let (byte, bit) = (pick / 8, pick % 8);
+        let at = match byte {
+            0..8 => header_field::SRC_IA.start + byte,
+            8..12 => src_host_at + byte - 8,
+            12..20 => path_at + byte - 12,
+            _ => hvf0_at + byte - 20,
+        };
+        pkt[at] ^= 1 << bit;
+        let verdict = ases[0].per_as_router().process(&mut pkt, 0, NOW);
+        prop_assert!(matches!(verdict, Verdict::Drop(_)), "{verdict:?}");
+    }
 }
