@@ -17,8 +17,8 @@ use super::hvf::{cbc_mac, hvf, hvf_eq, MacInput};
 use super::per_as::{hvf_matches, proof};
 use super::timestamp::{verify_timestamp, StaleTimestamp};
 use crate::drkey::{HostAddr as DrkeyHost, IssuerKeys};
-use crate::forwarding::{AsForwarding, HopAuth, HopExtension, HopWork, Staged, StagedForwarder};
-use crate::wire::epic::{field as hp_field, EpicPathError, EpicPathView, HVF_LEN};
+use crate::forwarding::{AsForwarding, HopAuth, HopExtension, HopLayout, HopWork, Staged, StagedForwarder};
+use crate::wire::epic::{field as hp_field, EpicPathError, EpicPathView, PktId, HVF_LEN};
 use crate::wire::epic_per_as::{field as per_as_field, PerAsPathError, PerAsPathView};
 use crate::wire::header::{path_type, HostAddr, ScionView};
 use crate::wire::path_view::StandardPathView;
@@ -95,15 +95,14 @@ enum Fields {
 }
 
 impl EpicWork {
-    fn new(view: &ScionView<&[u8]>, standard: &StandardPathView<&[u8]>, epic_ts: u32, counter: u32) -> Self {
+    fn new(view: &ScionView<&[u8]>, standard: &StandardPathView<&[u8]>, id: PktId, fields: Fields) -> Self {
         let info_ts = standard.info(0).timestamp;
-        let id = crate::wire::epic::PktId { epic_ts, counter };
         let input = MacInput::new(info_ts, id, view.src_ia(), &view.src_host(), view.payload_len());
-        Self { input, info_ts, epic_ts, fields: Fields::LastTwo([0; HVF_LEN]) }
+        Self { input, info_ts, epic_ts: id.epic_ts, fields }
     }
 }
 
-fn prepare_on<L: crate::forwarding::HopLayout>(
+fn prepare_on<L: HopLayout>(
     fwd: &AsForwarding,
     layout: &L,
     view: &ScionView<&[u8]>,
@@ -134,9 +133,7 @@ impl HopExtension for Epic {
                     2 => path.phvf(),
                     _ => return Ok((work, None)),
                 };
-                let id = path.pkt_id();
-                let epic =
-                    EpicWork { fields: Fields::LastTwo(hvf), ..EpicWork::new(view, &standard, id.epic_ts, id.counter) };
+                let epic = EpicWork::new(view, &standard, path.pkt_id(), Fields::LastTwo(hvf));
                 Ok((work, Some(epic)))
             }
             path_type::EPIC_PER_AS if self.keys.is_some() => {
@@ -153,7 +150,7 @@ impl HopExtension for Epic {
                     src_host: view.src_host(),
                     counter: id.counter,
                 };
-                Ok((work, Some(EpicWork { fields, ..EpicWork::new(view, &standard, id.epic_ts, id.counter) })))
+                Ok((work, Some(EpicWork::new(view, &standard, id, fields))))
             }
             _ => Err(DropReason::UnsupportedPathType),
         }
@@ -204,7 +201,7 @@ impl HopExtension for Epic {
                     n += 1;
                 }
                 if let Some(d) = &mut self.duplicates {
-                    let id = crate::wire::epic::PktId { epic_ts: w.epic_ts, counter };
+                    let id = PktId { epic_ts: w.epic_ts, counter };
                     if !d.first_seen(src_ia, &src_host, w.info_ts, id, now_ns) {
                         return Err(DropReason::Duplicate);
                     }
