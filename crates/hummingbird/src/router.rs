@@ -24,7 +24,7 @@ use aviary_qos::{
     DuplicateFilterConfigError, InverseRateTable, PolicerConfigError, ReservationPolicer, Verdict,
 };
 use aviary_scion::aes::Aes128;
-use aviary_scion::forwarding::{HopExtension, HopWork, Staged, StagedForwarder};
+use aviary_scion::forwarding::{HopAuth, HopExtension, HopWork, Staged, StagedForwarder};
 use aviary_scion::mac::MAC_LEN;
 use aviary_scion::wire::header::{path_type, ScionView};
 use aviary_scion::{AsForwarding, IsdAsn};
@@ -214,12 +214,19 @@ impl HopExtension for Flyovers {
     }
 
     #[inline]
-    fn admit(&mut self, path: &mut [u8], staged: &Staged<FlyoverWork>, ingress: u16, now_ns: u64) -> Admission {
+    fn admit(
+        &mut self,
+        path: &mut [u8],
+        staged: &Staged<FlyoverWork>,
+        _auth: &HopAuth,
+        ingress: u16,
+        now_ns: u64,
+    ) -> Result<Admission, DropReason> {
         if let Some(f) = &staged.ext {
             // The plain hop-field MAC replaces the AggMAC, so the path can be reversed.
             path[f.mac_off..f.mac_off + MAC_LEN].copy_from_slice(&staged.hop.hop.mac);
         }
-        self.charge(ingress, staged.ext.as_ref(), now_ns)
+        Ok(self.charge(ingress, staged.ext.as_ref(), now_ns))
     }
 }
 

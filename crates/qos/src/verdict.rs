@@ -29,12 +29,12 @@ impl Verdict {
 }
 
 macro_rules! drop_reasons {
-    ($($variant:ident => $label:literal),+ $(,)?) => {
+    ($($(#[$doc:meta])* $variant:ident => $label:literal),+ $(,)?) => {
         /// Why a packet was dropped: a reason every mechanism shares (parsing and checking SCION
         /// headers), or one of the processor's own. Every reason has a stable label for metrics.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum DropReason {
-            $($variant,)+
+            $($(#[$doc])* $variant,)+
             /// The processor's own reason `i`, labelled by its `Processor::drop_reasons()[i]`.
             Mechanism(u8),
         }
@@ -71,6 +71,14 @@ drop_reasons! {
     BadSrcIa => "bad_src_ia",
     BadDstIa => "bad_dst_ia",
     EmptyPathNotLocal => "empty_path_not_local",
+    /// EPIC: the packet timestamp lies beyond the allowed clock skew in the future.
+    EpicTimestampFuture => "epic_timestamp_future",
+    /// EPIC: the packet timestamp is older than the packet lifetime plus clock skew.
+    EpicTimestampExpired => "epic_timestamp_expired",
+    /// EPIC: a hop validation field does not match.
+    BadHvf => "bad_hvf",
+    /// A packet whose (source, timestamp) was already seen within the freshness window.
+    Duplicate => "duplicate",
 }
 
 /// Per-reason drop counters of one processor (no atomics: each core owns its own).

@@ -7,6 +7,7 @@
 
 pub mod aes;
 pub mod drkey;
+pub mod epic;
 pub mod forwarding;
 pub mod mac;
 pub mod segment;

@@ -14,7 +14,7 @@ mod prepare;
 pub mod staged;
 
 pub use prepare::HopLayout;
-pub use staged::{HopExtension, Staged, StagedForwarder, Standard, StandardForwarder, MAX_BATCH};
+pub use staged::{HopAuth, HopExtension, Staged, StagedForwarder, Standard, StandardForwarder, MAX_BATCH};
 
 use aviary_qos::{DropReason, Verdict};
 

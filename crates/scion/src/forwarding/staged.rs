@@ -8,8 +8,9 @@
 //!    flyover's A_K and FlyoverMAC, after which the hop's candidate MAC is known.
 //! 3. **Hop-field MACs** of every packet (and of the second hop field at a segment crossover)
 //!    under the one AS key, interleaved.
-//! 4. **Finish**: verify, update SegID and CurrINF/CurrHF, let the mechanism write back its
-//!    fields and decide the admission ([`HopExtension::admit`]).
+//! 4. **Finish**: verify, update SegID and CurrINF/CurrHF, let the mechanism check and write
+//!    back its fields with the full hop-field MACs of stage 3 (EPIC keys its validation fields
+//!    with them) and decide the admission or drop the packet ([`HopExtension::admit`]).
 //!
 //! Standard SCION is the forwarder with no extension ([`Standard`]); a mechanism implements only
 //! its own fields and cryptography. No allocation: per-packet state lives on the stack, sized
@@ -29,9 +30,23 @@ pub const MAX_BATCH: usize = 32;
 pub struct Staged<W> {
     /// Offset of the path header in the packet.
     pub path_start: usize,
+    /// Offset of the info and hop fields' layout (the one [`HopWork`]'s offsets count from)
+    /// within the path header: 0 but for path types that put fields of their own in front of
+    /// a standard path ([`HopExtension::hop_layout_offset`]).
+    pub layout_offset: usize,
     pub hop: HopWork,
     /// The mechanism's part, for packets of its path types that need its processing.
     pub ext: Option<W>,
+}
+
+/// The full 16-byte AES-CMACs of the hop field(s) an AS verified, of which the hop-field MAC
+/// is the first 6 bytes (EPIC's authenticator σ).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HopAuth {
+    /// Of the current hop field.
+    pub current: [u8; 16],
+    /// Of the next segment's first hop field, at a segment crossover.
+    pub next: Option<[u8; 16]>,
 }
 
 /// A mechanism's part of forwarding: its own path types' fields and cryptography.
@@ -51,6 +66,13 @@ pub trait HopExtension {
         Err(DropReason::UnsupportedPathType)
     }
 
+    /// Where the info and hop fields' layout starts in a path of `path_type` (a type this
+    /// extension prepares): fields in front of it are the mechanism's own.
+    fn hop_layout_offset(&self, path_type: u8) -> usize {
+        let _ = path_type;
+        0
+    }
+
     /// Stage 2 over the whole batch of at most `N` packets: every `Some` entry with an `ext`
     /// needs its cryptography; it must set the hop's MAC to verify ([`HopWork::set_mac`]).
     /// `N` sizes the stage's scratch space on the stack (1 for a single packet).
@@ -58,11 +80,19 @@ pub trait HopExtension {
         let _ = batch;
     }
 
-    /// Stage 4, for a packet whose hop field(s) verified and whose path was updated: write back
-    /// the mechanism's fields and decide what the packet has earned.
-    fn admit(&mut self, path: &mut [u8], staged: &Staged<Self::Work>, ingress: u16, now_ns: u64) -> Admission {
-        let _ = (path, staged, ingress, now_ns);
-        Admission::UNAUTHENTICATED
+    /// Stage 4, for a packet whose hop field(s) verified and whose path was updated: check and
+    /// write back the mechanism's fields (`path` is the whole path header, `auth` the full MACs
+    /// of the verified hop fields) and decide what the packet has earned, or drop it.
+    fn admit(
+        &mut self,
+        path: &mut [u8],
+        staged: &Staged<Self::Work>,
+        auth: &HopAuth,
+        ingress: u16,
+        now_ns: u64,
+    ) -> Result<Admission, DropReason> {
+        let _ = (path, staged, auth, ingress, now_ns);
+        Ok(Admission::UNAUTHENTICATED)
     }
 }
 
@@ -153,30 +183,26 @@ impl<E: HopExtension> StagedForwarder<E> {
             }
         }
         self.fwd.mac_key.macs(&mut blocks[..nb]);
-        let mut macs: [([u8; MAC_LEN], Option<[u8; MAC_LEN]>); N] = [([0; MAC_LEN], None); N];
+        let mut auths = [HopAuth::default(); N];
         for (b, &(i, second)) in blocks[..nb].iter().zip(&owner[..nb]) {
-            let m: [u8; MAC_LEN] = b[..MAC_LEN].try_into().expect("a block holds a MAC");
             if second {
-                macs[i].1 = Some(m);
+                auths[i].next = Some(*b);
             } else {
-                macs[i].0 = m;
+                auths[i].current = *b;
             }
         }
 
         // Stage 4: verify, update, let the mechanism write back and admit.
         for i in 0..n {
             let Some(w) = &work[i] else { continue };
-            let (mac, next_mac) = macs[i];
+            let auth = &auths[i];
+            let (mac, next_mac) = (truncated(&auth.current), auth.next.as_ref().map(truncated));
             let path = &mut pkts[i][w.path_start..];
-            verdicts[i] = match self.fwd.finish(path, &w.hop, mac, next_mac, now_ns) {
+            let finished = self.fwd.finish(&mut path[w.layout_offset..], &w.hop, mac, next_mac, now_ns);
+            verdicts[i] = match finished.and_then(|e| Ok((e, self.ext.admit(path, w, auth, ingress, now_ns)?))) {
                 Err(r) => Verdict::Drop(r),
-                Ok(egress) => {
-                    let admission = self.ext.admit(path, w, ingress, now_ns);
-                    match egress {
-                        Some(egress) => Verdict::forward(egress, admission),
-                        None => Verdict::Deliver,
-                    }
-                }
+                Ok((Some(egress), admission)) => Verdict::forward(egress, admission),
+                Ok((None, _)) => Verdict::Deliver,
             };
         }
     }
@@ -190,15 +216,22 @@ impl<E: HopExtension> StagedForwarder<E> {
         match view.path_type() {
             path_type::SCION => {
                 let hop = self.fwd.prepare_standard(view.path(), src, dst, ingress).map_err(Verdict::Drop)?;
-                Ok(Staged { path_start, hop, ext: None })
+                Ok(Staged { path_start, layout_offset: 0, hop, ext: None })
             }
             path_type::EMPTY => Err(self.fwd.process_empty(src, dst, ingress)),
             _ => {
                 let (hop, ext) = self.ext.prepare(&self.fwd, &view, ingress).map_err(Verdict::Drop)?;
-                Ok(Staged { path_start, hop, ext })
+                let layout_offset = self.ext.hop_layout_offset(view.path_type());
+                Ok(Staged { path_start, layout_offset, hop, ext })
             }
         }
     }
+}
+
+/// The hop-field MAC: the first bytes of the full CMAC.
+#[inline]
+fn truncated(full: &[u8; 16]) -> [u8; MAC_LEN] {
+    full[..MAC_LEN].try_into().expect("a CMAC holds a hop-field MAC")
 }
 
 /// Standard SCION as a router processor: the empty path inside the AS and the standard path.

@@ -56,6 +56,9 @@ pub mod path_type {
     pub const EPIC: u8 = 3;
     pub const COLIBRI: u8 = 4;
     pub const HUMMINGBIRD: u8 = 5;
+    /// Not SCION's: aviary's EPIC path with a validation field per hop field (Z-Lane), from
+    /// the range SCION leaves unassigned (see docs/epic.md).
+    pub const EPIC_PER_AS: u8 = 253;
 }
 
 #[derive(Clone, Copy, Debug, Error, PartialEq, Eq)]
@@ -97,6 +100,12 @@ impl HostAddr {
             HostAddr::V6(_) => 16,
             _ => 4,
         }
+    }
+    /// The address bytes as on the wire, in a buffer, and how many of them there are.
+    pub fn to_wire(&self) -> ([u8; 16], usize) {
+        let mut b = [0u8; 16];
+        self.emit(&mut b);
+        (b, self.wire_len())
     }
     fn emit(&self, out: &mut [u8]) {
         match self {

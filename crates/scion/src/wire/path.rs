@@ -325,3 +325,45 @@ impl StandardPath {
         Ok(())
     }
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A valid standard path: 1–3 segments of 1–8 hop fields, CurrHF anywhere, CurrINF its
+    /// segment (for the path types that embed a standard path).
+    pub(crate) fn arb_standard_path() -> impl Strategy<Value = StandardPath> {
+        let info = (any::<bool>(), any::<u16>(), any::<u32>()).prop_map(|(cons_dir, seg_id, timestamp)| InfoField {
+            peering: false,
+            cons_dir,
+            seg_id,
+            timestamp,
+        });
+        let hop = (any::<u8>(), any::<u16>(), any::<u16>(), any::<[u8; MAC_LEN]>()).prop_map(
+            |(exp_time, cons_ingress, cons_egress, mac)| HopField {
+                exp_time,
+                cons_ingress,
+                cons_egress,
+                mac,
+                ..Default::default()
+            },
+        );
+        (prop::collection::vec((info, prop::collection::vec(hop, 1..=8)), 1..=3), any::<prop::sample::Index>())
+            .prop_map(|(segs, at)| {
+                let mut seg_len = [0u8; 3];
+                for (i, (_, h)) in segs.iter().enumerate() {
+                    seg_len[i] = h.len() as u8;
+                }
+                let hops: Vec<HopField> = segs.iter().flat_map(|(_, h)| h.clone()).collect();
+                let curr_hf = at.index(hops.len());
+                StandardPath {
+                    curr_inf: segment_of(seg_len, curr_hf) as u8,
+                    curr_hf: curr_hf as u8,
+                    seg_len,
+                    info: segs.iter().map(|(i, _)| *i).collect(),
+                    hops,
+                }
+            })
+    }
+}

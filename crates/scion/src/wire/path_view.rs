@@ -79,6 +79,14 @@ impl<T: AsRef<[u8]>> StandardPathView<T> {
     }
 }
 
+impl<T> StandardPathView<T> {
+    /// The same checked path over another buffer holding the same bytes (a path embedded in a
+    /// larger header, re-borrowed immutably or mutably), without checking it again.
+    pub(crate) fn rebind<U>(&self, buf: U) -> StandardPathView<U> {
+        StandardPathView { buf, meta: self.meta, num_inf: self.num_inf, num_hops: self.num_hops }
+    }
+}
+
 impl<T: AsRef<[u8]> + AsMut<[u8]>> StandardPathView<T> {
     pub fn set_seg_id(&mut self, info: usize, seg_id: u16) {
         let off = self.info_offset(info);

@@ -1,0 +1,112 @@
+//! Z-Lane's per-AS validation fields (the Z-Lane paper, App. B and C) over the per-AS EPIC
+//! path ([`crate::wire::epic_per_as`]): what the source writes, what each on-path AS checks
+//! and writes back, and what the destination checks.
+//!
+//! - Source host H_S in AS A_0, for hop field i of AS A_i with full hop-field CMAC σ_i and
+//!   the DRKey Level-2 key `K_i = K_{A_i→A_0:H_S}`:
+//!   `V_i = CBC-MAC_{K_i}(MacInput | σ_i)`; HVF i = `V_i[0:4]`.
+//! - Gateway of A_0 (QoS flag Q): HVF i = `CBC-MAC_{K_{A_i→A_0}}(V_i[0:4])[0:4]`, keyed with
+//!   the Level-1 key no host knows.
+//! - AS A_i recomputes `V_i` from the packet and its own secret value, compares HVF i (under
+//!   Q, its gateway form), and overwrites HVF i with `V_i[4:8]`: proof that the packet
+//!   passed A_i, which only A_i and H_S can compute.
+//! - Destination H_D: the DVF is `CBC-MAC_{K_SD}(MacInput | V_0[4:8] | … | V_{n-1}[4:8])[0:4]`
+//!   under the host-host key `K_SD` of H_S and H_D. Only a packet that every AS on the path
+//!   updated carries the HVFs the source MACed, so a DVF that verifies tells H_D that its
+//!   source sent the packet and that it followed the path.
+
+use thiserror::Error;
+
+use super::hvf::{cbc_mac, first_hvf, hvf_eq, MacInput};
+use crate::drkey::{prf, AsHostKey, HostHostKey, Level1Key};
+use crate::wire::epic::HVF_LEN;
+use crate::wire::epic_per_as::PerAsPathView;
+use crate::wire::path::MAX_HOPS;
+
+/// The full MAC `V_i` of one hop field.
+pub fn hop_validation(key: &AsHostKey, input: &MacInput, sigma: &[u8; 16]) -> [u8; 16] {
+    cbc_mac(key.as_bytes(), &input.with_authenticator(sigma))
+}
+
+/// The field a source writes: `V_i[0:4]`.
+pub fn source_hvf(v: &[u8; 16]) -> [u8; HVF_LEN] {
+    first_hvf(v)
+}
+
+/// The field the source AS's gateway writes over `V_i[0:4]` (App. C).
+pub fn gateway_hvf(as_key: &Level1Key, source_hvf: &[u8; HVF_LEN]) -> [u8; HVF_LEN] {
+    first_hvf(&prf(as_key.as_bytes(), source_hvf))
+}
+
+/// The field an AS writes back once it verified HVF i: `V_i[4:8]`.
+pub fn proof(v: &[u8; 16]) -> [u8; HVF_LEN] {
+    v[HVF_LEN..2 * HVF_LEN].try_into().expect("a MAC holds two HVFs")
+}
+
+/// Checks HVF i at AS A_i: `field` against `V_i[0:4]`, or under Q against its gateway form.
+pub fn hvf_matches(field: &[u8; HVF_LEN], v: &[u8; 16], qos: bool, as_key: impl FnOnce() -> Level1Key) -> bool {
+    let expected = if qos { gateway_hvf(&as_key(), &source_hvf(v)) } else { source_hvf(v) };
+    hvf_eq(field, &expected)
+}
+
+/// Bytes of the longest DVF input: the header fields and one proof per hop field.
+const MAX_DVF_INPUT: usize = 48 + HVF_LEN * MAX_HOPS;
+
+/// The destination validation field over the proofs the packet carries on arrival (or the
+/// source expects): `proofs` is HVF 0 … n−1, 4 bytes each.
+pub fn dvf(key: &HostHostKey, input: &MacInput, proofs: &[u8]) -> [u8; HVF_LEN] {
+    let mut buf = [0u8; MAX_DVF_INPUT];
+    let head = input.as_bytes();
+    let len = head.len() + proofs.len().min(HVF_LEN * MAX_HOPS);
+    buf[..head.len()].copy_from_slice(head);
+    buf[head.len()..len].copy_from_slice(&proofs[..len - head.len()]);
+    first_hvf(&prf(key.as_bytes(), &buf[..len]))
+}
+
+/// Fills the HVFs and the DVF of a per-AS path: `keys[i]` and `sigmas[i]` are K_i and σ_i of
+/// hop field i (its AS's Level-2 key for this host and the full CMAC of the hop field).
+pub fn seal<T: AsRef<[u8]> + AsMut<[u8]>>(
+    path: &mut PerAsPathView<T>,
+    input: &MacInput,
+    keys: &[AsHostKey],
+    sigmas: &[[u8; 16]],
+    dst_key: &HostHostKey,
+) -> Result<(), SealError> {
+    let n = path.num_hvfs();
+    if keys.len() != n || sigmas.len() != n {
+        return Err(SealError::KeyCount { hops: n, keys: keys.len(), sigmas: sigmas.len() });
+    }
+    let mut proofs = [0u8; HVF_LEN * MAX_HOPS];
+    for (i, (k, s)) in keys.iter().zip(sigmas).enumerate() {
+        let v = hop_validation(k, input, s);
+        path.set_hvf(i, source_hvf(&v));
+        proofs[HVF_LEN * i..HVF_LEN * (i + 1)].copy_from_slice(&proof(&v));
+    }
+    path.set_dvf(dvf(dst_key, input, &proofs[..HVF_LEN * n]));
+    Ok(())
+}
+
+#[derive(Clone, Copy, Debug, Error, PartialEq, Eq)]
+pub enum SealError {
+    #[error("a path of {hops} hop fields needs as many keys and authenticators, got {keys} and {sigmas}")]
+    KeyCount { hops: usize, keys: usize, sigmas: usize },
+}
+
+#[derive(Clone, Copy, Debug, Error, PartialEq, Eq)]
+pub enum DestinationError {
+    #[error("the destination validation field does not match: wrong source, or an AS on the path did not validate the packet")]
+    BadDvf,
+}
+
+/// The destination's check of a packet that arrived.
+pub fn verify_at_destination<T: AsRef<[u8]>>(
+    path: &PerAsPathView<T>,
+    input: &MacInput,
+    key: &HostHostKey,
+) -> Result<(), DestinationError> {
+    if hvf_eq(&path.dvf(), &dvf(key, input, path.hvfs())) {
+        Ok(())
+    } else {
+        Err(DestinationError::BadDvf)
+    }
+}
