@@ -1,9 +1,12 @@
 //! Measurements and scenarios on top of the mechanism crates: the per-packet benchmark
-//! table of `aviary bench` and the networked demo with its HTML report.
+//! table of `aviary bench`, the networked demo with its HTML report, and the reproductions of
+//! the papers' figures (`aviary lab ...`).
 
 pub mod bench;
 pub mod demo;
 pub mod gas;
 pub mod machine;
+pub mod pathval;
+pub mod pathval_report;
 pub mod report;
 pub mod resid;

@@ -94,16 +94,16 @@ fn distinguisher_accuracy(train: &[(Vec<u8>, bool)], test: &[(Vec<u8>, bool)]) -
     let mut n = [2.0f64, 2.0];
     for (x, s) in train {
         n[usize::from(*s)] += 1.0;
-        for i in 0..bits {
-            ones[usize::from(*s)][i] += f64::from(u8::from(bit(x, i)));
+        for (i, count) in ones[usize::from(*s)].iter_mut().enumerate() {
+            *count += f64::from(u8::from(bit(x, i)));
         }
     }
     let correct = test
         .iter()
         .filter(|(x, s)| {
             let mut score = (n[1] / n[0]).ln();
-            for i in 0..bits {
-                let (p1, p0) = (ones[1][i] / n[1], ones[0][i] / n[0]);
+            for (i, (o1, o0)) in ones[1].iter().zip(&ones[0]).enumerate() {
+                let (p1, p0) = (o1 / n[1], o0 / n[0]);
                 score += if bit(x, i) { (p1 / p0).ln() } else { ((1.0 - p1) / (1.0 - p0)).ln() };
             }
             (score > 0.0) == *s
@@ -168,7 +168,8 @@ fn header_at(p: &mut [u8]) -> &mut [u8] {
 #[test]
 fn malformed_headers_are_dropped_with_counted_reasons() {
     let hbh = |p: &mut [u8]| aviary_scion::ScionView::new_checked(&*p).unwrap().hdr_len();
-    let cases: Vec<(&str, Box<dyn Fn(&mut [u8])>, PathvalDrop)> = vec![
+    type Tamper = Box<dyn Fn(&mut [u8])>;
+    let cases: Vec<(&str, Tamper, PathvalDrop)> = vec![
         ("payload length off", Box::new(|p| p[7] ^= 1), PathvalDrop::BadScionHeader),
         ("no extension", Box::new(|p| p[4] = 17), PathvalDrop::NoExtension),
         ("extension past the end", Box::new(move |p| p[hbh(p) + 1] = 255), PathvalDrop::TruncatedExtension),
