@@ -1,6 +1,6 @@
 //! `aviary`: the command of the suite.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
 use std::path::PathBuf;
@@ -38,6 +38,19 @@ enum LabCommand {
         /// Print one JSON object per row.
         #[arg(long)]
         json: bool,
+    },
+    /// Path validation (pathval) measured on 2-12-node paths: sampling per node (Fig. 4), samples
+    /// per packet (Fig. 10), packets to cover a path (Table V) and per-function times (Table IV).
+    Pathval {
+        /// 2000 instead of 10 000 packets per path length, fewer timing calls.
+        #[arg(long)]
+        quick: bool,
+        /// Print the results as one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// Also write an HTML report with the tables and plots to this file.
+        #[arg(long)]
+        report: Option<PathBuf>,
     },
     /// ResIDs that First-Fit assignment needs on random reservation workloads, against the optimum.
     Resid {
@@ -244,6 +257,22 @@ fn run() -> Result<()> {
                 }
             } else {
                 print!("{}", aviary_lab::gas::table(&rows));
+            }
+        }
+        Command::Lab { command: LabCommand::Pathval { quick, json, report } } => {
+            let effort = if quick { aviary_lab::pathval::Effort::QUICK } else { aviary_lab::pathval::Effort::FULL };
+            let r = aviary_lab::pathval::run(effort);
+            if let Some(path) = &report {
+                std::fs::write(path, aviary_lab::pathval_report::html(&r))
+                    .with_context(|| format!("writing the report {}", path.display()))?;
+            }
+            if json {
+                println!("{}", serde_json::to_string(&r)?);
+            } else {
+                print!("{}", aviary_lab::pathval::table(&r));
+                if let Some(path) = &report {
+                    println!("report: {}", path.display());
+                }
             }
         }
         Command::Lab { command: LabCommand::Resid { seed, quick, json } } => {

@@ -7,6 +7,8 @@ pub mod demo;
 pub mod gas;
 pub mod gma;
 pub mod machine;
+pub mod pathval;
+pub mod pathval_report;
 pub mod report;
 pub mod resid;
 pub mod zlane_model;

@@ -44,6 +44,12 @@ pub fn next_hdr(buf: &[u8]) -> Option<u8> {
 
 /// `(type, data)` of each option in an option area; stops at the first malformed option.
 pub fn options(area: &[u8]) -> impl Iterator<Item = (u8, &[u8])> {
+    option_ranges(area).map(move |(t, r)| (t, &area[r]))
+}
+
+/// `(type, position of its data within the area)` of each option in an option area, for
+/// callers that update an option in place; stops at the first malformed option.
+pub fn option_ranges(area: &[u8]) -> impl Iterator<Item = (u8, std::ops::Range<usize>)> + '_ {
     let mut at = 0;
     std::iter::from_fn(move || loop {
         let t = *area.get(at)?;
@@ -52,8 +58,9 @@ pub fn options(area: &[u8]) -> impl Iterator<Item = (u8, &[u8])> {
             continue;
         }
         let len = usize::from(*area.get(at + 1)?);
-        let data = area.get(at + 2..at + 2 + len)?;
-        at += 2 + len;
+        let data = at + 2..at + 2 + len;
+        area.get(data.clone())?;
+        at = data.end;
         if t == OPT_PADN {
             continue;
         }
@@ -86,6 +93,8 @@ mod tests {
         // An option whose data runs past the area ends the walk.
         assert_eq!(options(&[9, 5, 1]).count(), 0);
         assert_eq!(options(&[9]).count(), 0);
+        let ranges: Vec<_> = option_ranges(&area).collect();
+        assert_eq!(ranges, [(0x3e, 3..5), (7, 10..10)]);
     }
 
     #[test]

@@ -1,0 +1,150 @@
+//! A path of pathval nodes in one process: a source, trusted routers and a destination, each
+//! in its own AS and keyed through DRKey as [`crate::keys`] describes. The lab's figures and
+//! the crate's statistical tests run packets through it; it calls the same [`Source`],
+//! [`Router`] and [`Destination`] a deployment does.
+
+use std::net::Ipv4Addr;
+
+use aviary_qos::{RandomSource, SeededRandom};
+use aviary_scion::drkey::{DrkeyError, Epoch, HostAddr as DrkeyHost};
+use aviary_scion::{path_type, HostAddr, IsdAsn, ScionHeader};
+
+use crate::crypto::{LinkKey, SamplingKey};
+use crate::header::{emit_extension, EXTENSION_LEN};
+use crate::keys::PathvalIssuer;
+use crate::router::{Destination, Freshness, Router, Source, Verdict};
+
+/// Upper-layer protocol after the extension (UDP), as a real packet would carry.
+const UDP: u8 = 17;
+const SRC_HOST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+const DST_HOST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+
+/// What happened to one packet on the chain.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trip {
+    /// `sampled[i]`: node `i` (the source is node 0) put its proof in the packet. The
+    /// destination never samples; a dropped packet lists the nodes before the drop.
+    pub sampled: Vec<bool>,
+    /// The destination's verdict, or the first drop on the way.
+    pub verdict: Verdict,
+}
+
+/// `nodes` nodes in a row: node 0 the source, node `nodes - 1` the destination.
+pub struct Chain {
+    header: ScionHeader,
+    source: Source,
+    routers: Vec<Router>,
+    destination: Destination,
+    /// `links[i]` is `K_{i(i+1)}`.
+    links: Vec<LinkKey>,
+}
+
+impl Chain {
+    /// The AS of node `i`.
+    pub fn ia(i: usize) -> IsdAsn {
+        IsdAsn::new(1, 0xff00_0000_0100 + i as u64)
+    }
+
+    /// A chain of `nodes` (at least 2) nodes whose AS secrets and router sampling keys come
+    /// from `seed`; every node accepts packets up to `freshness` old.
+    pub fn new(nodes: usize, seed: u64, epoch: Epoch, freshness: Freshness) -> Result<Self, DrkeyError> {
+        assert!(nodes >= 2, "a path has a source and a destination");
+        let mut rng = SeededRandom::new(seed);
+        let issuers = (0..nodes)
+            .map(|_| {
+                let mut master = [0u8; 16];
+                rng.fill_bytes(&mut master);
+                PathvalIssuer::new(&master, epoch)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let links = (1..nodes).map(|i| issuers[i].link_key_from(Self::ia(i - 1))).collect();
+        let (src, dst) = (DrkeyHost::Ipv4(SRC_HOST), DrkeyHost::Ipv4(DST_HOST));
+        let k0n = issuers[nodes - 1].end_to_end_key(Self::ia(0), &src, &dst);
+        let mut session_id = [0u8; 16];
+        rng.fill_bytes(&mut session_id);
+        let routers = (1..nodes - 1)
+            .map(|_| {
+                let mut k = [0u8; 16];
+                rng.fill_bytes(&mut k);
+                Router::new(SamplingKey::new(k), freshness)
+            })
+            .collect();
+        let header = ScionHeader {
+            traffic_class: 0,
+            flow_id: 1,
+            next_hdr: aviary_scion::wire::extension::HOP_BY_HOP,
+            path_type: path_type::EMPTY,
+            dst_ia: Self::ia(nodes - 1),
+            src_ia: Self::ia(0),
+            dst_host: HostAddr::V4(DST_HOST),
+            src_host: HostAddr::V4(SRC_HOST),
+            path: Vec::new(),
+        };
+        Ok(Self {
+            header,
+            source: Source { session_id, k0n: k0n.clone() },
+            routers,
+            destination: Destination::new(k0n, freshness),
+            links,
+        })
+    }
+
+    pub fn nodes(&self) -> usize {
+        self.links.len() + 1
+    }
+    pub fn source(&self) -> &Source {
+        &self.source
+    }
+    pub fn routers(&self) -> &[Router] {
+        &self.routers
+    }
+    pub fn destination(&self) -> &Destination {
+        &self.destination
+    }
+    /// `K_{i(i+1)}`.
+    pub fn link(&self, i: usize) -> &LinkKey {
+        &self.links[i]
+    }
+
+    /// A SCION packet carrying `payload` behind a zeroed pathval header.
+    pub fn packet(&self, payload: &[u8]) -> Vec<u8> {
+        let h = self.header.len();
+        let mut pkt = vec![0; h + EXTENSION_LEN + payload.len()];
+        self.header.emit(EXTENSION_LEN + payload.len(), &mut pkt).expect("the chain's header is valid");
+        emit_extension(UDP, &mut pkt[h..]);
+        pkt[h + EXTENSION_LEN..].copy_from_slice(payload);
+        pkt
+    }
+
+    /// Sends a packet created at `timestamp` from the source and hands it to each node in
+    /// turn, `hook(i, pkt)` seeing it on the wire between node `i` and node `i + 1`.
+    pub fn run_with(
+        &mut self,
+        pkt: &mut [u8],
+        timestamp: u32,
+        now_s: u64,
+        random: &mut dyn RandomSource,
+        mut hook: impl FnMut(usize, &mut [u8]),
+    ) -> Trip {
+        let mut sampled = vec![true];
+        if let Err(d) = self.source.send(pkt, timestamp, &self.links[0]) {
+            return Trip { sampled: Vec::new(), verdict: Verdict::Drop(d) };
+        }
+        hook(0, pkt);
+        for (r, router) in self.routers.iter_mut().enumerate() {
+            let i = r + 1;
+            match router.process(pkt, &self.links[i - 1], &self.links[i], now_s, random) {
+                Verdict::Forward { sampled: s } => sampled.push(s),
+                other => return Trip { sampled, verdict: other },
+            }
+            hook(i, pkt);
+        }
+        let verdict = self.destination.receive(pkt, &self.links[self.links.len() - 1], now_s);
+        Trip { sampled, verdict }
+    }
+
+    /// [`Self::run_with`] without looking at the packet on the way.
+    pub fn run(&mut self, pkt: &mut [u8], timestamp: u32, now_s: u64, random: &mut dyn RandomSource) -> Trip {
+        self.run_with(pkt, timestamp, now_s, random, |_, _| {})
+    }
+}

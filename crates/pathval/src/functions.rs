@@ -1,0 +1,108 @@
+//! The paper's six functions (Alg. 1 and 2) on one header, each on its own so that they can
+//! be timed one by one (Table IV); [`crate::router`] composes them per node.
+//!
+//! Alg. 2 as printed inverts three conditions (lines 16, 19, 36); here a router verifies the
+//! proof when the recomputed DataHash matches, accepts it when the recomputed proof matches,
+//! and the destination accepts when the recomputed Concealment matches.
+
+use aviary_qos::RandomSource;
+
+use crate::crypto::{ct_eq, data_hash, EndToEndKey, LinkKey, SamplingKey};
+use crate::header::{PathvalView, BLOCK_LEN};
+use crate::router::PathvalDrop;
+
+/// A mutable view of the 101 header bytes, as the functions take it.
+pub type HeaderMut<'a> = PathvalView<&'a mut [u8]>;
+
+/// SrcInitialization (Alg. 2, lines 1-7): Metadata, `HopCount = 0` and
+/// `Concealment = CMAC_{K_0n}(SessionID | Timestamp | DataHash)`.
+pub fn src_initialization(
+    hdr: &mut HeaderMut<'_>,
+    payload: &[u8],
+    session_id: &[u8; BLOCK_LEN],
+    timestamp: u32,
+    k0n: &EndToEndKey,
+) {
+    hdr.set_session_id(session_id);
+    hdr.set_timestamp(timestamp);
+    hdr.set_data_hash(&data_hash(payload));
+    hdr.set_hop_count(0);
+    let c = k0n.concealment(&hdr.metadata());
+    hdr.set_concealment(&c);
+}
+
+/// EpSampling (Alg. 1) on the received header: whether this node samples the packet.
+pub fn ep_sampling(hdr: &HeaderMut<'_>, key: &SamplingKey) -> bool {
+    key.ep_sampling(&hdr.metadata(), hdr.hop_count())
+}
+
+/// The incremented HopCount, or the drop of a packet that has counted 255 nodes already.
+fn next_hop_count(hdr: &HeaderMut<'_>) -> Result<u8, PathvalDrop> {
+    hdr.hop_count().checked_add(1).ok_or(PathvalDrop::HopCountOverflow)
+}
+
+/// Construction (Alg. 2, lines 8-11): `HopCount += 1`, `HiddenSample = H(1 | DataHash |
+/// HopCount | K)`, `ValidationProof = CMAC_K(Metadata | HopCount | Concealment)` for the next
+/// trusted node.
+pub fn construction(hdr: &mut HeaderMut<'_>, k_next: &LinkKey) -> Result<(), PathvalDrop> {
+    let hc = next_hop_count(hdr)?;
+    let meta = hdr.metadata();
+    hdr.set_hop_count(hc);
+    hdr.set_hidden_sample(&k_next.hidden_sample(true, &meta.data_hash, hc));
+    let vp = k_next.validation_proof(&meta, hc, &hdr.concealment());
+    hdr.set_validation_proof(&vp);
+    Ok(())
+}
+
+/// The first half of Verification (Alg. 2, line 13-14): whether the previous trusted node
+/// left the packet unsampled, i.e. `HiddenSample == H(0 | DataHash | HopCount | K)`. If not,
+/// the packet was sampled or altered, and [`verify_validation_proof`] decides.
+pub fn verify_hidden_sample(hdr: &HeaderMut<'_>, k_prev: &LinkKey) -> bool {
+    ct_eq(&k_prev.hidden_sample(false, &hdr.data_hash(), hdr.hop_count()), &hdr.hidden_sample())
+}
+
+/// The second half of Verification (Alg. 2, lines 15-25, conditions corrected): the payload
+/// must hash to DataHash and the proof must be the previous node's.
+pub fn verify_validation_proof(hdr: &HeaderMut<'_>, payload: &[u8], k_prev: &LinkKey) -> Result<(), PathvalDrop> {
+    if !ct_eq(&data_hash(payload), &hdr.data_hash()) {
+        return Err(PathvalDrop::BadDataHash);
+    }
+    let want = k_prev.validation_proof(&hdr.metadata(), hdr.hop_count(), &hdr.concealment());
+    if !ct_eq(&want, &hdr.validation_proof()) {
+        return Err(PathvalDrop::BadValidationProof);
+    }
+    Ok(())
+}
+
+/// Verification: `Ok(true)` if the previous node sampled the packet and its proof holds,
+/// `Ok(false)` if it did not sample it.
+pub fn verification(hdr: &HeaderMut<'_>, payload: &[u8], k_prev: &LinkKey) -> Result<bool, PathvalDrop> {
+    if verify_hidden_sample(hdr, k_prev) {
+        return Ok(false);
+    }
+    verify_validation_proof(hdr, payload, k_prev).map(|()| true)
+}
+
+/// Update (Alg. 2, lines 28-31): `HopCount += 1`, `HiddenSample = H(0 | DataHash | HopCount |
+/// K)` and a random ValidationProof from the router's random source, so that an observer
+/// cannot tell an unsampled packet by an unchanged proof.
+pub fn update(hdr: &mut HeaderMut<'_>, k_next: &LinkKey, random: &mut dyn RandomSource) -> Result<(), PathvalDrop> {
+    let hc = next_hop_count(hdr)?;
+    hdr.set_hop_count(hc);
+    hdr.set_hidden_sample(&k_next.hidden_sample(false, &hdr.data_hash(), hc));
+    let mut vp = [0; BLOCK_LEN];
+    random.fill_bytes(&mut vp);
+    hdr.set_validation_proof(&vp);
+    Ok(())
+}
+
+/// DstVerification (Alg. 2, lines 32-39, condition corrected): the Concealment recomputed
+/// over the received payload's hash must match.
+pub fn dst_verification(hdr: &HeaderMut<'_>, payload: &[u8], k0n: &EndToEndKey) -> Result<(), PathvalDrop> {
+    let mut meta = hdr.metadata();
+    meta.data_hash = data_hash(payload);
+    if !ct_eq(&k0n.concealment(&meta), &hdr.concealment()) {
+        return Err(PathvalDrop::BadConcealment);
+    }
+    Ok(())
+}

@@ -1,0 +1,67 @@
+//! pathval's keys from SCION's DRKey (`aviary_scion::drkey`), under its own protocol id
+//! [`PROTOCOL`] with protocol-specific secret values ([`Derivation::Specific`]), so that a
+//! pathval key never equals a key of another protocol.
+//!
+//! - `K_{i(i+1)}`, between adjacent trusted routers: the Level-1 key `K_{R_{i+1} → R_i}`
+//!   issued by the downstream router's AS. The downstream router verifies every packet, so it
+//!   is the fast side that re-derives the key from its secret value; the upstream router
+//!   fetches it once per epoch from the downstream AS's DRKey service.
+//! - `K_{0n}`, between source and destination: the Level-3 host-host key
+//!   `K_{Dst:H_dst → Src:H_src}` issued by the destination's AS, whose host gets it from its
+//!   own AS; the source host fetches the Level-2 key `K_{Dst:H_dst → Src}` through its AS.
+
+use aviary_scion::drkey::{Derivation, DrkeyError, Epoch, HostAddr, IssuerKeys, Protocol};
+use aviary_scion::IsdAsn;
+
+use crate::crypto::{EndToEndKey, LinkKey};
+
+/// The DRKey protocol id of pathval (outside the ids scionproto predefines).
+pub const PROTOCOL: Protocol = Protocol(0x7076);
+
+/// The DRKey keys an AS issues for pathval in one epoch.
+#[derive(Clone, Debug)]
+pub struct PathvalIssuer(IssuerKeys);
+
+impl PathvalIssuer {
+    pub fn new(master_secret: &[u8], epoch: Epoch) -> Result<Self, DrkeyError> {
+        IssuerKeys::with_derivation(master_secret, PROTOCOL, Derivation::Specific, epoch).map(Self)
+    }
+
+    /// `K_{i(i+1)}` when this AS holds router `i + 1` and `upstream` holds router `i`.
+    pub fn link_key_from(&self, upstream: IsdAsn) -> LinkKey {
+        LinkKey::new(*self.0.level1(upstream).as_bytes())
+    }
+
+    /// `K_{0n}` when this AS holds the destination host `dst_host` and the source is
+    /// `src_host` in `src_ia`.
+    pub fn end_to_end_key(&self, src_ia: IsdAsn, src_host: &HostAddr, dst_host: &HostAddr) -> EndToEndKey {
+        EndToEndKey::new(*self.0.host_host(src_ia, dst_host, src_host).as_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use aviary_scion::drkey::SecretValue;
+
+    use super::*;
+
+    #[test]
+    fn link_keys_are_level1_keys_of_the_protocol_specific_secret_value() {
+        let epoch = Epoch::new(0, 86_400).unwrap();
+        let issuer = PathvalIssuer::new(b"downstream master", epoch).unwrap();
+        let up = IsdAsn::new(1, 0xff00_0000_0110);
+        let sv = SecretValue::derive(b"downstream master", PROTOCOL, epoch).unwrap();
+        let want = LinkKey::new(*sv.level1(up).as_bytes());
+        let meta = Default::default();
+        assert_eq!(
+            issuer.link_key_from(up).validation_proof(&meta, 1, &[0; 16]),
+            want.validation_proof(&meta, 1, &[0; 16])
+        );
+        let generic = SecretValue::derive(b"downstream master", Protocol::GENERIC, epoch).unwrap();
+        let other = LinkKey::new(*generic.level1(up).as_bytes());
+        assert_ne!(
+            issuer.link_key_from(up).validation_proof(&meta, 1, &[0; 16]),
+            other.validation_proof(&meta, 1, &[0; 16])
+        );
+    }
+}

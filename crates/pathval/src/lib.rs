@@ -1,0 +1,32 @@
+//! pathval: path validation over dynamic paths, after the paper *Hummingbird: Dynamic Path
+//! Validation with Hidden Equal-Probability Sampling* (called pathval here, so as not to be
+//! confused with the Hummingbird reservation system).
+//!
+//! Trusted routers sample packets so that each of the `N` nodes of a path, whatever `N` is,
+//! is the last one to sample a packet with probability `1/N` ([`crypto::SamplingKey`], the
+//! paper's Alg. 1); a sampling router proves itself to the next trusted node with a
+//! ValidationProof, and a keyed hash (HiddenSample) hides from everyone else whether it did.
+//! The source's Concealment lets the destination check what no router sampled.
+//!
+//! - [`header`]: the 101-byte header of Table III in a SCION hop-by-hop options extension.
+//! - [`crypto`]: SHA3-256 and AES-CMAC constructions, the sampling PRF.
+//! - [`functions`]: the paper's six functions, one by one (errata of Alg. 2 fixed).
+//! - [`router`]: sans-IO processing at the source, a trusted router and the destination.
+//! - [`keys`]: the pairwise and end-to-end keys from DRKey.
+//! - [`chain`]: a whole path in one process, for measurements and tests.
+//!
+//! The layout, the key derivation and where this implementation departs from the paper are
+//! in docs/pathval.md.
+
+pub mod chain;
+pub mod crypto;
+pub mod functions;
+pub mod header;
+pub mod keys;
+pub mod router;
+
+pub use chain::{Chain, Trip};
+pub use crypto::{data_hash, EndToEndKey, LinkKey, SamplingKey};
+pub use header::{locate, HeaderError, Metadata, PathvalView, HEADER_LEN, OPT_PATHVAL};
+pub use keys::{PathvalIssuer, PROTOCOL};
+pub use router::{Destination, Freshness, NodeStats, PathvalDrop, Router, Source, Verdict};
