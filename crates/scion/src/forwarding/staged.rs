@@ -11,6 +11,11 @@
 //! 4. **Finish**: verify, update SegID and CurrINF/CurrHF, let the mechanism write back its
 //!    fields and decide the admission ([`HopExtension::admit`]).
 //!
+//! During a key rotation's overlap (see [`super::rotation`]) a packet refused for its MAC is
+//! prepared again from its unchanged bytes and verified under the previous keys as well (the
+//! AS's hop-field key and the mechanism's own, in every combination): only refused packets pay
+//! for the retry.
+//!
 //! Standard SCION is the forwarder with no extension ([`Standard`]); a mechanism implements only
 //! its own fields and cryptography. No allocation: per-packet state lives on the stack, sized
 //! for the largest batch ([`MAX_BATCH`]).
@@ -18,7 +23,7 @@
 use aviary_qos::{Admission, Claim, Context, DropReason, Processor, Verdict};
 
 use super::{AsForwarding, HopWork};
-use crate::mac::MAC_LEN;
+use crate::mac::{HopMacKey, MAC_LEN};
 use crate::wire::header::{path_type, ScionView};
 
 /// Packets processed together (stack-allocated state per packet).
@@ -64,6 +69,20 @@ pub trait HopExtension {
         let _ = (path, staged, ingress, now_ns);
         Admission::UNAUTHENTICATED
     }
+
+    /// Whether the mechanism's own keys are in a rotation's overlap at `now_ns`.
+    fn in_overlap(&self, now_ns: u64) -> bool {
+        let _ = now_ns;
+        false
+    }
+
+    /// Stage 2 for one packet under the mechanism's previous keys, during their overlap: the
+    /// packet comes fresh from stage 1. `false` if it needs no cryptography of the mechanism or
+    /// there is no previous key (then only the current one applies).
+    fn crypto_previous(&mut self, staged: &mut Staged<Self::Work>, now_ns: u64) -> bool {
+        let _ = (staged, now_ns);
+        false
+    }
 }
 
 /// Standard SCION alone.
@@ -79,6 +98,9 @@ impl HopExtension for Standard {
 pub struct StagedForwarder<E> {
     pub fwd: AsForwarding,
     pub ext: E,
+    /// Packets forwarded or delivered only because a previous key verified them: when this
+    /// stops growing, nothing issued under the old keys is in use any more.
+    pub previous_key_packets: u64,
 }
 
 /// Standard SCION forwarding (path types 0 and 1).
@@ -86,13 +108,13 @@ pub type StandardForwarder = StagedForwarder<Standard>;
 
 impl StandardForwarder {
     pub fn standard(fwd: AsForwarding) -> Self {
-        Self { fwd, ext: Standard }
+        Self::new(fwd, Standard)
     }
 }
 
 impl<E: HopExtension> StagedForwarder<E> {
     pub fn new(fwd: AsForwarding, ext: E) -> Self {
-        Self { fwd, ext }
+        Self { fwd, ext, previous_key_packets: 0 }
     }
 
     /// Processes one packet that arrived on `ingress` (0: from inside the AS) at `now_ns`.
@@ -152,7 +174,7 @@ impl<E: HopExtension> StagedForwarder<E> {
                 }
             }
         }
-        self.fwd.mac_key.macs(&mut blocks[..nb]);
+        self.fwd.mac_keys.current().macs(&mut blocks[..nb]);
         let mut macs: [([u8; MAC_LEN], Option<[u8; MAC_LEN]>); N] = [([0; MAC_LEN], None); N];
         for (b, &(i, second)) in blocks[..nb].iter().zip(&owner[..nb]) {
             let m: [u8; MAC_LEN] = b[..MAC_LEN].try_into().expect("a block holds a MAC");
@@ -169,16 +191,65 @@ impl<E: HopExtension> StagedForwarder<E> {
             let (mac, next_mac) = macs[i];
             let path = &mut pkts[i][w.path_start..];
             verdicts[i] = match self.fwd.finish(path, &w.hop, mac, next_mac, now_ns) {
-                Err(r) => Verdict::Drop(r),
-                Ok(egress) => {
-                    let admission = self.ext.admit(path, w, ingress, now_ns);
-                    match egress {
-                        Some(egress) => Verdict::forward(egress, admission),
-                        None => Verdict::Deliver,
-                    }
-                }
+                Err(DropReason::BadMac) if self.in_overlap(now_ns) => self.verify_previous(pkts[i], ingress, now_ns),
+                result => self.conclude(path, w, result, ingress, now_ns),
             };
         }
+    }
+
+    fn in_overlap(&self, now_ns: u64) -> bool {
+        self.fwd.mac_keys.previous_at(now_ns).is_some() || self.ext.in_overlap(now_ns)
+    }
+
+    /// The verdict of a finished packet; the mechanism admits it if it verified.
+    #[inline]
+    fn conclude(
+        &mut self,
+        path: &mut [u8],
+        w: &Staged<E::Work>,
+        finished: Result<Option<u16>, DropReason>,
+        ingress: u16,
+        now_ns: u64,
+    ) -> Verdict {
+        match finished {
+            Err(r) => Verdict::Drop(r),
+            Ok(egress) => {
+                let admission = self.ext.admit(path, w, ingress, now_ns);
+                match egress {
+                    Some(egress) => Verdict::forward(egress, admission),
+                    None => Verdict::Deliver,
+                }
+            }
+        }
+    }
+
+    /// Stages 1 to 4 again for a packet refused for its MAC during an overlap, from its bytes
+    /// as they came (a refused packet is not written to, so its SegID is the original one):
+    /// the mechanism's cryptography under its current and then its previous keys, each with
+    /// the hop-field MACs of whichever AS key the hop fields carry.
+    #[cold]
+    fn verify_previous(&mut self, pkt: &mut [u8], ingress: u16, now_ns: u64) -> Verdict {
+        let Ok(fresh) = self.prepare(pkt, ingress) else {
+            return Verdict::Drop(DropReason::BadMac);
+        };
+        let mut current = [Some(fresh)];
+        self.ext.crypto::<1>(&mut current);
+        let mut previous = fresh;
+        let previous = self.ext.crypto_previous(&mut previous, now_ns).then_some(previous);
+        for w in current.into_iter().flatten().chain(previous) {
+            let (mac, next_mac) = self.fwd.macs_across_rotation(&w.hop, now_ns);
+            let path = &mut pkt[w.path_start..];
+            match self.fwd.finish(path, &w.hop, mac, next_mac, now_ns) {
+                Err(DropReason::BadMac) => continue,
+                result => {
+                    if result.is_ok() {
+                        self.previous_key_packets += 1;
+                    }
+                    return self.conclude(path, &w, result, ingress, now_ns);
+                }
+            }
+        }
+        Verdict::Drop(DropReason::BadMac)
     }
 
     /// Stage 1 for one packet; `Err` is its final verdict (a drop, or local delivery on the
@@ -213,5 +284,13 @@ impl Processor for StandardForwarder {
 
     fn process_batch(&mut self, ctx: &mut Context<'_>, pkts: &mut [&mut [u8]], verdicts: &mut [Verdict]) {
         StagedForwarder::process_batch(self, pkts, ctx.ingress, ctx.now_ns, verdicts);
+    }
+
+    fn counters(&self, out: &mut dyn FnMut(&'static str, u64)) {
+        out("previous_key_packets", self.previous_key_packets);
+    }
+
+    fn rotate_secret(&mut self, secret: &[u8], previous_until_ns: u64) {
+        self.fwd.rotate(HopMacKey::from_master_secret(secret), previous_until_ns);
     }
 }
