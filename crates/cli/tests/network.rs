@@ -386,9 +386,10 @@ fn management_api_changes_links_policing_and_keys_at_runtime() {
     let up_at = t0.elapsed();
     assert_eq!(iface(&status(), 2)["delay_ms"], 5.0);
     std::thread::sleep(Duration::from_millis(1500));
-    // A new key invalidates the hop fields issued under the old one: packets are now dropped.
+    // A new key with no overlap invalidates the hop fields issued under the old one at once:
+    // packets are now dropped.
     let secret = "11".repeat(32);
-    put("/v1/keys", &format!(r#"{{"master_secret":"{secret}"}}"#)).unwrap();
+    put("/v1/keys", &format!(r#"{{"master_secret":"{secret}","overlap_secs":0}}"#)).unwrap();
     demo::wait_host(sender, l, "flow", Duration::from_secs(15)).unwrap();
     demo::wait_host(sink_proc, l, "sink", Duration::from_secs(15)).unwrap();
     let s: SinkReport = read_json(&report("sink"));

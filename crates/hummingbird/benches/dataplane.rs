@@ -46,6 +46,15 @@ fn router(c: &mut Criterion) {
     c.bench_function("hummingbird flyover hop, router", |b| {
         b.iter_batched_ref(|| pkt.clone(), |p| r.process(p, Chain::forward_ingress(2), NOW), BatchSize::SmallInput)
     });
+
+    // The same packet at a router in a key rotation's overlap (its keys are the current ones):
+    // the previous keys must cost a current-key packet nothing.
+    let before = Chain::with_key_generation(5, T0 - 60, 9);
+    let mut r = before.router(2, RouterParams::default());
+    r.rotate_secret(&chain.ases[2].master_secret, NOW + 3600 * 1_000_000_000);
+    c.bench_function("hummingbird flyover hop, router, in a rotation's overlap", |b| {
+        b.iter_batched_ref(|| pkt.clone(), |p| r.process(p, Chain::forward_ingress(2), NOW), BatchSize::SmallInput)
+    });
 }
 
 fn source(c: &mut Criterion) {

@@ -24,10 +24,10 @@ use aviary_qos::{
     DuplicateFilterConfigError, InverseRateTable, PolicerConfigError, ReservationPolicer, Verdict,
 };
 use aviary_scion::aes::Aes128;
-use aviary_scion::forwarding::{HopAuth, HopExtension, HopWork, Staged, StagedForwarder};
+use aviary_scion::forwarding::{HopAuth, HopExtension, HopWork, KeyGenerations, Staged, StagedForwarder};
 use aviary_scion::mac::MAC_LEN;
 use aviary_scion::wire::header::{path_type, ScionView};
-use aviary_scion::{AsForwarding, IsdAsn};
+use aviary_scion::{AsForwarding, HopMacKey, IsdAsn};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -58,7 +58,8 @@ pub struct Router {
 /// Hummingbird's part of forwarding: flyover hop fields, their cryptography and policing.
 #[derive(Clone, Debug)]
 pub struct Flyovers {
-    sv: SecretValue,
+    /// The SV and, during a rotation's overlap, the one it replaced.
+    svs: KeyGenerations<SecretValue>,
     params: RouterParams,
     /// Policing array per ingress interface (0 = traffic from inside the AS).
     policers: Vec<(u16, ReservationPolicer)>,
@@ -112,7 +113,8 @@ impl Router {
                 false_positive_rate: DUPLICATE_FALSE_POSITIVE_RATE,
             };
             // Keyed from the AS secret: unknown to senders, so they cannot craft colliding
-            // identities, and no fixed key in the code.
+            // identities, and no fixed key in the code. A rotation keeps this key with the
+            // filter's state: the identities seen stay seen.
             let mut key = [DUP_KEY_BLOCK];
             sv.auth_keys_in_place(&mut key);
             Some(DuplicateFilter::new(config, key[0])?)
@@ -121,7 +123,7 @@ impl Router {
         };
         let codec = params.codec;
         let ext = Flyovers {
-            sv,
+            svs: KeyGenerations::new(sv),
             params,
             policers,
             inv_table: InverseRateTable::new(|c| codec.decode_bps(c)),
@@ -147,6 +149,18 @@ impl Router {
         for (_, p) in &mut ext.policers {
             p.set_burst_ns(burst_ns);
         }
+    }
+
+    /// The AS master secret is now `secret`: new hop-field key and SV; the ones they replace
+    /// verify until `previous_until_ns`. Policing and duplicate state are kept.
+    pub fn rotate_secret(&mut self, secret: &[u8], previous_until_ns: u64) {
+        self.inner.fwd.rotate(HopMacKey::from_master_secret(secret), previous_until_ns);
+        self.inner.ext.svs.rotate(SecretValue::from_master_secret(secret), previous_until_ns);
+    }
+
+    /// Packets that only a previous key (hop-field key or SV) verified.
+    pub fn previous_key_packets(&self) -> u64 {
+        self.inner.previous_key_packets
     }
 
     /// Processes one packet (path type 0, 1 or 5).
@@ -184,33 +198,23 @@ impl HopExtension for Flyovers {
     /// AggMAC ⊕ FlyoverMAC.
     #[inline]
     fn crypto<const N: usize>(&mut self, batch: &mut [Option<Staged<FlyoverWork>>]) {
-        let mut fly_idx = [0usize; N];
-        let mut keys = [[0u8; 16]; N];
-        let mut nf = 0;
-        for (i, w) in batch.iter().enumerate().take(N) {
-            if let Some(f) = w.as_ref().and_then(|w| w.ext.as_ref()) {
-                fly_idx[nf] = i;
-                keys[nf] = f.res_block;
-                nf += 1;
-            }
+        flyover_candidates::<N>(self.svs.current(), batch);
+    }
+
+    fn in_overlap(&self, now_ns: u64) -> bool {
+        self.svs.previous_at(now_ns).is_some()
+    }
+
+    fn crypto_previous(&mut self, staged: &mut Staged<FlyoverWork>, now_ns: u64) -> bool {
+        let Some(sv) = self.svs.previous_at(now_ns).filter(|_| staged.ext.is_some()) else {
+            return false;
+        };
+        let mut one = [Some(*staged)];
+        flyover_candidates::<1>(sv, &mut one);
+        if let Some(done) = one[0] {
+            *staged = done;
         }
-        if nf == 0 {
-            return;
-        }
-        let mut fly_macs = [[0u8; 16]; N];
-        for k in 0..nf {
-            fly_macs[k] = batch[fly_idx[k]].as_ref().and_then(|w| w.ext.as_ref()).map_or([0; 16], |f| f.mac_block);
-        }
-        self.sv.auth_keys_in_place(&mut keys[..nf]);
-        Aes128::encrypt_fresh_keys(&keys[..nf], &mut fly_macs[..nf]);
-        for k in 0..nf {
-            let Some(w) = batch[fly_idx[k]].as_mut() else { continue };
-            let mut cand = w.hop.hop.mac;
-            for (c, f) in cand.iter_mut().zip(&fly_macs[k]) {
-                *c ^= f;
-            }
-            w.hop.set_mac(cand);
-        }
+        true
     }
 
     #[inline]
@@ -227,6 +231,39 @@ impl HopExtension for Flyovers {
             path[f.mac_off..f.mac_off + MAC_LEN].copy_from_slice(&staged.hop.hop.mac);
         }
         Ok(self.charge(ingress, staged.ext.as_ref(), now_ns))
+    }
+}
+
+/// Stage 2 under `sv`: A_K of every flyover of the batch, its FlyoverMAC, and the candidate
+/// hop-field MAC `AggMAC ⊕ FlyoverMAC` set on its hop.
+#[inline]
+fn flyover_candidates<const N: usize>(sv: &SecretValue, batch: &mut [Option<Staged<FlyoverWork>>]) {
+    let mut fly_idx = [0usize; N];
+    let mut keys = [[0u8; 16]; N];
+    let mut nf = 0;
+    for (i, w) in batch.iter().enumerate().take(N) {
+        if let Some(f) = w.as_ref().and_then(|w| w.ext.as_ref()) {
+            fly_idx[nf] = i;
+            keys[nf] = f.res_block;
+            nf += 1;
+        }
+    }
+    if nf == 0 {
+        return;
+    }
+    let mut fly_macs = [[0u8; 16]; N];
+    for k in 0..nf {
+        fly_macs[k] = batch[fly_idx[k]].as_ref().and_then(|w| w.ext.as_ref()).map_or([0; 16], |f| f.mac_block);
+    }
+    sv.auth_keys_in_place(&mut keys[..nf]);
+    Aes128::encrypt_fresh_keys(&keys[..nf], &mut fly_macs[..nf]);
+    for k in 0..nf {
+        let Some(w) = batch[fly_idx[k]].as_mut() else { continue };
+        let mut cand = w.hop.hop.mac;
+        for (c, f) in cand.iter_mut().zip(&fly_macs[k]) {
+            *c ^= f;
+        }
+        w.hop.set_mac(cand);
     }
 }
 
@@ -318,6 +355,7 @@ impl aviary_qos::Processor for Router {
         out("flyover_inactive_packets", c.inactive);
         out("flyover_over_rate_packets", c.over_rate);
         out("flyover_duplicate_packets", c.duplicate);
+        out("previous_key_packets", self.previous_key_packets());
     }
 
     fn control(&mut self, request: &serde_json::Value) -> Result<(), ControlError> {
@@ -333,5 +371,9 @@ impl aviary_qos::Processor for Router {
 
     fn settings(&self) -> serde_json::Value {
         serde_json::json!({ "burst_ms": self.params().burst_ns as f64 / 1e6 })
+    }
+
+    fn rotate_secret(&mut self, secret: &[u8], previous_until_ns: u64) {
+        Router::rotate_secret(self, secret, previous_until_ns);
     }
 }

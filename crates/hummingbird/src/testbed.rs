@@ -42,11 +42,18 @@ pub struct Chain {
 impl Chain {
     /// `n ≥ 2` ASes, hop fields timestamped `timestamp` (Unix seconds).
     pub fn new(n: usize, timestamp: u32) -> Self {
+        Self::with_key_generation(n, timestamp, 0)
+    }
+
+    /// The same ASes and path with other master secrets, one set per `generation`: the chain
+    /// after its ASes rotated their keys.
+    pub fn with_key_generation(n: usize, timestamp: u32, generation: u8) -> Self {
         assert!((2..=20).contains(&n), "chain of {n} ASes");
         let ases: Vec<ChainAs> = (0..n)
             .map(|i| {
                 let mut master_secret = [0u8; 16];
                 master_secret[..8].copy_from_slice(b"aviary-m");
+                master_secret[14] = generation;
                 master_secret[15] = i as u8;
                 ChainAs {
                     ia: IsdAsn::new(1, 0xff00_0000_0110 + i as u64),

@@ -169,6 +169,14 @@ pub trait Processor: Send {
     fn settings(&self) -> serde_json::Value {
         serde_json::Value::Null
     }
+
+    /// The AS master secret is now `secret`: the mechanism derives its keys from it and keeps
+    /// verifying with the keys they replace until `previous_until_ns` (the rotation's overlap).
+    /// Keys are swapped in place: every other piece of state (policers, duplicate filters)
+    /// stays. A mechanism with no keys from the AS secret has nothing to do.
+    fn rotate_secret(&mut self, secret: &[u8], previous_until_ns: u64) {
+        let _ = (secret, previous_until_ns);
+    }
 }
 
 /// Label of a drop reason of `processor`.

@@ -7,7 +7,9 @@
 //! - `PUT /v1/mechanisms/{name}` `{...}`: a mechanism's own runtime settings, passed through to it
 //!   (e.g. `hummingbird`: `{"burst_ms": 100}`); a refused value is a 400 naming the field.
 //! - `PUT /v1/policing` `{"burst_ms"}`: the same as `PUT /v1/mechanisms/hummingbird`.
-//! - `PUT /v1/keys` `{"master_secret": hex}`: a new AS master secret.
+//! - `PUT /v1/keys` `{"master_secret": hex, "overlap_secs"?: n}`: a new AS master secret; keys
+//!   derived from the one it replaces keep verifying for `overlap_secs` (default
+//!   [`DEFAULT_OVERLAP_SECS`]), see docs/operations.md.
 
 use std::net::SocketAddr;
 use std::sync::mpsc::{self, Sender};
@@ -19,14 +21,36 @@ use serde::Deserialize;
 use tiny_http::{Header, Method, Response, Server};
 
 use super::metrics::RouterStatus;
+use crate::clock::unix_ns;
 
 /// A runtime change requested through the management API.
 #[derive(Debug)]
 pub enum Command {
-    Link { id: u16, capacity_bps: Option<u64>, delay_ms: Option<f64> },
-    Mechanism { name: String, request: serde_json::Value },
-    MasterSecret(Vec<u8>),
+    Link {
+        id: u16,
+        capacity_bps: Option<u64>,
+        delay_ms: Option<f64>,
+    },
+    Mechanism {
+        name: String,
+        request: serde_json::Value,
+    },
+    /// Rotate to a new AS master secret; the keys it replaces verify until `previous_until_ns`.
+    MasterSecret {
+        secret: Vec<u8>,
+        previous_until_ns: u64,
+    },
 }
+
+/// Overlap of a key rotation unless the request says otherwise: the longest lifetime of a
+/// SCION hop field (ExpTime 255: 24 h), so that every hop field the control service issued
+/// under the old key until it switched (right after the routers) expires within the overlap.
+/// A reservation lasts at most 65 535 s (ResDuration), less than that.
+pub const DEFAULT_OVERLAP_SECS: u64 = 24 * 3600;
+/// The longest overlap accepted: a week. Old keys are meant to go away.
+pub const MAX_OVERLAP_SECS: u64 = 7 * 24 * 3600;
+/// The shortest master secret accepted.
+pub const MIN_SECRET_LEN: usize = 16;
 
 /// Why a command was not applied; the HTTP status says whose fault it was.
 #[derive(Debug, PartialEq, Eq)]
@@ -60,12 +84,6 @@ struct LinkChange {
     delay_ms: Option<f64>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct KeyChange {
-    master_secret: String,
-}
-
 /// Serves the management API on `addr` in a thread of its own.
 pub fn serve(addr: SocketAddr, commands: Sender<CommandMsg>, status: Arc<Mutex<RouterStatus>>) -> anyhow::Result<()> {
     let server = Server::http(addr).map_err(|e| anyhow!("management API cannot listen on {addr}: {e}"))?;
@@ -82,7 +100,7 @@ pub fn serve(addr: SocketAddr, commands: Sender<CommandMsg>, status: Arc<Mutex<R
                     true,
                 ),
                 (Method::Put, path) => {
-                    let reply = parse_command(path, &body).and_then(|cmd| {
+                    let reply = parse_command(path, &body, unix_ns()).and_then(|cmd| {
                         let (tx, rx) = mpsc::channel();
                         commands
                             .send((cmd, tx))
@@ -108,7 +126,8 @@ pub fn serve(addr: SocketAddr, commands: Sender<CommandMsg>, status: Arc<Mutex<R
     Ok(())
 }
 
-fn parse_command(path: &str, body: &str) -> Result<Command, CommandError> {
+/// The command a `PUT` to `path` asks for, received at `now_ns` (Unix ns).
+fn parse_command(path: &str, body: &str, now_ns: u64) -> Result<Command, CommandError> {
     let bad = |e: serde_json::Error| CommandError::Invalid(format!("bad request body: {e}"));
     if let Some(id) = path.strip_prefix("/v1/interfaces/") {
         let id: u16 = id.parse().map_err(|_| CommandError::NotFound(format!("`{id}` is not an interface id")))?;
@@ -125,13 +144,36 @@ fn parse_command(path: &str, body: &str) -> Result<Command, CommandError> {
             Ok(Command::Mechanism { name: "hummingbird".into(), request })
         }
         "/v1/keys" => {
-            let k: KeyChange = serde_json::from_str(body).map_err(bad)?;
-            let secret = hex::decode(k.master_secret.trim())
-                .map_err(|e| CommandError::Invalid(format!("master_secret: {e}")))?;
-            Ok(Command::MasterSecret(secret))
+            let request: serde_json::Map<String, serde_json::Value> = serde_json::from_str(body).map_err(bad)?;
+            key_rotation(&request, now_ns)
         }
         _ => Err(CommandError::NotFound(format!("no such endpoint: PUT {path}"))),
     }
+}
+
+/// `PUT /v1/keys`, checked field by field so that every refusal names its field (serde's
+/// messages for a wrong type do not).
+fn key_rotation(request: &serde_json::Map<String, serde_json::Value>, now_ns: u64) -> Result<Command, CommandError> {
+    let invalid = |field: &str, why: String| CommandError::Invalid(format!("{field}: {why}"));
+    if let Some(other) = request.keys().find(|k| !["master_secret", "overlap_secs"].contains(&k.as_str())) {
+        return Err(invalid(other, "unknown field, expected `master_secret` or `overlap_secs`".into()));
+    }
+    let hex_text = request
+        .get("master_secret")
+        .and_then(|v| v.as_str())
+        .ok_or_else(|| invalid("master_secret", "required, as a hex string".into()))?;
+    let secret = hex::decode(hex_text.trim()).map_err(|e| invalid("master_secret", e.to_string()))?;
+    if secret.len() < MIN_SECRET_LEN {
+        return Err(invalid("master_secret", format!("needs at least {MIN_SECRET_LEN} bytes")));
+    }
+    let overlap_secs = match request.get("overlap_secs") {
+        None => DEFAULT_OVERLAP_SECS,
+        Some(v) => v
+            .as_u64()
+            .filter(|s| *s <= MAX_OVERLAP_SECS)
+            .ok_or_else(|| invalid("overlap_secs", format!("whole seconds from 0 to {MAX_OVERLAP_SECS}")))?,
+    };
+    Ok(Command::MasterSecret { secret, previous_until_ns: now_ns + overlap_secs * 1_000_000_000 })
 }
 
 #[cfg(test)]
@@ -140,6 +182,7 @@ mod tests {
 
     #[test]
     fn commands_parse_and_bad_ones_say_why() {
+        let parse_command = |path: &str, body: &str| parse_command(path, body, 0);
         match parse_command("/v1/mechanisms/hummingbird", r#"{"burst_ms": 5}"#).unwrap() {
             Command::Mechanism { name, request } => {
                 assert_eq!(name, "hummingbird");
@@ -152,5 +195,32 @@ mod tests {
         assert!(matches!(parse_command("/v1/interfaces/2", r#"{"rate": 1}"#), Err(CommandError::Invalid(_))));
         assert!(matches!(parse_command("/v1/keys", r#"{"master_secret": "zz"}"#), Err(CommandError::Invalid(_))));
         assert!(matches!(parse_command("/v1/nothing", "{}"), Err(CommandError::NotFound(_))));
+    }
+
+    #[test]
+    fn a_rotation_has_an_overlap_and_bad_ones_name_their_field() {
+        const S: u64 = 1_000_000_000;
+        let secret = "ab".repeat(16);
+        let put = |body: String| parse_command("/v1/keys", &body, 1000 * S);
+        let cmd = put(format!(r#"{{"master_secret": "{secret}", "overlap_secs": 60}}"#)).unwrap();
+        let Command::MasterSecret { secret: s, previous_until_ns } = cmd else { panic!("{cmd:?}") };
+        assert_eq!((s, previous_until_ns), (vec![0xab; 16], 1060 * S));
+        let cmd = put(format!(r#"{{"master_secret": "{secret}"}}"#)).unwrap();
+        assert!(matches!(cmd, Command::MasterSecret { previous_until_ns, .. }
+            if previous_until_ns == (1000 + DEFAULT_OVERLAP_SECS) * S));
+        let refused = |body: String| match put(body) {
+            Err(CommandError::Invalid(m)) => m,
+            r => panic!("{r:?}"),
+        };
+        assert!(refused(format!(r#"{{"master_secret": "{}"}}"#, "ab".repeat(15))).starts_with("master_secret:"));
+        assert!(refused(r#"{"master_secret": "zz"}"#.into()).starts_with("master_secret:"));
+        let too_long = MAX_OVERLAP_SECS + 1;
+        let m = refused(format!(r#"{{"master_secret": "{secret}", "overlap_secs": {too_long}}}"#));
+        assert!(m.starts_with("overlap_secs:"), "{m}");
+        let m = refused(format!(r#"{{"master_secret": "{secret}", "overlap_secs": -1}}"#));
+        assert!(m.starts_with("overlap_secs:"), "{m}");
+        let m = refused(format!(r#"{{"master_secret": "{secret}", "overlap": 5}}"#));
+        assert!(m.starts_with("overlap:"), "{m}");
+        assert!(refused(r#"{"master_secret": 5}"#.into()).starts_with("master_secret:"));
     }
 }

@@ -16,6 +16,8 @@ pub mod classes;
 pub mod management;
 pub mod metrics;
 pub mod pipeline;
+#[cfg(test)]
+mod rotation_tests;
 pub mod runtime_state;
 
 use std::net::{IpAddr, SocketAddr};
@@ -120,6 +122,8 @@ pub struct Forwarder {
     /// The operator's runtime changes and where they are kept.
     runtime: RuntimeState,
     runtime_file: std::path::PathBuf,
+    /// The AS master secret in force, kept as the previous one at the next rotation.
+    secret: Vec<u8>,
 }
 
 impl Forwarder {
@@ -133,12 +137,30 @@ impl Forwarder {
         // The operator's changes of an earlier run; a file that cannot be used stops the router
         // before it takes any socket.
         let runtime_file = runtime_state::state_file(cfg_path);
-        let runtime = RuntimeState::load(&runtime_file)?;
+        let mut runtime = RuntimeState::load(&runtime_file)?;
         let ids: Vec<u16> = cfg.interfaces.iter().map(|i| i.id).collect();
         if ids.len() >= usize::from(NO_LINK) {
             anyhow::bail!("{file}: at most {} interfaces per router", NO_LINK - 1);
         }
-        let pipeline = processors(cfg.ia, &secret, &ids, cfg)?;
+        // Within a rotation's overlap the mechanisms start from the previous secret and rotate
+        // to the current one, as they did before the restart.
+        let previous = match runtime.key_rotation {
+            Some(r) if unix_ns() < r.previous_until_ns => {
+                let previous_file = runtime_state::previous_secret_file(&cfg.master_secret_file);
+                let field = format!("key_rotation (previous secret {})", previous_file.display());
+                Some((read_secret(&runtime_file, &field, &previous_file)?, r.previous_until_ns))
+            }
+            Some(_) => {
+                end_overlap(&mut runtime, &runtime_file, &cfg.master_secret_file)
+                    .with_context(|| format!("{}: key_rotation", runtime_file.display()))?;
+                None
+            }
+            None => None,
+        };
+        let mut pipeline = processors(cfg.ia, previous.as_ref().map_or(&secret, |p| &p.0), &ids, cfg)?;
+        if let Some((_, until)) = previous {
+            pipeline.rotate_secret(&secret, until);
+        }
         let tables = cfg.class_tables(&file)?;
         let internal = BatchSocket::bind(cfg.internal).with_context(|| format!("{file}: internal"))?;
         let mut links = Vec::new();
@@ -185,6 +207,7 @@ impl Forwarder {
             started_unix_s: unix_ns() / 1_000_000_000,
             runtime: RuntimeState::default(),
             runtime_file,
+            secret,
         };
         let mut fwd = fwd;
         // The operator's changes of an earlier run come back before the first packet.
@@ -225,6 +248,7 @@ impl Forwarder {
             self.send_deliveries(&mut out);
             self.release(now, &mut out);
             if now >= last_publish + PUBLISH_EVERY_NS {
+                self.retire_previous_secret(now);
                 self.publish();
                 last_publish = now;
             }
@@ -360,13 +384,21 @@ impl Forwarder {
     fn apply_and_keep(&mut self, cmd: Command) -> Result<(), CommandError> {
         let mut next = self.runtime.clone();
         next.record(&cmd);
-        let secret = match &cmd {
-            Command::MasterSecret(s) => Some(s.clone()),
+        let rotated_to = match &cmd {
+            Command::MasterSecret { secret, .. } => Some(secret.clone()),
             _ => None,
         };
+        let replaced = self.secret.clone();
         self.apply(cmd)?;
-        let kept = match secret {
-            Some(s) => runtime_state::write_secret(&self.cfg.master_secret_file, &s),
+        let kept = match rotated_to {
+            // In this order: a crash between two writes leaves either no record of the rotation
+            // or one whose previous secret is on disk, never a new secret without the old one.
+            Some(s) => runtime_state::write_secret(
+                &runtime_state::previous_secret_file(&self.cfg.master_secret_file),
+                &replaced,
+            )
+            .and_then(|()| next.save(&self.runtime_file))
+            .and_then(|()| runtime_state::write_secret(&self.cfg.master_secret_file, &s)),
             None => next.save(&self.runtime_file),
         };
         match kept {
@@ -376,8 +408,23 @@ impl Forwarder {
         Ok(())
     }
 
+    /// Once a rotation's overlap is over, the previous secret leaves the disk.
+    fn retire_previous_secret(&mut self, now: u64) {
+        if self.runtime.key_rotation.is_some_and(|r| now >= r.previous_until_ns) {
+            if let Err(e) = end_overlap(&mut self.runtime, &self.runtime_file, &self.cfg.master_secret_file) {
+                tracing::error!("overlap of the key rotation over, but the previous secret is not removed: {e}");
+            }
+        }
+    }
+
     fn apply(&mut self, cmd: Command) -> Result<(), CommandError> {
-        tracing::info!(?cmd, "management command");
+        match &cmd {
+            // No secret in the log.
+            Command::MasterSecret { previous_until_ns, .. } => {
+                tracing::info!(previous_until_ns, "management command: key rotation")
+            }
+            _ => tracing::info!(?cmd, "management command"),
+        }
         match cmd {
             Command::Link { id, capacity_bps, delay_ms } => {
                 let k = self
@@ -418,18 +465,29 @@ impl Forwarder {
                     self.cfg.hummingbird.burst_ns = (ms * 1e6) as u64;
                 }
             }
-            Command::MasterSecret(secret) => {
-                if secret.len() < 16 {
-                    return Err(CommandError::Invalid("master_secret needs at least 16 bytes".into()));
-                }
-                let ids: Vec<u16> = self.links.iter().map(|l| l.id).collect();
-                self.pipeline =
-                    processors(self.ia, &secret, &ids, &self.cfg).map_err(|e| CommandError::Invalid(e.to_string()))?;
+            Command::MasterSecret { secret, previous_until_ns } => {
+                // Keys swapped in place: policers and duplicate filters carry on.
+                self.pipeline.rotate_secret(&secret, previous_until_ns);
+                self.secret = secret;
             }
         }
         self.publish();
         Ok(())
     }
+}
+
+/// Forgets a rotation whose overlap is over: its record in the runtime state and the previous
+/// secret's file.
+fn end_overlap(runtime: &mut RuntimeState, runtime_file: &Path, master_secret_file: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(runtime_state::previous_secret_file(master_secret_file)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut next = runtime.clone();
+    next.key_rotation = None;
+    next.save(runtime_file)?;
+    *runtime = next;
+    Ok(())
 }
 
 /// Sends a batch, retrying the rest after a partial send; returns how many went out.

@@ -169,6 +169,14 @@ impl Pipeline {
         p.control(request).map_err(|error| ControlFailure::Refused { mechanism: p.name(), error })
     }
 
+    /// Rotates every mechanism's keys to those of `secret` in place (see
+    /// [`Processor::rotate_secret`]); the replaced keys verify until `previous_until_ns`.
+    pub fn rotate_secret(&mut self, secret: &[u8], previous_until_ns: u64) {
+        for p in &mut self.processors {
+            p.rotate_secret(secret, previous_until_ns);
+        }
+    }
+
     /// Per mechanism: its name, its drops by reason label and its own counters.
     pub fn report(&self) -> Vec<MechanismReport> {
         self.processors

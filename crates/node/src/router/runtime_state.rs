@@ -3,6 +3,12 @@
 //! settings in `<config>.runtime.json` beside the config (written atomically after every
 //! change, replayed at start), a new master secret in the config's `master_secret_file` itself
 //! (mode 0600), where every process of the AS reads it.
+//!
+//! A key rotation also keeps the secret it replaced, for its overlap: in
+//! `<master_secret_file>.previous` (mode 0600, like the secret itself, and removed when the
+//! overlap ends), with the deadline in the runtime state. The previous secret cannot be derived
+//! from the new one (independent secrets are the point of rotating), so a router restarted
+//! within the overlap reads it back to verify what was issued under it.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -33,6 +39,25 @@ pub struct RuntimeState {
     /// Per mechanism, its control requests merged field by field.
     #[serde(default)]
     pub mechanisms: BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
+    /// The last key rotation while its overlap lasts (the previous secret is in
+    /// [`previous_secret_file`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_rotation: Option<KeyRotation>,
+}
+
+/// A key rotation in its overlap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyRotation {
+    /// Until when (Unix ns) keys derived from the previous secret verify.
+    pub previous_until_ns: u64,
+}
+
+/// Where the secret a rotation replaced is kept during its overlap.
+pub fn previous_secret_file(master_secret_file: &Path) -> PathBuf {
+    let mut name = master_secret_file.as_os_str().to_os_string();
+    name.push(".previous");
+    PathBuf::from(name)
 }
 
 /// Where the runtime state of the router configured by `config` lives.
@@ -67,7 +92,7 @@ impl RuntimeState {
         links.chain(mechs).collect()
     }
 
-    /// Merges an applied change (a new master secret is kept elsewhere: [`write_secret`]).
+    /// Merges an applied change (a new master secret itself is kept elsewhere: [`write_secret`]).
     pub fn record(&mut self, cmd: &Command) {
         match cmd {
             Command::Link { id, capacity_bps, delay_ms } => {
@@ -80,7 +105,9 @@ impl RuntimeState {
                     self.mechanisms.entry(name.clone()).or_default().extend(fields.clone());
                 }
             }
-            Command::MasterSecret(_) => {}
+            Command::MasterSecret { previous_until_ns, .. } => {
+                self.key_rotation = Some(KeyRotation { previous_until_ns: *previous_until_ns });
+            }
         }
     }
 
@@ -116,8 +143,9 @@ mod tests {
         s.record(&Command::Link { id: 2, capacity_bps: Some(0), delay_ms: None });
         s.record(&Command::Link { id: 2, capacity_bps: None, delay_ms: Some(5.0) });
         s.record(&Command::Mechanism { name: "hummingbird".into(), request: serde_json::json!({"burst_ms": 20.0}) });
-        s.record(&Command::MasterSecret(vec![1; 16]));
+        s.record(&Command::MasterSecret { secret: vec![1; 16], previous_until_ns: 7 });
         assert_eq!(s.links[&2], LinkChange { capacity_bps: Some(0), delay_ms: Some(5.0) });
+        assert_eq!(s.key_rotation, Some(KeyRotation { previous_until_ns: 7 }));
         let dir = std::env::temp_dir().join(format!("aviary-runtime-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = state_file(&dir.join("router.toml"));

@@ -11,9 +11,11 @@
 
 mod drops;
 mod prepare;
+pub mod rotation;
 pub mod staged;
 
 pub use prepare::HopLayout;
+pub use rotation::KeyGenerations;
 pub use staged::{HopAuth, HopExtension, Staged, StagedForwarder, Standard, StandardForwarder, MAX_BATCH};
 
 use aviary_qos::{DropReason, Verdict};
@@ -73,7 +75,8 @@ impl FromIterator<u16> for InterfaceSet {
 #[derive(Clone, Debug)]
 pub struct AsForwarding {
     pub local_ia: IsdAsn,
-    pub mac_key: HopMacKey,
+    /// The hop-field key and, during a rotation's overlap, the one it replaced.
+    pub mac_keys: KeyGenerations<HopMacKey>,
     /// The AS's inter-domain interfaces; 0 (internal) is never among them.
     pub interfaces: InterfaceSet,
 }
@@ -87,7 +90,33 @@ pub struct PathEnds {
 
 impl AsForwarding {
     pub fn new(local_ia: IsdAsn, mac_key: HopMacKey, interfaces: impl IntoIterator<Item = u16>) -> Self {
-        Self { local_ia, mac_key, interfaces: interfaces.into_iter().filter(|i| *i != 0).collect() }
+        Self {
+            local_ia,
+            mac_keys: KeyGenerations::new(mac_key),
+            interfaces: interfaces.into_iter().filter(|i| *i != 0).collect(),
+        }
+    }
+
+    /// `mac_key` becomes the hop-field key; hop fields under the current one keep verifying
+    /// until `previous_until_ns`.
+    pub fn rotate(&mut self, mac_key: HopMacKey, previous_until_ns: u64) {
+        self.mac_keys.rotate(mac_key, previous_until_ns);
+    }
+
+    /// The MACs to verify a prepared packet with during a rotation's overlap: for each hop
+    /// field on its own, the current key's MAC if the hop field carries it, else the previous
+    /// key's. The two hop fields of a crossover come from different segments, which may have
+    /// been issued on either side of the rotation.
+    pub fn macs_across_rotation(&self, w: &HopWork, now_ns: u64) -> HopAuth {
+        let pick = |block: [u8; 16], carried: &[u8; MAC_LEN]| {
+            let cmac = self.mac_keys.current().cmac_block(&block);
+            match self.mac_keys.previous_at(now_ns) {
+                Some(previous) if !mac_eq(&cmac[..MAC_LEN], carried) => previous.cmac_block(&block),
+                _ => cmac,
+            }
+        };
+        let (b1, b2) = w.mac_blocks();
+        HopAuth { current: pick(b1, &w.hop.mac), next: b2.zip(w.next).map(|(b, n)| pick(b, &n.hop.mac)) }
     }
 
     /// The empty path only carries traffic inside one AS.
@@ -152,8 +181,8 @@ impl AsForwarding {
         now_ns: u64,
     ) -> Result<Option<u16>, DropReason> {
         check_hop(&w.hop, &w.info, &mac, now_ns)?;
-        set_seg_id(path, w.info_off, w.info.seg_id);
         if w.deliver {
+            set_seg_id(path, w.info_off, w.info.seg_id);
             return Ok(None);
         }
         let (info_off, mut info, hop) = match (&w.next, next_mac) {
@@ -168,6 +197,9 @@ impl AsForwarding {
         if w.at_end {
             return Err(DropReason::PathIndexOutOfRange);
         }
+        // Every check passed before the first write: a refused packet is left as it came, so
+        // that it can be verified again from its own SegID under a previous key.
+        set_seg_id(path, w.info_off, w.info.seg_id);
         if info.cons_dir && !w.peering {
             info.seg_id = chain_seg_id(info.seg_id, &hop.mac);
         }

@@ -12,6 +12,11 @@
 //!    back its fields with the full hop-field MACs of stage 3 (EPIC keys its validation fields
 //!    with them) and decide the admission or drop the packet ([`HopExtension::admit`]).
 //!
+//! During a key rotation's overlap (see [`super::rotation`]) a packet refused for its MAC is
+//! prepared again from its unchanged bytes and verified under the previous keys as well (the
+//! AS's hop-field key and the mechanism's own, in every combination): only refused packets pay
+//! for the retry.
+//!
 //! Standard SCION is the forwarder with no extension ([`Standard`]); a mechanism implements only
 //! its own fields and cryptography. No allocation: per-packet state lives on the stack, sized
 //! for the largest batch ([`MAX_BATCH`]).
@@ -19,7 +24,7 @@
 use aviary_qos::{Admission, Claim, Context, DropReason, Processor, Verdict};
 
 use super::{AsForwarding, HopWork};
-use crate::mac::MAC_LEN;
+use crate::mac::{HopMacKey, MAC_LEN};
 use crate::wire::header::{path_type, ScionView};
 
 /// Packets processed together (stack-allocated state per packet).
@@ -47,6 +52,20 @@ pub struct HopAuth {
     pub current: [u8; 16],
     /// Of the next segment's first hop field, at a segment crossover.
     pub next: Option<[u8; 16]>,
+}
+
+impl HopAuth {
+    /// The hop-field MACs to compare with the ones the path carries.
+    #[inline]
+    pub fn macs(&self) -> ([u8; MAC_LEN], Option<[u8; MAC_LEN]>) {
+        (truncated(&self.current), self.next.as_ref().map(truncated))
+    }
+}
+
+/// The hop-field MAC: the first bytes of the full CMAC.
+#[inline]
+fn truncated(full: &[u8; 16]) -> [u8; MAC_LEN] {
+    full[..MAC_LEN].try_into().expect("a CMAC holds a hop-field MAC")
 }
 
 /// A mechanism's part of forwarding: its own path types' fields and cryptography.
@@ -94,6 +113,20 @@ pub trait HopExtension {
         let _ = (path, staged, auth, ingress, now_ns);
         Ok(Admission::UNAUTHENTICATED)
     }
+
+    /// Whether the mechanism's own keys are in a rotation's overlap at `now_ns`.
+    fn in_overlap(&self, now_ns: u64) -> bool {
+        let _ = now_ns;
+        false
+    }
+
+    /// Stage 2 for one packet under the mechanism's previous keys, during their overlap: the
+    /// packet comes fresh from stage 1. `false` if it needs no cryptography of the mechanism or
+    /// there is no previous key (then only the current one applies).
+    fn crypto_previous(&mut self, staged: &mut Staged<Self::Work>, now_ns: u64) -> bool {
+        let _ = (staged, now_ns);
+        false
+    }
 }
 
 /// Standard SCION alone.
@@ -109,6 +142,9 @@ impl HopExtension for Standard {
 pub struct StagedForwarder<E> {
     pub fwd: AsForwarding,
     pub ext: E,
+    /// Packets forwarded or delivered only because a previous key verified them: when this
+    /// stops growing, nothing issued under the old keys is in use any more.
+    pub previous_key_packets: u64,
 }
 
 /// Standard SCION forwarding (path types 0 and 1).
@@ -116,13 +152,13 @@ pub type StandardForwarder = StagedForwarder<Standard>;
 
 impl StandardForwarder {
     pub fn standard(fwd: AsForwarding) -> Self {
-        Self { fwd, ext: Standard }
+        Self::new(fwd, Standard)
     }
 }
 
 impl<E: HopExtension> StagedForwarder<E> {
     pub fn new(fwd: AsForwarding, ext: E) -> Self {
-        Self { fwd, ext }
+        Self { fwd, ext, previous_key_packets: 0 }
     }
 
     /// Processes one packet that arrived on `ingress` (0: from inside the AS) at `now_ns`.
@@ -182,7 +218,7 @@ impl<E: HopExtension> StagedForwarder<E> {
                 }
             }
         }
-        self.fwd.mac_key.macs(&mut blocks[..nb]);
+        self.fwd.mac_keys.current().macs(&mut blocks[..nb]);
         let mut auths = [HopAuth::default(); N];
         for (b, &(i, second)) in blocks[..nb].iter().zip(&owner[..nb]) {
             if second {
@@ -196,15 +232,65 @@ impl<E: HopExtension> StagedForwarder<E> {
         for i in 0..n {
             let Some(w) = &work[i] else { continue };
             let auth = &auths[i];
-            let (mac, next_mac) = (truncated(&auth.current), auth.next.as_ref().map(truncated));
+            let (mac, next_mac) = auth.macs();
             let path = &mut pkts[i][w.path_start..];
-            let finished = self.fwd.finish(&mut path[w.layout_offset..], &w.hop, mac, next_mac, now_ns);
-            verdicts[i] = match finished.and_then(|e| Ok((e, self.ext.admit(path, w, auth, ingress, now_ns)?))) {
-                Err(r) => Verdict::Drop(r),
-                Ok((Some(egress), admission)) => Verdict::forward(egress, admission),
-                Ok((None, _)) => Verdict::Deliver,
+            verdicts[i] = match self.fwd.finish(&mut path[w.layout_offset..], &w.hop, mac, next_mac, now_ns) {
+                Err(DropReason::BadMac) if self.in_overlap(now_ns) => self.verify_previous(pkts[i], ingress, now_ns),
+                result => self.conclude(path, w, auth, result, ingress, now_ns),
             };
         }
+    }
+
+    fn in_overlap(&self, now_ns: u64) -> bool {
+        self.fwd.mac_keys.previous_at(now_ns).is_some() || self.ext.in_overlap(now_ns)
+    }
+
+    /// The verdict of a finished packet; the mechanism admits it if it verified.
+    #[inline]
+    fn conclude(
+        &mut self,
+        path: &mut [u8],
+        w: &Staged<E::Work>,
+        auth: &HopAuth,
+        finished: Result<Option<u16>, DropReason>,
+        ingress: u16,
+        now_ns: u64,
+    ) -> Verdict {
+        match finished.and_then(|e| Ok((e, self.ext.admit(path, w, auth, ingress, now_ns)?))) {
+            Err(r) => Verdict::Drop(r),
+            Ok((Some(egress), admission)) => Verdict::forward(egress, admission),
+            Ok((None, _)) => Verdict::Deliver,
+        }
+    }
+
+    /// Stages 1 to 4 again for a packet refused for its MAC during an overlap, from its bytes
+    /// as they came (a refused packet is not written to, so its SegID is the original one):
+    /// the mechanism's cryptography under its current and then its previous keys, each with
+    /// the hop-field MACs of whichever AS key the hop fields carry.
+    #[cold]
+    fn verify_previous(&mut self, pkt: &mut [u8], ingress: u16, now_ns: u64) -> Verdict {
+        let Ok(fresh) = self.prepare(pkt, ingress) else {
+            return Verdict::Drop(DropReason::BadMac);
+        };
+        let mut current = [Some(fresh)];
+        self.ext.crypto::<1>(&mut current);
+        let mut previous = fresh;
+        let previous = self.ext.crypto_previous(&mut previous, now_ns).then_some(previous);
+        for w in current.into_iter().flatten().chain(previous) {
+            let auth = self.fwd.macs_across_rotation(&w.hop, now_ns);
+            let (mac, next_mac) = auth.macs();
+            let path = &mut pkt[w.path_start..];
+            match self.fwd.finish(&mut path[w.layout_offset..], &w.hop, mac, next_mac, now_ns) {
+                Err(DropReason::BadMac) => continue,
+                result => {
+                    if result.is_ok() {
+                        self.previous_key_packets += 1;
+                    }
+                    return self.conclude(path, &w, &auth, result, ingress, now_ns);
+                }
+            }
+        }
+        Verdict::Drop(DropReason::BadMac)
     }
 
     /// Stage 1 for one packet; `Err` is its final verdict (a drop, or local delivery on the
@@ -228,12 +314,6 @@ impl<E: HopExtension> StagedForwarder<E> {
     }
 }
 
-/// The hop-field MAC: the first bytes of the full CMAC.
-#[inline]
-fn truncated(full: &[u8; 16]) -> [u8; MAC_LEN] {
-    full[..MAC_LEN].try_into().expect("a CMAC holds a hop-field MAC")
-}
-
 /// Standard SCION as a router processor: the empty path inside the AS and the standard path.
 impl Processor for StandardForwarder {
     fn name(&self) -> &'static str {
@@ -246,5 +326,13 @@ impl Processor for StandardForwarder {
 
     fn process_batch(&mut self, ctx: &mut Context<'_>, pkts: &mut [&mut [u8]], verdicts: &mut [Verdict]) {
         StagedForwarder::process_batch(self, pkts, ctx.ingress, ctx.now_ns, verdicts);
+    }
+
+    fn counters(&self, out: &mut dyn FnMut(&'static str, u64)) {
+        out("previous_key_packets", self.previous_key_packets);
+    }
+
+    fn rotate_secret(&mut self, secret: &[u8], previous_until_ns: u64) {
+        self.fwd.rotate(HopMacKey::from_master_secret(secret), previous_until_ns);
     }
 }

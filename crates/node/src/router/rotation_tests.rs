@@ -1,0 +1,128 @@
+//! A key rotation through the router's command path: keys swapped in place, the rotation kept
+//! on disk, both keys back after a restart within the overlap, the previous secret gone after it.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use aviary_hummingbird::testbed::{Chain, IF_NEXT};
+use aviary_qos::{Context, DropReason, Verdict};
+
+use super::management::Command;
+use super::runtime_state::{previous_secret_file, state_file, KeyRotation, RuntimeState};
+use super::Forwarder;
+use crate::clock::unix_ns;
+use crate::config::RouterConfig;
+
+const S: u64 = 1_000_000_000;
+
+/// A router for AS 0 of `Chain` in a directory of its own, under the chain's old secret.
+fn router_dir(name: &str, chains: &[Chain; 2]) -> (PathBuf, RouterConfig) {
+    let dir = std::env::temp_dir().join(format!("aviary-rotation-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("secret.hex"), hex::encode(chains[0].ases[0].master_secret)).unwrap();
+    let toml = format!(
+        r#"ia = "{}"
+master_secret_file = "secret.hex"
+internal = "127.0.0.1:0"
+management = "127.0.0.1:0"
+
+[[interface]]
+id = {IF_NEXT}
+local = "127.0.0.1:0"
+remote = "127.0.0.1:9"
+neighbor = "{}"
+capacity_bps = 1000000
+"#,
+        chains[0].ases[0].ia, chains[0].ases[1].ia
+    );
+    let path = dir.join("router.toml");
+    std::fs::write(&path, toml).unwrap();
+    let cfg = RouterConfig::load(&path).unwrap();
+    (path, cfg)
+}
+
+/// The chain's ASes under the old and under the new secret, hop fields a minute old.
+fn generations() -> [Chain; 2] {
+    let ts = (unix_ns() / S) as u32 - 60;
+    [Chain::with_key_generation(2, ts, 0), Chain::with_key_generation(2, ts, 1)]
+}
+
+/// The verdict of the router on a standard packet of each generation, from inside the AS.
+fn verdicts(fwd: &mut Forwarder, chains: &[Chain; 2]) -> [Verdict; 2] {
+    chains.each_ref().map(|c| {
+        let mut pkt = c.standard_packet(50);
+        let mut v = [Verdict::Deliver];
+        let mut ctx = Context { now_ns: unix_ns(), ingress: 0, links: &fwd.link_states, random: &mut fwd.random };
+        fwd.pipeline.process_batch(&mut ctx, &mut [&mut pkt[..]], &mut v);
+        v[0]
+    })
+}
+
+fn mode(p: &Path) -> u32 {
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn a_rotation_keeps_both_keys_across_a_restart_within_the_overlap_and_forgets_the_old_one_after() {
+    let chains = generations();
+    let (cfg_path, cfg) = router_dir("restart", &chains);
+    let forwarded = Verdict::unauthenticated(IF_NEXT);
+    let bad_mac = Verdict::Drop(DropReason::BadMac);
+
+    let (mut fwd, _, _) = Forwarder::new(&cfg, &cfg_path).unwrap();
+    assert_eq!(verdicts(&mut fwd, &chains), [forwarded, bad_mac]);
+    let new_secret = chains[1].ases[0].master_secret.to_vec();
+    let until = unix_ns() + 3600 * S;
+    fwd.apply_and_keep(Command::MasterSecret { secret: new_secret.clone(), previous_until_ns: until }).unwrap();
+    assert_eq!(verdicts(&mut fwd, &chains), [forwarded, forwarded]);
+    // On disk: the new secret where every process of the AS reads it, the previous one beside
+    // it, both private, and the deadline in the runtime state.
+    let previous = previous_secret_file(&cfg.master_secret_file);
+    assert_eq!(std::fs::read_to_string(&cfg.master_secret_file).unwrap().trim(), hex::encode(&new_secret));
+    assert_eq!(std::fs::read_to_string(&previous).unwrap().trim(), hex::encode(chains[0].ases[0].master_secret));
+    assert_eq!((mode(&cfg.master_secret_file), mode(&previous)), (0o600, 0o600));
+    let runtime_file = state_file(&cfg_path);
+    assert_eq!(RuntimeState::load(&runtime_file).unwrap().key_rotation, Some(KeyRotation { previous_until_ns: until }));
+    drop(fwd);
+
+    // Restarted within the overlap: both keys verify.
+    let (mut fwd, _, _) = Forwarder::new(&cfg, &cfg_path).unwrap();
+    assert_eq!(verdicts(&mut fwd, &chains), [forwarded, forwarded]);
+    drop(fwd);
+
+    // Restarted after it (the deadline moved into the past instead of waiting): the old key
+    // is refused, and the previous secret and its record are gone.
+    let mut state = RuntimeState::load(&runtime_file).unwrap();
+    state.key_rotation = Some(KeyRotation { previous_until_ns: unix_ns() - S });
+    state.save(&runtime_file).unwrap();
+    let (mut fwd, _, _) = Forwarder::new(&cfg, &cfg_path).unwrap();
+    assert_eq!(verdicts(&mut fwd, &chains), [bad_mac, forwarded]);
+    assert!(!previous.exists());
+    assert_eq!(RuntimeState::load(&runtime_file).unwrap().key_rotation, None);
+    drop(fwd);
+
+    // A record of an overlap whose previous secret is missing stops the router, naming both.
+    state.key_rotation = Some(KeyRotation { previous_until_ns: unix_ns() + 3600 * S });
+    state.save(&runtime_file).unwrap();
+    let e = Forwarder::new(&cfg, &cfg_path).err().unwrap().to_string();
+    assert!(e.contains("runtime.json") && e.contains("key_rotation") && e.contains(".previous"), "{e}");
+    std::fs::remove_dir_all(cfg_path.parent().unwrap()).unwrap();
+}
+
+#[test]
+fn the_previous_secret_leaves_the_disk_when_the_overlap_ends_while_running() {
+    let chains = generations();
+    let (cfg_path, cfg) = router_dir("retire", &chains);
+    let (mut fwd, _, _) = Forwarder::new(&cfg, &cfg_path).unwrap();
+    let until = unix_ns() + 3600 * S;
+    let secret = chains[1].ases[0].master_secret.to_vec();
+    fwd.apply_and_keep(Command::MasterSecret { secret, previous_until_ns: until }).unwrap();
+    let previous = previous_secret_file(&cfg.master_secret_file);
+    fwd.retire_previous_secret(until - 1);
+    assert!(previous.exists());
+    fwd.retire_previous_secret(until);
+    assert!(!previous.exists());
+    assert_eq!(RuntimeState::load(&state_file(&cfg_path)).unwrap().key_rotation, None);
+    std::fs::remove_dir_all(cfg_path.parent().unwrap()).unwrap();
+}
