@@ -1,5 +1,5 @@
 //! SCION's wire formats, and nothing else: ISD-AS numbers, the common and address header, the
-//! standard path (type 1), the hop-by-hop and end-to-end extension headers, SCION/UDP.
+//! standard path (type 1), the hop-by-hop and end-to-end extension headers, SCION/UDP, SCMP.
 //!
 //! Each header has a zero-copy view over a byte buffer (`new_checked` validates lengths once,
 //! after which every getter and setter is in bounds) whose field offsets come from one table
@@ -13,4 +13,5 @@ pub mod header;
 pub mod ia;
 pub mod path;
 pub mod path_view;
+pub mod scmp;
 pub mod udp;
