@@ -441,3 +441,22 @@ pub fn parse_packet(pkt: &[u8]) -> Result<(ScionHeader, ScmpMessage), ScmpError>
     }
     Ok((ScionHeader::parse(&v), ScmpMessage::parse(&msg)))
 }
+
+/// The UDP port of the host an SCMP message is for, in SCION's dispatcher-less model: the
+/// identifier of an informational message; for an error, the port its quoted packet came from
+/// (the UDP source port, or the identifier of a quoted echo or traceroute request). The quote
+/// may be cut short, so only the bytes up to that port need to be there.
+pub fn destination_port<T: AsRef<[u8]>>(msg: &ScmpView<T>) -> Option<u16> {
+    use crate::wire::header::field as hdr;
+    if !msg.is_error() {
+        return Some(msg.identifier());
+    }
+    let quote = msg.body();
+    let l4 = usize::from(*quote.get(hdr::HDR_LEN)?) * 4;
+    let at = |r: std::ops::Range<usize>| quote.get(l4 + r.start..l4 + r.end).map(be_u16);
+    match *quote.get(hdr::NEXT_HDR)? {
+        crate::wire::udp::PROTOCOL_UDP => at(crate::wire::udp::field::SRC_PORT),
+        PROTOCOL_SCMP if quote.get(l4).is_some_and(|t| *t >= 128) => at(field::IDENTIFIER),
+        _ => None,
+    }
+}
