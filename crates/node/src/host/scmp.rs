@@ -230,12 +230,20 @@ pub fn ping(cfg: &HostConfig, opts: &PingOptions, out: &mut dyn std::io::Write) 
     Ok(answers)
 }
 
+/// What traceroute learnt of one AS of the path.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TracedAs {
+    pub answer: Answer,
+    /// The ISD-AS and interface its router reported.
+    pub at: Option<(IsdAsn, u64)>,
+}
+
 /// One line per AS on the path: its ISD-AS and interface as the router reports them.
 pub fn traceroute(
     cfg: &HostConfig,
     opts: &TracerouteOptions,
     out: &mut dyn std::io::Write,
-) -> anyhow::Result<Vec<(Answer, Option<(IsdAsn, u64)>)>> {
+) -> anyhow::Result<Vec<TracedAs>> {
     let dst = ScionHost { ia: opts.dst, ip: IpAddr::from([0, 0, 0, 0]) };
     let mut p = Prober::new(cfg, dst, opts.path_index)?;
     let Some(path) = p.path.clone() else { bail!("{} is this host's own AS: there is no AS hop to trace", opts.dst) };
@@ -264,7 +272,7 @@ pub fn traceroute(
             }
             _ => writeln!(out, "{seq:>2}  {a}")?,
         }
-        lines.push((a, at));
+        lines.push(TracedAs { answer: a, at });
     }
     Ok(lines)
 }

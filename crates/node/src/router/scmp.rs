@@ -165,7 +165,7 @@ impl Responder {
     /// deserves one and the budget allows it.
     pub fn error(&mut self, pkt: &[u8], ingress: u16, trouble: Trouble, now_ns: u64) -> Option<(Vec<u8>, Out)> {
         let Ok(v) = ScionView::new_checked(pkt) else { return None };
-        let Some(kind) = ErrorKind::of(trouble) else { return None };
+        let kind = ErrorKind::of(trouble)?;
         // Never an error about an error; only standard paths lead back.
         let is_error = scmp_offset(&v).ok().and_then(|o| pkt.get(o)).is_some_and(|t| *t < 128);
         let path = (v.path_type() == path_type::SCION).then(|| StandardPath::parse(v.path()).ok()).flatten();
