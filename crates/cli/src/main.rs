@@ -25,6 +25,10 @@ enum HostMode {
     Sink(aviary_node::host::SinkOptions),
     /// A DRKey key of this host from the AS's control service (key and epoch).
     Drkey(aviary_node::host::drkey::DrkeyOptions),
+    /// SCMP echo to a host or border router (`ISD-AS,IP`), with round-trip times.
+    Ping(aviary_node::host::scmp::PingOptions),
+    /// SCMP traceroute to an AS: every AS on the path answers, with round-trip times.
+    Traceroute(aviary_node::host::scmp::TracerouteOptions),
 }
 
 #[derive(Subcommand)]
@@ -111,7 +115,7 @@ enum Command {
         #[arg(long)]
         granted: bool,
     },
-    /// Host agent of an AS: traffic sender or sink over SCION/UDP, DRKey keys.
+    /// Host agent of an AS: traffic sender or sink over SCION/UDP, DRKey keys, ping and traceroute.
     Host {
         /// Host config (TOML), e.g. aviary-run/hosts/source.toml.
         #[arg(long)]
@@ -237,6 +241,15 @@ fn run() -> Result<()> {
                 HostMode::Sink(opts) => {
                     let r = aviary_node::host::run_sink(&cfg, &opts)?;
                     eprintln!("{}", serde_json::to_string(&r.flows.keys().collect::<Vec<_>>())?);
+                }
+                HostMode::Ping(opts) => {
+                    let answers = aviary_node::host::scmp::ping(&cfg, &opts, &mut std::io::stdout())?;
+                    if !answers.iter().any(|a| matches!(a, aviary_node::host::scmp::Answer::Reply { .. })) {
+                        anyhow::bail!("no echo reply from {}", opts.dst);
+                    }
+                }
+                HostMode::Traceroute(opts) => {
+                    aviary_node::host::scmp::traceroute(&cfg, &opts, &mut std::io::stdout())?;
                 }
                 HostMode::Drkey(opts) => {
                     let req = opts.request(&cfg)?;

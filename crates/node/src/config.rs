@@ -81,6 +81,26 @@ pub struct RouterConfig {
     pub class_table: BTreeMap<String, ClassTableConfig>,
     #[serde(rename = "interface", default)]
     pub interfaces: Vec<InterfaceConfig>,
+    /// How many SCMP errors the router may send.
+    #[serde(default)]
+    pub scmp: ScmpConfig,
+}
+
+/// The router's budget for SCMP errors: a token bucket over the whole router, so that a flood
+/// of bad packets cannot make it a flood of errors. Echo and traceroute replies are not limited.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScmpConfig {
+    /// Sustained rate of errors.
+    pub errors_per_s: f64,
+    /// Errors that may go out back to back.
+    pub error_burst: u32,
+}
+
+impl Default for ScmpConfig {
+    fn default() -> Self {
+        Self { errors_per_s: 100.0, error_burst: 20 }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -261,6 +281,9 @@ impl RouterConfig {
             if !(0.0..=10_000.0).contains(&f.delay_ms) {
                 return Err(ConfigError::new(file, field("delay_ms"), "must be between 0 and 10000"));
             }
+        }
+        if !(self.scmp.errors_per_s.is_finite() && self.scmp.errors_per_s >= 0.0) {
+            return Err(ConfigError::new(file, "scmp.errors_per_s", "must be a non-negative number"));
         }
         let h = &self.hummingbird;
         if h.max_res_id > aviary_hummingbird::crypto::MAX_RES_ID {

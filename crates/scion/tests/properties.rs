@@ -7,14 +7,9 @@
 //!   MAC'd) packet with a byte changed somewhere on its way along a path.
 
 mod strategies;
-use std::net::{Ipv4Addr, Ipv6Addr};
-
 use aviary_qos::Verdict;
 use aviary_scion::wire::path::{segment_of, MAX_HOPS};
-use aviary_scion::{
-    combine, path_type, AsForwarding, HopMacKey, HostAddr, IsdAsn, ScionHeader, ScionPacket, ScionView, Segment,
-    StandardPath,
-};
+use aviary_scion::{path_type, AsForwarding, ScionPacket, ScionView, StandardPath};
 use proptest::prelude::*;
 use proptest::sample::Index;
 
@@ -22,7 +17,9 @@ use proptest::sample::Index;
 // Strategies
 // ---------------------------------------------------------------------------------------
 
-use strategies::{arb_hop, arb_host, arb_info, arb_packet_with, raw_packet};
+use strategies::{
+    arb_hop, arb_host, arb_info, arb_packet_with, chain, chain_packet, forward_ingress, raw_packet, IF_NEXT, NOW_NS,
+};
 
 /// A valid standard path: 1–3 segments of 1–20 hops each (at most 60 < 63 in all),
 /// CurrHF anywhere, CurrINF its segment.
@@ -95,84 +92,6 @@ fn touch_view(buf: &mut [u8]) {
         assert_eq!(v.payload_mut().len(), l);
         assert_eq!(usize::from(v.payload_len()), l);
         assert_eq!(v.hdr_len() + l, v.into_inner().len());
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// A chain of ASes with correctly MAC'd paths (cheap keys, no PBKDF2)
-// ---------------------------------------------------------------------------------------
-
-struct Chain {
-    fwd: Vec<AsForwarding>,
-    path: StandardPath,
-}
-
-const IF_NEXT: u16 = 1;
-const IF_PREV: u16 = 2;
-const TS: u32 = 1_750_000_000;
-const NOW_NS: u64 = (TS as u64 + 60) * 1_000_000_000;
-
-fn ia(i: usize) -> IsdAsn {
-    IsdAsn::new(1, 0xff00_0000_0110 + i as u64)
-}
-
-/// `n` ASes; AS `i` has interface 1 towards `i+1` and 2 towards `i-1`. With four or more
-/// ASes the path has an up, a core and a down segment (two crossovers), with three an up
-/// and a down segment, with two a single segment.
-fn chain(n: usize) -> Chain {
-    let keys: Vec<HopMacKey> = (0..n).map(|i| HopMacKey::new(&[i as u8 + 1; 16])).collect();
-    let seg = |from: usize, to: usize, seg_id: u16| {
-        let mut s = Segment::new(seg_id, TS);
-        let idx: Vec<usize> = if from <= to { (from..=to).collect() } else { (to..=from).rev().collect() };
-        for (k, &i) in idx.iter().enumerate() {
-            let towards = |j: usize| if j > i { IF_NEXT } else { IF_PREV };
-            let ingress = if k == 0 { 0 } else { towards(idx[k - 1]) };
-            let egress = if k + 1 == idx.len() { 0 } else { towards(idx[k + 1]) };
-            s.push_hop(&keys[i], 63, ingress, egress);
-        }
-        s
-    };
-    let path = match n {
-        2 => combine(&[(&seg(0, 1, 0x1111), true)]),
-        3 => combine(&[(&seg(1, 0, 0x2222), false), (&seg(1, 2, 0x3333), true)]),
-        _ => {
-            combine(&[(&seg(1, 0, 0x2222), false), (&seg(n - 2, 1, 0x4444), false), (&seg(n - 2, n - 1, 0x3333), true)])
-        }
-    }
-    .unwrap();
-    let fwd = (0..n)
-        .map(|i| {
-            let ifs = [(i + 1 < n).then_some(IF_NEXT), (i > 0).then_some(IF_PREV)];
-            AsForwarding::new(ia(i), keys[i].clone(), ifs.into_iter().flatten())
-        })
-        .collect();
-    Chain { fwd, path }
-}
-
-fn chain_packet(c: &Chain, payload_len: usize) -> Vec<u8> {
-    ScionPacket {
-        header: ScionHeader {
-            traffic_class: 0,
-            flow_id: 1,
-            next_hdr: 17,
-            path_type: path_type::SCION,
-            dst_ia: ia(c.fwd.len() - 1),
-            src_ia: ia(0),
-            dst_host: HostAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
-            src_host: HostAddr::V6(Ipv6Addr::LOCALHOST),
-            path: c.path.to_bytes().unwrap(),
-        },
-        payload: vec![0x5a; payload_len],
-    }
-    .to_bytes()
-    .unwrap()
-}
-
-fn forward_ingress(i: usize) -> u16 {
-    if i == 0 {
-        0
-    } else {
-        IF_PREV
     }
 }
 

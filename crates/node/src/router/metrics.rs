@@ -8,6 +8,7 @@ use aviary_scion::IsdAsn;
 use serde::Serialize;
 
 use super::pipeline::MechanismReport;
+use super::scmp::ScmpCounters;
 use crate::metrics::{Exposition, Kind};
 
 /// Drops that happen around the processor, in the router process itself.
@@ -100,6 +101,8 @@ pub struct RouterStatus {
     pub interfaces: Vec<InterfaceStats>,
     /// Per mechanism: its drops, its own counters and its runtime settings.
     pub mechanisms: Vec<MechanismReport>,
+    /// SCMP messages the router sent, or held back.
+    pub scmp: ScmpCounters,
 }
 
 impl RouterStatus {
@@ -207,6 +210,13 @@ impl RouterStatus {
             })
             .collect();
         family("aviary_router_mechanism_events_total", Kind::Counter, "A mechanism's own counters.", mech_counters);
+        let scmp = self.scmp.iter().into_iter().map(|(kind, n)| (vec![("kind", kind.to_string())], n)).collect();
+        family(
+            "aviary_router_scmp_messages_total",
+            Kind::Counter,
+            "SCMP messages the router sent (echo and traceroute replies, errors), and errors it held back.",
+            scmp,
+        );
         out.finish()
     }
 }

@@ -19,6 +19,7 @@ pub mod pipeline;
 #[cfg(test)]
 mod rotation_tests;
 pub mod runtime_state;
+pub mod scmp;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
@@ -30,6 +31,7 @@ use anyhow::{anyhow, Context as _};
 use aviary_hummingbird::{Router as HbirdRouter, SecretValue};
 use aviary_qos::{ClassId, Classifier, Context, EgressScheduler, LinkParams, LinkState, RandomSource, Verdict};
 use aviary_scion::wire::header::src_ia_of;
+use aviary_scion::wire::scmp::{self as scmp_wire, ScmpView, PROTOCOL_SCMP};
 use aviary_scion::{AsForwarding, HopMacKey, HostAddr, IsdAsn, ScionView, StandardForwarder};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha12Rng;
@@ -40,6 +42,7 @@ use management::{Command, CommandError, CommandMsg};
 use metrics::{ClassSnapshot, InterfaceStats, IoDrop, RouterStatus};
 use pipeline::Pipeline;
 use runtime_state::RuntimeState;
+use scmp::{Out, Responder, Trouble};
 
 use crate::underlay::{wait_readable, BatchSocket, RecvBatch};
 
@@ -49,6 +52,7 @@ const BUF_LEN: usize = 2048;
 const MAX_SLEEP: Duration = Duration::from_millis(20);
 const PUBLISH_EVERY_NS: u64 = 200_000_000;
 const SCION_UDP: u8 = 17;
+const NEXT_HDR: usize = aviary_scion::wire::header::field::NEXT_HDR;
 const NO_LINK: u8 = u8::MAX;
 
 /// The mechanisms this router hosts, keyed from the AS master secret: one line each.
@@ -124,6 +128,8 @@ pub struct Forwarder {
     runtime_file: std::path::PathBuf,
     /// The AS master secret in force, kept as the previous one at the next rotation.
     secret: Vec<u8>,
+    /// SCMP replies and errors: the slow path.
+    scmp: Responder,
 }
 
 impl Forwarder {
@@ -208,6 +214,7 @@ impl Forwarder {
             runtime: RuntimeState::default(),
             runtime_file,
             secret,
+            scmp: Responder::new(cfg.ia, cfg.internal.ip(), cfg.scmp),
         };
         let mut fwd = fwd;
         // The operator's changes of an earlier run come back before the first packet.
@@ -270,6 +277,8 @@ impl Forwarder {
         // An inter-AS socket takes packets from its neighbour's socket only: anyone else
         // (a host injecting into a transit AS) is dropped before any processing.
         let neighbor = if k == 0 { None } else { Some(self.links[k - 1].remote) };
+        // Traceroute requests this AS answers leave the batch (one byte compared per packet).
+        let mut traceroutes: Vec<Vec<u8>> = Vec::new();
         for (buf, meta) in self.rx.iter_mut().take(n) {
             stats.received_packets += 1;
             stats.received_bytes += buf.len() as u64;
@@ -277,6 +286,8 @@ impl Forwarder {
                 stats.count_io_drop(IoDrop::Oversized);
             } else if neighbor.is_some_and(|r| r != meta.from) {
                 stats.count_io_drop(IoDrop::NotNeighbor);
+            } else if buf.get(NEXT_HDR) == Some(&PROTOCOL_SCMP) && Responder::is_traceroute_here(buf) {
+                traceroutes.push(buf.to_vec());
             } else {
                 pkts.push(buf);
             }
@@ -287,6 +298,19 @@ impl Forwarder {
         let verdicts = &mut verdicts[..pkts.len()];
         let mut ctx = Context { now_ns: now, ingress, links: &self.link_states, random: &mut self.random };
         self.pipeline.process_batch(&mut ctx, &mut pkts, verdicts);
+        let mut originated: Vec<(Vec<u8>, Out)> = Vec::new();
+        for original in traceroutes {
+            // The request is answered only if this AS would have forwarded it.
+            let mut copy = original.clone();
+            let mut v = [Verdict::Deliver];
+            self.pipeline.process_batch(&mut ctx, &mut [&mut copy[..]], &mut v);
+            match v[0] {
+                Verdict::Drop(reason) => {
+                    self.stats[k].count_drop(self.pipeline.drop_label(&copy, reason));
+                }
+                _ => originated.extend(self.scmp.traceroute_reply(&original, ingress)),
+            }
+        }
         for (pkt, v) in pkts.iter().zip(verdicts.iter()) {
             match *v {
                 Verdict::Forward { egress, admission } => {
@@ -296,6 +320,7 @@ impl Forwarder {
                     };
                     if link.sched.params().rate_bps == 0 {
                         self.stats[k].count_io_drop(IoDrop::LinkDown);
+                        originated.extend(self.scmp.error(pkt, ingress, Trouble::InterfaceDown(egress), now));
                         continue;
                     }
                     let class = link.classifier.classify(admission);
@@ -307,6 +332,10 @@ impl Forwarder {
                         self.pool.push(buf);
                     }
                 }
+                Verdict::Deliver if self.scmp.is_for_router(pkt) => match self.scmp.echo_reply(pkt, ingress) {
+                    Some(reply) => originated.push(reply),
+                    None => self.stats[k].count_io_drop(IoDrop::Undeliverable),
+                },
                 Verdict::Deliver => match local_destination(pkt) {
                     Some(addr) => {
                         let mut buf = self.pool.pop().unwrap_or_default();
@@ -316,7 +345,22 @@ impl Forwarder {
                     }
                     None => self.stats[k].count_io_drop(IoDrop::Undeliverable),
                 },
-                Verdict::Drop(reason) => self.stats[k].count_drop(self.pipeline.drop_label(pkt, reason)),
+                Verdict::Drop(reason) => {
+                    self.stats[k].count_drop(self.pipeline.drop_label(pkt, reason));
+                    originated.extend(self.scmp.error(pkt, ingress, Trouble::Dropped(reason), now));
+                }
+            }
+        }
+        for (bytes, out) in originated {
+            match out {
+                Out::Host(addr) => deliveries.push((bytes, addr)),
+                Out::Interface(id) => {
+                    // Straight out, past the egress queue: SCMP is rare and rate-limited, and
+                    // must reach a source whose packets that queue would drop.
+                    if let Some(link) = self.links.get(usize::from(self.link_of[usize::from(id)])) {
+                        send_all(&link.sock, &[(&bytes[..], link.remote)]);
+                    }
+                }
             }
         }
         Ok(())
@@ -373,6 +417,7 @@ impl Forwarder {
             burst_ms: self.cfg.hummingbird.burst_ns as f64 / 1e6,
             interfaces: self.stats.clone(),
             mechanisms: self.pipeline.report(),
+            scmp: self.scmp.counters,
         };
         if let Ok(mut s) = self.status.lock() {
             *s = status;
@@ -502,19 +547,23 @@ fn send_all(sock: &BatchSocket, items: &[(&[u8], SocketAddr)]) -> usize {
     sent
 }
 
-/// The host and UDP port a packet for this AS goes to (SCION's dispatcher-less model).
+/// The host and UDP port a packet for this AS goes to (SCION's dispatcher-less model; for SCMP
+/// see [`scmp_wire::destination_port`]).
 fn local_destination(pkt: &[u8]) -> Option<SocketAddr> {
     let v = ScionView::new_checked(pkt).ok()?;
-    if v.next_hdr() != SCION_UDP {
-        return None;
-    }
     let ip: IpAddr = match v.dst_host() {
         HostAddr::V4(a) => a.into(),
         HostAddr::V6(a) => a.into(),
         _ => return None,
     };
-    let payload = v.payload();
-    let port = u16::from_be_bytes([*payload.get(2)?, *payload.get(3)?]);
+    let port = match v.next_hdr() {
+        SCION_UDP => {
+            let payload = v.payload();
+            u16::from_be_bytes([*payload.get(2)?, *payload.get(3)?])
+        }
+        PROTOCOL_SCMP => scmp_wire::destination_port(&ScmpView::new_checked(v.payload()).ok()?)?,
+        _ => return None,
+    };
     (port != 0).then_some(SocketAddr::new(ip, port))
 }
 

@@ -193,6 +193,7 @@ impl RunLayout {
                 classes: a.router.classes.clone(),
                 class_table: a.router.class_table.clone(),
                 interfaces,
+                scmp: Default::default(),
             };
             // A topology that asks for a router config that cannot start stops the run here,
             // naming the AS in the topology file.

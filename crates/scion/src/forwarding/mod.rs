@@ -11,6 +11,7 @@
 
 mod drops;
 mod prepare;
+pub mod reply;
 pub mod rotation;
 pub mod staged;
 

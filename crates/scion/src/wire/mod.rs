@@ -1,6 +1,6 @@
 //! SCION's wire formats, and nothing else: ISD-AS numbers, the common and address header, the
 //! standard path (type 1), EPIC-HP (type 3) and aviary's per-AS EPIC path, the hop-by-hop and
-//! end-to-end extension headers, SCION/UDP.
+//! end-to-end extension headers, SCION/UDP, SCMP.
 //!
 //! Each header has a zero-copy view over a byte buffer (`new_checked` validates lengths once,
 //! after which every getter and setter is in bounds) whose field offsets come from one table
@@ -16,4 +16,5 @@ pub mod header;
 pub mod ia;
 pub mod path;
 pub mod path_view;
+pub mod scmp;
 pub mod udp;
