@@ -1,7 +1,7 @@
 //! The buyer's agent: buys reservations on the market for the transit ASes of the path a
 //! host will use, in one atomic transaction, waits for the ASes to deliver, opens the sealed
 //! reservations and returns the reservation file the host agent sends with. With `reverse`,
-//! the same transaction also buys the reverse direction (seed 000, Appendix C) for the
+//! the same transaction also buys the reverse direction (the Hummingbird paper, Appendix C) for the
 //! destination to answer on.
 
 use std::time::{Duration, Instant};

@@ -1,4 +1,4 @@
-//! Deterministic per-reservation policing (seed 000, Alg. 1).
+//! Deterministic per-reservation policing (the Hummingbird paper, Alg. 1).
 //!
 //! The state is one 8-byte timestamp per reservation, indexed directly by the ResID that
 //! the AS assigned uniquely per ingress interface. A packet is within its reservation if,

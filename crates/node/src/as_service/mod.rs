@@ -179,7 +179,7 @@ impl AsServiceConfig {
 }
 
 /// First Fit's competitive ratio on interval graphs is at most 8 (Narayanaswamy and Subhash
-/// Babu): the R of seed 000 §4.3's bound for an AS that colours with First Fit.
+/// Babu): the R of the Hummingbird paper §4.3's bound for an AS that colours with First Fit.
 pub const FIRST_FIT_RATIO: u64 = 8;
 
 /// ResID_max = R · TotalBW / MinBW over the ingress interfaces sold (at most as many

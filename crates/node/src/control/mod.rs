@@ -1,7 +1,7 @@
 //! The AS control service (`aviary control`): issues this AS's hop fields with its own key,
 //! assembles complete paths for its hosts by having every AS on a route add its hop field
 //! (no process holds another AS's secret), and grants Hummingbird reservations to the AS
-//! operator (the out-of-band control plane of seed 000 §4.2), and runs the AS's DRKey
+//! operator (the out-of-band control plane of the Hummingbird paper, §4.2), and runs the AS's DRKey
 //! service ([`drkey`], [`level1`]).
 
 use std::collections::HashMap;
