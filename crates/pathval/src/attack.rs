@@ -208,7 +208,7 @@ pub fn measure(chain: &mut Chain, attack: Attack, packets: u64, now_s: u64, rand
                 (a + 1, now_s)
             }
             Attack::Injection => {
-                let own = payload(i ^ 0x5eed_0000_0000_0000);
+                let own = payload(!i);
                 let (mut hs, mut c, mut vp) = ([0; HIDDEN_SAMPLE_LEN], [0; BLOCK_LEN], [0; BLOCK_LEN]);
                 random.fill_bytes(&mut hs);
                 random.fill_bytes(&mut c);
