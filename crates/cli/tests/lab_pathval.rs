@@ -56,7 +56,52 @@ fn lab_pathval_json_has_the_figures_and_they_agree_with_the_sampling_theory() {
     ] {
         assert!(timing[f].as_f64().unwrap() > 0.0, "{f}");
     }
+    check_detection(&v["detection"]);
     let html = std::fs::read_to_string(&report).unwrap();
     assert_eq!(html.matches("<svg").count(), 2);
+    assert!(html.contains("Detection rate per attack") && html.contains("<td>ppv</td><td>deviation</td>"));
     std::fs::remove_file(&report).unwrap();
+}
+
+/// Every attack × scheme × N cell is within 4 binomial standard deviations of the predicted
+/// rate (exact where the prediction is 0 or 1), and the selective attacker's guesses under
+/// pathval are right no more often than chance.
+fn check_detection(d: &Value) {
+    let rates = d["rates"].as_object().unwrap();
+    assert_eq!(rates.len(), 4);
+    for (scheme, attacks) in rates {
+        let attacks = attacks.as_object().unwrap();
+        assert_eq!(attacks.len(), 6, "{scheme}");
+        for (attack, by_n) in attacks {
+            let by_n = by_n.as_object().unwrap();
+            assert_eq!(by_n.len(), 10, "{scheme} {attack}: N = 3..12");
+            for (n, c) in by_n {
+                let (attacked, detected) = (c["attacked"].as_u64().unwrap(), c["detected"].as_u64().unwrap());
+                assert_eq!(c["undetected"].as_u64().unwrap(), attacked - detected);
+                if attacked == 0 {
+                    continue;
+                }
+                let p = c["predicted"].as_f64().unwrap();
+                let sd = (attacked as f64 * p * (1.0 - p)).sqrt();
+                assert!(
+                    (detected as f64 - attacked as f64 * p).abs() <= 4.0 * sd + 1e-9,
+                    "{scheme} {attack} N = {n}: {c}"
+                );
+            }
+        }
+    }
+    assert_eq!(rates["ppv"]["selective_misroute"]["12"]["detected"].as_u64().unwrap(), 0);
+    let packets = d["packets"].as_u64().unwrap() as f64;
+    for (n, g) in d["selective_guess"]["pathval"].as_object().unwrap() {
+        let base = g["predicted_sampled_rate"].as_f64().unwrap();
+        let precision = g["precision"].as_f64().unwrap();
+        // Roughly half the packets are guessed sampled: 4 deviations of a binomial on half.
+        let sd = (base * (1.0 - base) / (packets / 2.0)).sqrt();
+        assert!((precision - base).abs() <= 4.0 * sd + 0.02, "N = {n}: {g}");
+    }
+    for g in d["selective_guess"]["ppv"].as_object().unwrap().values() {
+        if let Some(p) = g["precision"].as_f64() {
+            assert_eq!(p, 1.0, "PPV's mark is in plaintext: {g}");
+        }
+    }
 }

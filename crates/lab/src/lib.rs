@@ -8,6 +8,7 @@ pub mod gas;
 pub mod gma;
 pub mod machine;
 pub mod pathval;
+pub mod pathval_attack;
 pub mod pathval_report;
 pub mod report;
 pub mod resid;

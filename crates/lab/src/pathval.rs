@@ -11,6 +11,7 @@
 //!   `i + 1`) has been covered by a sample, measured on consecutive packets, beside the
 //!   paper's `N / (ln N + 0.5772)`.
 //! - Table IV: the time of each of the paper's functions on this machine, 1000-byte payloads.
+//! - Detection: each attack against pathval and its references ([`crate::pathval_attack`]).
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -22,6 +23,8 @@ use aviary_pathval::{Chain, EndToEndKey, Freshness, LinkKey, PathvalView, Sampli
 use aviary_qos::SeededRandom;
 use aviary_scion::drkey::Epoch;
 use serde::Serialize;
+
+use crate::pathval_attack::{self, Detection};
 
 /// Euler-Mascheroni constant, as the paper rounds it.
 pub const GAMMA: f64 = 0.5772;
@@ -37,11 +40,13 @@ pub struct Effort {
     pub packets: u64,
     /// Calls per function for Table IV.
     pub timing_calls: u32,
+    /// Packets per cell of the detection table (attack × scheme × path length).
+    pub attack_packets: u64,
 }
 
 impl Effort {
-    pub const FULL: Self = Self { packets: 10_000, timing_calls: 20_000 };
-    pub const QUICK: Self = Self { packets: 2_000, timing_calls: 2_000 };
+    pub const FULL: Self = Self { packets: 10_000, timing_calls: 20_000, attack_packets: 2_000 };
+    pub const QUICK: Self = Self { packets: 2_000, timing_calls: 2_000, attack_packets: 200 };
 }
 
 /// Fig. 4 and Fig. 10 for one path length.
@@ -79,6 +84,7 @@ pub struct PathvalReport {
     pub table5: BTreeMap<String, Coverage>,
     /// Table IV: ns per call of each function.
     pub timing_ns: BTreeMap<&'static str, f64>,
+    pub detection: Detection,
 }
 
 fn harmonic(n: usize) -> f64 {
@@ -193,7 +199,12 @@ pub fn run(effort: Effort) -> PathvalReport {
         by_n.insert(nodes.to_string(), length);
         table5.insert(nodes.to_string(), coverage);
     }
-    PathvalReport { by_n, table5, timing_ns: timings(effort.timing_calls) }
+    PathvalReport {
+        by_n,
+        table5,
+        timing_ns: timings(effort.timing_calls),
+        detection: pathval_attack::run(effort.attack_packets),
+    }
 }
 
 /// Path lengths in numeric order (the maps sort their keys as text).
@@ -224,6 +235,8 @@ pub fn table(r: &PathvalReport) -> String {
     for (name, ns) in &r.timing_ns {
         out += &format!("  {name:<32} {ns:>10.0}\n");
     }
+    out += "\n";
+    out += &pathval_attack::table(&r.detection);
     out += "The closed forms and the measurements differ where docs/pathval.md explains why.\n";
     out
 }

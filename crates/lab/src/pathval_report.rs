@@ -132,10 +132,15 @@ pub fn html(r: &PathvalReport) -> String {
 <table><tr><th>N</th><th>covers</th><th>measured mean</th><th>paper N/(ln N + 0.5772)</th></tr>{rows5}</table>
 <h2>Table IV: ns per call (1000-byte payload)</h2>
 <table><tr><th>function</th><th>ns</th></tr>{rows4}</table>
+<h2>Detection rate per attack</h2>
+<p>An untrusted router after node &lfloor;(N&minus;3)/2&rfloor; (the source is node 0) attacks {attack_packets} packets per cell; a packet is detected when a trusted node drops it. Hover a cell for the counts and the rate the analysis predicts.</p>
+{detection}
 <p>Where the paper's closed forms and these measurements differ, docs/pathval.md says why.</p>
 </body></html>
 "#,
         fig4 = line_plot(&fig4, "sampling node", "packets"),
+        attack_packets = r.detection.packets,
+        detection = crate::pathval_attack::html_table(&r.detection),
         fig10 = line_plot(&fig10, "N (nodes on the path)", "samples per packet"),
     )
 }

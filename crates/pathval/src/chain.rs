@@ -12,7 +12,8 @@ use aviary_scion::{path_type, HostAddr, IsdAsn, ScionHeader};
 use crate::crypto::{LinkKey, SamplingKey};
 use crate::header::{emit_extension, EXTENSION_LEN};
 use crate::keys::PathvalIssuer;
-use crate::router::{Destination, Freshness, Router, Source, Verdict};
+use crate::router::{Destination, Freshness, PathvalDrop, Router, Source, Verdict};
+use crate::scheme::{Scheme, SchemeKind};
 
 /// Upper-layer protocol after the extension (UDP), as a real packet would carry.
 const UDP: u8 = 17;
@@ -31,6 +32,7 @@ pub struct Trip {
 
 /// `nodes` nodes in a row: node 0 the source, node `nodes - 1` the destination.
 pub struct Chain {
+    scheme: SchemeKind,
     header: ScionHeader,
     source: Source,
     routers: Vec<Router>,
@@ -48,7 +50,19 @@ impl Chain {
     /// A chain of `nodes` (at least 2) nodes whose AS secrets and router sampling keys come
     /// from `seed`; every node accepts packets up to `freshness` old.
     pub fn new(nodes: usize, seed: u64, epoch: Epoch, freshness: Freshness) -> Result<Self, DrkeyError> {
-        assert!(nodes >= 2, "a path has a source and a destination");
+        Self::with_scheme(SchemeKind::Pathval, nodes, seed, epoch, freshness)
+    }
+
+    /// [`Self::new`] running `scheme` instead of pathval (at most 255 nodes, the HopCount's
+    /// range).
+    pub fn with_scheme(
+        scheme: SchemeKind,
+        nodes: usize,
+        seed: u64,
+        epoch: Epoch,
+        freshness: Freshness,
+    ) -> Result<Self, DrkeyError> {
+        assert!((2..=255).contains(&nodes), "a path has a source and a destination, and at most 255 nodes");
         let mut rng = SeededRandom::new(seed);
         let issuers = (0..nodes)
             .map(|_| {
@@ -81,6 +95,7 @@ impl Chain {
             path: Vec::new(),
         };
         Ok(Self {
+            scheme,
             header,
             source: Source { session_id, k0n: k0n.clone() },
             routers,
@@ -91,6 +106,9 @@ impl Chain {
 
     pub fn nodes(&self) -> usize {
         self.links.len() + 1
+    }
+    pub fn scheme(&self) -> SchemeKind {
+        self.scheme
     }
     pub fn source(&self) -> &Source {
         &self.source
@@ -116,6 +134,27 @@ impl Chain {
         pkt
     }
 
+    /// The scheme as node `i` runs it.
+    fn scheme_at(&self, i: usize) -> Scheme {
+        self.scheme.at(i as u8, self.nodes() as u8)
+    }
+
+    /// The source's part: fills in the header of `pkt`, created at `timestamp`, for node 1.
+    /// Returns whether the source put a proof in it.
+    pub fn send(&self, pkt: &mut [u8], timestamp: u32) -> Result<bool, PathvalDrop> {
+        self.source.send_as(self.scheme_at(0), pkt, timestamp, &self.links[0])
+    }
+
+    /// Node `i` (`1 ≤ i < nodes`: a router, or the destination last) processes `pkt` as if it
+    /// came from node `i - 1`.
+    pub fn step(&mut self, i: usize, pkt: &mut [u8], now_s: u64, random: &mut dyn RandomSource) -> Verdict {
+        let scheme = self.scheme_at(i);
+        if i == self.nodes() - 1 {
+            return self.destination.receive_as(scheme, pkt, &self.links[i - 1], now_s);
+        }
+        self.routers[i - 1].process_as(scheme, pkt, (&self.links[i - 1], &self.links[i]), now_s, random)
+    }
+
     /// Sends a packet created at `timestamp` from the source and hands it to each node in
     /// turn, `hook(i, pkt)` seeing it on the wire between node `i` and node `i + 1`.
     pub fn run_with(
@@ -126,20 +165,20 @@ impl Chain {
         random: &mut dyn RandomSource,
         mut hook: impl FnMut(usize, &mut [u8]),
     ) -> Trip {
-        let mut sampled = vec![true];
-        if let Err(d) = self.source.send(pkt, timestamp, &self.links[0]) {
-            return Trip { sampled: Vec::new(), verdict: Verdict::Drop(d) };
-        }
+        let mut sampled = match self.send(pkt, timestamp) {
+            Ok(s) => vec![s],
+            Err(d) => return Trip { sampled: Vec::new(), verdict: Verdict::Drop(d) },
+        };
         hook(0, pkt);
-        for (r, router) in self.routers.iter_mut().enumerate() {
-            let i = r + 1;
-            match router.process(pkt, &self.links[i - 1], &self.links[i], now_s, random) {
+        let last = self.nodes() - 1;
+        for i in 1..last {
+            match self.step(i, pkt, now_s, random) {
                 Verdict::Forward { sampled: s } => sampled.push(s),
                 other => return Trip { sampled, verdict: other },
             }
             hook(i, pkt);
         }
-        let verdict = self.destination.receive(pkt, &self.links[self.links.len() - 1], now_s);
+        let verdict = self.step(last, pkt, now_s, random);
         Trip { sampled, verdict }
     }
 

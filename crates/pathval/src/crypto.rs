@@ -110,8 +110,7 @@ impl SamplingKey {
     /// bias below `256 / 2^64`.
     pub fn rho(&self, meta: &Metadata, hop_count: u8) -> u8 {
         let out = self.0.mac(&[&meta.to_bytes(), &[hop_count]]);
-        let x = u64::from_be_bytes(out[..8].try_into().expect("8 bytes"));
-        ((u128::from(x) * (u128::from(hop_count) + 1)) >> 64) as u8
+        uniform_below(&out, u16::from(hop_count) + 1)
     }
 
     /// EpSampling (Alg. 1): `Flag = (ρ == HopCount)`. The n-th node of a path sees
@@ -119,6 +118,13 @@ impl SamplingKey {
     pub fn ep_sampling(&self, meta: &Metadata, hop_count: u8) -> bool {
         self.rho(meta, hop_count) == hop_count
     }
+}
+
+/// An integer uniform in `[0, n)` (`1 <= n <= 256`) from pseudo-random bytes: the first 8,
+/// as a big-endian `x`, map to `⌊x · n / 2^64⌋`, uniform up to a bias below `n / 2^64`.
+pub fn uniform_below(random: &[u8; BLOCK_LEN], n: u16) -> u8 {
+    let x = u64::from_be_bytes(random[..8].try_into().expect("8 bytes"));
+    ((u128::from(x) * u128::from(n)) >> 64) as u8
 }
 
 /// `DataHash`: the first 16 bytes of SHA3-256 over the payload (Table III gives it 16 bytes).

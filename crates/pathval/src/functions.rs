@@ -45,12 +45,27 @@ fn next_hop_count(hdr: &HeaderMut<'_>) -> Result<u8, PathvalDrop> {
 /// HopCount | K)`, `ValidationProof = CMAC_K(Metadata | HopCount | Concealment)` for the next
 /// trusted node.
 pub fn construction(hdr: &mut HeaderMut<'_>, k_next: &LinkKey) -> Result<(), PathvalDrop> {
+    let hc = prove(hdr, k_next)?;
+    hdr.set_hidden_sample(&k_next.hidden_sample(true, &hdr.data_hash(), hc));
+    Ok(())
+}
+
+/// The proof part of Construction, which the schemes without a hidden sample state (Baseline,
+/// PPV, EPIC-style) run alone: `HopCount += 1` and `ValidationProof = CMAC_K(Metadata |
+/// HopCount | Concealment)`. Returns the new HopCount.
+pub fn prove(hdr: &mut HeaderMut<'_>, k_next: &LinkKey) -> Result<u8, PathvalDrop> {
     let hc = next_hop_count(hdr)?;
-    let meta = hdr.metadata();
     hdr.set_hop_count(hc);
-    hdr.set_hidden_sample(&k_next.hidden_sample(true, &meta.data_hash, hc));
-    let vp = k_next.validation_proof(&meta, hc, &hdr.concealment());
+    let vp = k_next.validation_proof(&hdr.metadata(), hc, &hdr.concealment());
     hdr.set_validation_proof(&vp);
+    Ok(hc)
+}
+
+/// `HopCount += 1` and nothing else: what a PPV router that neither samples nor verifies
+/// does.
+pub fn count_hop(hdr: &mut HeaderMut<'_>) -> Result<(), PathvalDrop> {
+    let hc = next_hop_count(hdr)?;
+    hdr.set_hop_count(hc);
     Ok(())
 }
 

@@ -46,6 +46,9 @@ pub mod field {
     pub const TIMESTAMP: Range<usize> = 65..69;
     pub const CONCEALMENT: Range<usize> = 69..85;
     pub const VALIDATION_PROOF: Range<usize> = 85..101;
+    /// PPV's plaintext sample mark (the index of the node that samples the packet), in the
+    /// first byte of HiddenSample, which PPV does not otherwise use (see [`crate::scheme`]).
+    pub const PPV_SAMPLED_NODE: usize = 0;
 }
 
 /// Why a packet's pathval header could not be read.
@@ -94,6 +97,10 @@ impl<T: AsRef<[u8]>> PathvalView<T> {
     pub fn hop_count(&self) -> u8 {
         self.b()[field::HOP_COUNT]
     }
+    /// PPV only: the index of the node that samples the packet, in plaintext.
+    pub fn ppv_sampled_node(&self) -> u8 {
+        self.b()[field::PPV_SAMPLED_NODE]
+    }
     pub fn data_hash(&self) -> [u8; BLOCK_LEN] {
         self.block(field::DATA_HASH)
     }
@@ -125,6 +132,9 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> PathvalView<T> {
     }
     pub fn set_hop_count(&mut self, v: u8) {
         self.b_mut()[field::HOP_COUNT] = v;
+    }
+    pub fn set_ppv_sampled_node(&mut self, v: u8) {
+        self.b_mut()[field::PPV_SAMPLED_NODE] = v;
     }
     pub fn set_data_hash(&mut self, v: &[u8; BLOCK_LEN]) {
         self.b_mut()[field::DATA_HASH].copy_from_slice(v);

@@ -13,20 +13,26 @@
 //! - [`functions`]: the paper's six functions, one by one (errata of Alg. 2 fixed).
 //! - [`router`]: sans-IO processing at the source, a trusted router and the destination.
 //! - [`keys`]: the pairwise and end-to-end keys from DRKey.
+//! - [`scheme`]: pathval and the paper's references (Baseline, PPV, EPIC-style) on the same
+//!   header and keys.
 //! - [`chain`]: a whole path in one process, for measurements and tests.
+//! - [`attack`]: an untrusted router on the chain attacking packets, and what was detected.
 //!
 //! The layout, the key derivation and where this implementation departs from the paper are
 //! in docs/pathval.md.
 
+pub mod attack;
 pub mod chain;
 pub mod crypto;
 pub mod functions;
 pub mod header;
 pub mod keys;
 pub mod router;
+pub mod scheme;
 
 pub use chain::{Chain, Trip};
 pub use crypto::{data_hash, EndToEndKey, LinkKey, SamplingKey};
 pub use header::{locate, HeaderError, Metadata, PathvalView, HEADER_LEN, OPT_PATHVAL};
 pub use keys::{PathvalIssuer, PROTOCOL};
 pub use router::{Destination, Freshness, NodeStats, PathvalDrop, Router, Source, Verdict};
+pub use scheme::{Scheme, SchemeKind};

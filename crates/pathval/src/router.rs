@@ -14,6 +14,7 @@ use aviary_qos::{DropCounters, DropReason, RandomSource};
 use crate::crypto::{EndToEndKey, LinkKey, SamplingKey};
 use crate::functions::{self, HeaderMut};
 use crate::header::{locate, HeaderError, PathvalView, BLOCK_LEN};
+use crate::scheme::Scheme;
 
 macro_rules! drops {
     ($($variant:ident => $label:literal),+ $(,)?) => {
@@ -52,6 +53,7 @@ drops! {
     BadDataHash => "bad_data_hash",
     BadValidationProof => "bad_validation_proof",
     BadConcealment => "bad_concealment",
+    OffStaticPath => "off_static_path",
 }
 
 impl From<HeaderError> for PathvalDrop {
@@ -133,9 +135,21 @@ impl Source {
     /// Fills in the pathval header of `pkt` (which carries one, e.g. from
     /// [`crate::header::emit_extension`]) for a packet created at `timestamp` (Unix s).
     pub fn send(&self, pkt: &mut [u8], timestamp: u32, k_next: &LinkKey) -> Result<(), PathvalDrop> {
+        self.send_as(Scheme::Pathval, pkt, timestamp, k_next).map(|_| ())
+    }
+
+    /// [`Self::send`] under any [`Scheme`]; returns whether the source put a proof in the
+    /// packet.
+    pub fn send_as(
+        &self,
+        scheme: Scheme,
+        pkt: &mut [u8],
+        timestamp: u32,
+        k_next: &LinkKey,
+    ) -> Result<bool, PathvalDrop> {
         let (mut hdr, payload) = split(pkt)?;
         functions::src_initialization(&mut hdr, payload, &self.session_id, timestamp, &self.k0n);
-        functions::construction(&mut hdr, k_next)
+        scheme.source_proof(&mut hdr, k_next)
     }
 }
 
@@ -162,7 +176,19 @@ impl Router {
         now_s: u64,
         random: &mut dyn RandomSource,
     ) -> Verdict {
-        match self.try_process(pkt, k_prev, k_next, now_s, random) {
+        self.process_as(Scheme::Pathval, pkt, (k_prev, k_next), now_s, random)
+    }
+
+    /// [`Self::process`] under any [`Scheme`]; `keys` are `(k_prev, k_next)`.
+    pub fn process_as(
+        &mut self,
+        scheme: Scheme,
+        pkt: &mut [u8],
+        keys: (&LinkKey, &LinkKey),
+        now_s: u64,
+        random: &mut dyn RandomSource,
+    ) -> Verdict {
+        match self.try_process(scheme, pkt, keys, now_s, random) {
             Ok(sampled) => {
                 self.stats.sampled += u64::from(sampled);
                 Verdict::Forward { sampled }
@@ -173,9 +199,9 @@ impl Router {
 
     fn try_process(
         &mut self,
+        scheme: Scheme,
         pkt: &mut [u8],
-        k_prev: &LinkKey,
-        k_next: &LinkKey,
+        keys: (&LinkKey, &LinkKey),
         now_s: u64,
         random: &mut dyn RandomSource,
     ) -> Result<bool, PathvalDrop> {
@@ -185,16 +211,9 @@ impl Router {
             return Err(PathvalDrop::HopCountOverflow);
         }
         self.freshness.check(hdr.timestamp(), now_s)?;
-        if functions::verification(&hdr, payload, k_prev)? {
-            self.stats.proofs_verified += 1;
-        }
-        let sampled = functions::ep_sampling(&hdr, &self.sampling);
-        if sampled {
-            functions::construction(&mut hdr, k_next)?;
-        } else {
-            functions::update(&mut hdr, k_next, random)?;
-        }
-        Ok(sampled)
+        let routed = scheme.route(&mut hdr, payload, keys, &self.sampling, random)?;
+        self.stats.proofs_verified += u64::from(routed.verified);
+        Ok(routed.sampled)
     }
 }
 
@@ -213,19 +232,24 @@ impl Destination {
     }
 
     pub fn receive(&mut self, pkt: &mut [u8], k_prev: &LinkKey, now_s: u64) -> Verdict {
-        match self.try_receive(pkt, k_prev, now_s) {
+        self.receive_as(Scheme::Pathval, pkt, k_prev, now_s)
+    }
+
+    /// [`Self::receive`] under any [`Scheme`].
+    pub fn receive_as(&mut self, scheme: Scheme, pkt: &mut [u8], k_prev: &LinkKey, now_s: u64) -> Verdict {
+        match self.try_receive(scheme, pkt, k_prev, now_s) {
             Ok(()) => Verdict::Deliver,
             Err(d) => self.stats.drop(d),
         }
     }
 
-    fn try_receive(&mut self, pkt: &mut [u8], k_prev: &LinkKey, now_s: u64) -> Result<(), PathvalDrop> {
+    fn try_receive(&mut self, scheme: Scheme, pkt: &mut [u8], k_prev: &LinkKey, now_s: u64) -> Result<(), PathvalDrop> {
         let (hdr, payload) = split(pkt)?;
         self.freshness.check(hdr.timestamp(), now_s)?;
-        if functions::verification(&hdr, payload, k_prev)? {
+        if scheme.accept(&hdr, payload, k_prev, &self.k0n)? {
             self.stats.proofs_verified += 1;
         }
-        functions::dst_verification(&hdr, payload, &self.k0n)
+        Ok(())
     }
 }
 
