@@ -221,3 +221,20 @@ fn guarantees_change_at_run_time_and_survive_a_restart() {
     assert_eq!(settings["rates"]["1-ff00:0:110"], "100%");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_bad_zlane_table_stops_the_router_naming_the_field() {
+    let with = |extra: &str| {
+        let text = CONFIG.replace("drkey_protocol = 42\n", &format!("drkey_protocol = 42\n{extra}\n"));
+        toml::from_str::<RouterConfig>(&text).unwrap().validate("router.toml").unwrap_err()
+    };
+    assert_eq!(with("[zlane.rates]\n\"9\" = \"10%\"").field, "zlane.rates.9");
+    assert_eq!(with("[zlane.rates]\n\"2\" = \"110%\"").field, "zlane.rates.2");
+    // A link table without a bounded class for guaranteed traffic has no μ_G.
+    let text = CONFIG.replace("capacity_bps = 10000000\n", "capacity_bps = 10000000\nclass_table = \"plain\"\n");
+    let unbounded = ["R", "N", "G", "A", "U"].map(|c| format!("{{ name = \"{c}\", queue_bytes = 10 }}")).join(", ");
+    let table = format!("drkey_protocol = 42\n[class_table.plain]\nclass = [{unbounded}]\n");
+    let text = text.replace("drkey_protocol = 42\n", &table);
+    let e = toml::from_str::<RouterConfig>(&text).unwrap().validate("router.toml").unwrap_err();
+    assert_eq!(e.field, "interface[0].class_table");
+}
