@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use aviary_hummingbird::{BwCodec, RouterParams};
 use aviary_scion::IsdAsn;
+use aviary_zlane::classes::ZlaneConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::reservable::InterfaceBandwidth;
@@ -79,6 +80,10 @@ pub struct RouterConfig {
     pub classes: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub class_table: BTreeMap<String, ClassTableConfig>,
+    /// Makes this a Z-Lane router: EPIC verification, the guarantees of `[zlane]` and the
+    /// classes R, N, G, A, U (see [`crate::router::classes`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zlane: Option<ZlaneConfig>,
     #[serde(rename = "interface", default)]
     pub interfaces: Vec<InterfaceConfig>,
     /// How many SCMP errors the router may send.
@@ -304,6 +309,9 @@ impl RouterConfig {
                 if self.queues.priority_bytes == 0 { "queues.priority_bytes" } else { "queues.best_effort_bytes" };
             return Err(ConfigError::new(file, field, "must be positive"));
         }
+        if let Some(z) = &self.zlane {
+            z.plan(self.ia.isd()).map_err(|e| ConfigError::new(file, format!("zlane.{}", e.field()), e.to_string()))?;
+        }
         let tables = self.class_tables(file)?;
         for (i, f) in self.interfaces.iter().enumerate() {
             if !tables.contains_key(&f.class_table) {
@@ -312,12 +320,45 @@ impl RouterConfig {
                 return Err(ConfigError::new(file, format!("interface[{i}].class_table"), msg));
             }
         }
+        self.guaranteed_bounds(file)?;
         Ok(())
     }
 
-    /// The class tables by name, `default` included.
+    /// The class tables by name, `default` included (Table 2 on a Z-Lane router).
     pub fn class_tables(&self, file: &str) -> Result<BTreeMap<String, aviary_qos::ClassTable>, ConfigError> {
-        classes::tables(file, &self.class_table, &self.queues)
+        classes::tables(file, &self.class_table, &self.queues, self.zlane.is_some())
+    }
+
+    /// `[classes]` over the router's defaults: on a Z-Lane router every standard admission goes
+    /// to its queue of Table 2 unless `[classes]` says otherwise.
+    pub fn class_mapping(&self) -> BTreeMap<String, String> {
+        let mut mapping = if self.zlane.is_some() { classes::zlane_mapping() } else { BTreeMap::new() };
+        mapping.extend(self.classes.clone());
+        mapping
+    }
+
+    /// For every interface, its id and the bound of the class guaranteed traffic goes to
+    /// (μ_G), which relative Z-Lane guarantees are shares of. Only a Z-Lane router needs it.
+    pub fn guaranteed_bounds(&self, file: &str) -> Result<Vec<(u16, aviary_qos::RateBound)>, ConfigError> {
+        if self.zlane.is_none() {
+            return Ok(Vec::new());
+        }
+        let tables = self.class_tables(file)?;
+        let mapping = self.class_mapping();
+        self.interfaces
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let table = &tables[&f.class_table];
+                classes::guaranteed_bound(table, &mapping).map(|b| (f.id, b)).ok_or_else(|| {
+                    let msg = format!(
+                        "class table `{}` has no class with a bound for guaranteed traffic (Z-Lane's μ_G)",
+                        f.class_table
+                    );
+                    ConfigError::new(file, format!("interface[{i}].class_table"), msg)
+                })
+            })
+            .collect()
     }
 }
 

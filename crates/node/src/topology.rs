@@ -21,10 +21,14 @@
 //!
 //! An AS's router may differ from the defaults: `[as.router.hummingbird]`, `[as.router.classes]`,
 //! `[as.router.class_table.NAME]` are the router config's tables of the same names, and
-//! `as.router.link_class_table` names the class table of all its inter-AS links.
+//! `as.router.link_class_table` names the class table of all its inter-AS links, and
+//! `[as.router.zlane]` makes it a Z-Lane router (its guarantees default to an equal share for
+//! every AS of its ISD and every other ISD of the topology).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+
+use aviary_zlane::classes::ZlaneConfig;
 use std::path::Path;
 
 use aviary_hummingbird::RouterParams;
@@ -143,11 +147,29 @@ pub struct RouterSettings {
     /// The class table of every inter-AS link of this AS (default: `default`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link_class_table: Option<String>,
+    /// The router's `[zlane]` table; with `ases` and `isds` both empty, the runner lists every
+    /// AS of the router's ISD and every other ISD of the topology.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zlane: Option<ZlaneConfig>,
 }
 
 impl RouterSettings {
     fn is_default(&self) -> bool {
         *self == Self::default()
+    }
+}
+
+impl Topology {
+    /// The `[zlane]` table of `ia`'s router: as the topology states it, its universe of
+    /// origins filled in from the topology if it lists none.
+    pub fn zlane_config(&self, ia: IsdAsn, settings: &RouterSettings) -> Option<ZlaneConfig> {
+        let mut z = settings.zlane.clone()?;
+        if z.ases.is_empty() && z.isds.is_empty() {
+            z.ases = self.ases.iter().map(|a| a.ia).filter(|a| a.isd() == ia.isd()).collect();
+            let isds: BTreeSet<u16> = self.ases.iter().map(|a| a.ia.isd()).filter(|i| *i != ia.isd()).collect();
+            z.isds = isds.into_iter().collect();
+        }
+        Some(z)
     }
 }
 

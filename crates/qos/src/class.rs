@@ -93,6 +93,18 @@ pub enum RateBound {
 impl RateBound {
     pub const PPM: u32 = 1_000_000;
 
+    /// A share written as a percentage (`"12.5%"`), in parts per million.
+    pub fn parse_share(text: &str) -> Result<u32, ShareError> {
+        let pct: f64 = text
+            .strip_suffix('%')
+            .and_then(|n| n.trim().parse().ok())
+            .ok_or_else(|| ShareError::NotAPercentage(text.to_owned()))?;
+        if !(0.0..=100.0).contains(&pct) {
+            return Err(ShareError::OutOfRange(text.to_owned()));
+        }
+        Ok((pct * 10_000.0).round() as u32)
+    }
+
     /// The bound in bit/s on a link of `capacity_bps` (rounded down).
     pub fn resolve(self, capacity_bps: u64) -> u64 {
         match self {
@@ -100,6 +112,15 @@ impl RateBound {
             RateBound::Ppm(p) => (u128::from(capacity_bps) * u128::from(p) / u128::from(Self::PPM)) as u64,
         }
     }
+}
+
+/// Why a written share cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum ShareError {
+    #[error("`{0}` is not a percentage like \"12.5%\"")]
+    NotAPercentage(String),
+    #[error("`{0}` is not between 0% and 100%")]
+    OutOfRange(String),
 }
 
 /// One class of an egress link.
@@ -345,5 +366,14 @@ mod tests {
         assert_eq!(RateBound::Ppm(1).resolve(999_999), 0);
         assert_eq!(RateBound::Bps(7).resolve(0), 7);
         assert_eq!(RateBound::Ppm(1_000_000).resolve(u64::MAX), u64::MAX);
+    }
+
+    #[test]
+    fn shares_parse_as_percentages() {
+        assert_eq!(RateBound::parse_share("12.5%"), Ok(125_000));
+        assert_eq!(RateBound::parse_share("100%"), Ok(1_000_000));
+        assert_eq!(RateBound::parse_share("half"), Err(ShareError::NotAPercentage("half".into())));
+        assert_eq!(RateBound::parse_share("-1%"), Err(ShareError::OutOfRange("-1%".into())));
+        assert_eq!(RateBound::parse_share("120%"), Err(ShareError::OutOfRange("120%".into())));
     }
 }

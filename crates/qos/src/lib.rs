@@ -25,6 +25,7 @@ mod verdict;
 
 pub use class::{
     Admission, ClassError, ClassId, ClassSpec, ClassTable, Classifier, LinkPolicy, QueueDiscipline, RateBound,
+    ShareError,
 };
 pub use duplicates::{DuplicateFilter, DuplicateFilterConfig, DuplicateFilterConfigError};
 pub use policer::{InverseRateTable, PolicerConfigError, ReservationPolicer, INV_SHIFT};

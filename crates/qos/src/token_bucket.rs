@@ -211,6 +211,16 @@ impl TokenBucketBank {
         true
     }
 
+    /// Sets bucket `id` to hold `tokens` (at most the burst) at `now_ns`, e.g. to carry a
+    /// key's tokens over into a new bank. Returns false for an unknown id.
+    pub fn set_tokens(&mut self, id: usize, tokens: u16, now_ns: u64) -> bool {
+        let burst = self.burst;
+        let Some(b) = self.buckets.get_mut(id) else { return false };
+        b.tokens = tokens.min(burst);
+        b.stamp = now_ns as u32;
+        true
+    }
+
     /// Refills bucket `id` to a full burst (e.g. when its id is given to another key).
     pub fn reset(&mut self, id: usize) {
         let burst = self.burst;

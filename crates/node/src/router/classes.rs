@@ -19,11 +19,18 @@
 //! ```
 //! Without any `[class_table]`, every link has the plain table `default`: class `priority`
 //! (bound `queues.priority_bytes`) strictly before `best_effort` (`queues.best_effort_bytes`).
+//! On a Z-Lane router (one with `[zlane]`), `default` is instead the Z-Lane paper's Table 2
+//! (R 50 %, N 10 %, G 20 % exactly; A 15 %, U 5 % at least; R, N, G with
+//! `queues.priority_bytes` each, A, U with `queues.best_effort_bytes`), and `[classes]`
+//! defaults to `reserved = "R"`, `neighbor = "N"`, `guaranteed = "G"`, `authenticated = "A"`,
+//! `unauthenticated = "U"`.
 
 use std::collections::BTreeMap;
 
 use aviary_qos::{Admission, ClassSpec, ClassTable, Classifier, LinkPolicy, QueueDiscipline, RateBound};
 use serde::{Deserialize, Serialize};
+
+use aviary_zlane::classes::{table, RouterClass};
 
 use crate::config::{ConfigError, QueueConfig};
 
@@ -59,16 +66,7 @@ impl BoundConfig {
     fn resolve(&self) -> Result<RateBound, String> {
         match self {
             BoundConfig::Bps(b) => Ok(RateBound::Bps(*b)),
-            BoundConfig::Share(s) => {
-                let pct: f64 = s
-                    .strip_suffix('%')
-                    .and_then(|n| n.trim().parse().ok())
-                    .ok_or_else(|| format!("`{s}` is neither bit/s nor a percentage like \"12.5%\""))?;
-                if !(0.0..=100.0).contains(&pct) {
-                    return Err(format!("`{s}` is not between 0% and 100%"));
-                }
-                Ok(RateBound::Ppm((pct * 10_000.0).round() as u32))
-            }
+            BoundConfig::Share(s) => RateBound::parse_share(s).map(RateBound::Ppm).map_err(|e| e.to_string()),
         }
     }
 }
@@ -125,21 +123,39 @@ impl ClassTableConfig {
     }
 }
 
-/// The class tables of a router, by name, with the plain `default` table filled in.
+/// The class tables of a router, by name, with the `default` table filled in: the plain one,
+/// or Table 2 on a Z-Lane router.
 pub fn tables(
     file: &str,
     configured: &BTreeMap<String, ClassTableConfig>,
     queues: &QueueConfig,
+    zlane: bool,
 ) -> Result<BTreeMap<String, ClassTable>, ConfigError> {
     let mut out = BTreeMap::new();
-    out.insert(
-        DEFAULT_TABLE.to_owned(),
-        ClassTable::priority_best_effort(queues.priority_bytes, queues.best_effort_bytes),
-    );
+    let default = if zlane {
+        table::default_table(queues.priority_bytes, queues.best_effort_bytes)
+            .map_err(|e| ConfigError::new(file, "queues", e.to_string()))?
+    } else {
+        ClassTable::priority_best_effort(queues.priority_bytes, queues.best_effort_bytes)
+    };
+    out.insert(DEFAULT_TABLE.to_owned(), default);
     for (name, t) in configured {
         out.insert(name.clone(), t.build(file, &format!("class_table.{name}"))?);
     }
     Ok(out)
+}
+
+/// A Z-Lane router's default `[classes]`: each standard admission to its queue of Table 2.
+pub fn zlane_mapping() -> BTreeMap<String, String> {
+    Admission::STANDARD.iter().map(|(_, l)| (l.to_string(), RouterClass::of_label(l).name().to_owned())).collect()
+}
+
+/// The bound of the class `mapping` sends guaranteed traffic to in `table` (its upper bound,
+/// else its lower one): μ_G.
+pub fn guaranteed_bound(table: &ClassTable, mapping: &BTreeMap<String, String>) -> Option<RateBound> {
+    let (_, label) = Admission::STANDARD.iter().find(|(a, _)| *a == Admission::GUARANTEED)?;
+    let class = table.get(table.id_of(mapping.get(*label)?)?)?;
+    class.upper.or(class.lower)
 }
 
 /// The classifier of one link: `[classes]` resolved in its table, for every admission the

@@ -29,10 +29,13 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context as _};
 use aviary_hummingbird::{Router as HbirdRouter, SecretValue};
-use aviary_qos::{ClassId, Classifier, Context, EgressScheduler, LinkParams, LinkState, RandomSource, Verdict};
+use aviary_qos::{
+    ClassId, Classifier, Context, EgressScheduler, LinkParams, LinkState, Processor, RandomSource, Verdict,
+};
 use aviary_scion::wire::header::src_ia_of;
 use aviary_scion::wire::scmp::{self as scmp_wire, ScmpView, PROTOCOL_SCMP};
 use aviary_scion::{AsForwarding, HopMacKey, HostAddr, IsdAsn, ScionView, StandardForwarder};
+use aviary_zlane::router::ZlaneRouter;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha12Rng;
 
@@ -55,13 +58,22 @@ const SCION_UDP: u8 = 17;
 const NEXT_HDR: usize = aviary_scion::wire::header::field::NEXT_HDR;
 const NO_LINK: u8 = u8::MAX;
 
-/// The mechanisms this router hosts, keyed from the AS master secret: one line each.
-fn processors(ia: IsdAsn, secret: &[u8], ids: &[u16], cfg: &RouterConfig) -> anyhow::Result<Pipeline> {
+/// The mechanisms this router hosts, keyed from the AS master secret: one line each. A Z-Lane
+/// router's standard SCION is Z-Lane's processor, which also verifies EPIC and classifies.
+pub fn processors(ia: IsdAsn, secret: &[u8], ids: &[u16], cfg: &RouterConfig, now_ns: u64) -> anyhow::Result<Pipeline> {
     let fwd = AsForwarding::new(ia, HopMacKey::from_master_secret(secret), ids.iter().copied());
-    let scion = StandardForwarder::standard(fwd.clone());
+    let scion: Box<dyn Processor> = match &cfg.zlane {
+        Some(z) => {
+            let links = cfg.guaranteed_bounds("router config")?;
+            Box::new(
+                ZlaneRouter::new(fwd.clone(), secret, z.clone(), links, now_ns).map_err(|e| anyhow!("zlane: {e}"))?,
+            )
+        }
+        None => Box::new(StandardForwarder::standard(fwd.clone())),
+    };
     let hummingbird = HbirdRouter::new(fwd, SecretValue::from_master_secret(secret), cfg.hummingbird)
         .map_err(|e| anyhow!("hummingbird: {e}"))?;
-    Ok(Pipeline::new(vec![Box::new(scion), Box::new(hummingbird)])?)
+    Ok(Pipeline::new(vec![scion, Box::new(hummingbird)])?)
 }
 
 /// The router's randomness for its mechanisms: ChaCha12 seeded from the operating system.
@@ -163,7 +175,7 @@ impl Forwarder {
             }
             None => None,
         };
-        let mut pipeline = processors(cfg.ia, previous.as_ref().map_or(&secret, |p| &p.0), &ids, cfg)?;
+        let mut pipeline = processors(cfg.ia, previous.as_ref().map_or(&secret, |p| &p.0), &ids, cfg, unix_ns())?;
         if let Some((_, until)) = previous {
             pipeline.rotate_secret(&secret, until);
         }
@@ -175,7 +187,8 @@ impl Forwarder {
         for (idx, i) in cfg.interfaces.iter().enumerate() {
             let sock = BatchSocket::bind(i.local).with_context(|| format!("{file}: interface[{idx}].local"))?;
             let table = tables[&i.class_table].clone();
-            let classifier = classes::classifier(&file, &i.class_table, &table, &cfg.classes, pipeline.admissions())?;
+            let classifier =
+                classes::classifier(&file, &i.class_table, &table, &cfg.class_mapping(), pipeline.admissions())?;
             let params = LinkParams { rate_bps: i.capacity_bps, delay_ns: (i.delay_ms * 1e6) as u64 };
             link_of[usize::from(i.id)] = links.len() as u8;
             links.push(Link {
@@ -508,6 +521,10 @@ impl Forwarder {
                 })?;
                 if let Some(ms) = request.get("burst_ms").and_then(|v| v.as_f64()).filter(|_| name == "hummingbird") {
                     self.cfg.hummingbird.burst_ns = (ms * 1e6) as u64;
+                }
+                // Kept in the config too, so that a rebuilt pipeline (new master secret) has it.
+                if let Some(z) = self.cfg.zlane.as_mut().filter(|_| name == "zlane") {
+                    *z = z.changed(&request).map_err(|e| CommandError::Invalid(e.to_string()))?;
                 }
             }
             Command::MasterSecret { secret, previous_until_ns } => {

@@ -192,6 +192,7 @@ impl RunLayout {
                 queues: QueueConfig::default(),
                 classes: a.router.classes.clone(),
                 class_table: a.router.class_table.clone(),
+                zlane: topology.zlane_config(a.ia, &a.router),
                 interfaces,
                 scmp: Default::default(),
             };

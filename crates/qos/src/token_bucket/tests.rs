@@ -112,6 +112,17 @@ fn rate_changes_keep_what_was_earned() {
     assert_eq!(bank.tokens(id, 2 * W), Some(10_000));
 }
 
+#[test]
+fn tokens_carried_over_are_capped_and_earn_from_then() {
+    let mut bank = TokenBucketBank::new(1_000);
+    let id = bank.push(Rate::from_units(10)); // 8 µs per byte
+    assert!(bank.set_tokens(id, 100, 5_000));
+    assert_eq!(bank.tokens(id, 5_000 + 80_000), Some(110));
+    assert!(bank.set_tokens(id, u16::MAX, 0));
+    assert_eq!(bank.tokens(id, 0), Some(1_000));
+    assert!(!bank.set_tokens(id + 1, 1, 0));
+}
+
 /// A random gap: mostly on the scale of packets at the rate, sometimes long.
 fn gap(max: u64) -> impl Strategy<Value = u64> {
     prop_oneof![0..100u64, 0..100_000u64, 0..10_000_000u64, 0..1_000_000_000u64, 0..max]
