@@ -2,13 +2,15 @@
 //! λ = ℓ − 1 on-path ASes:
 //!
 //! ```text
-//! | Src (4) | λ (1) | HP (1) | π: ℓ × (in (2) | out (2)) | β (4) | AID (8) | ts_pkt (8) | ts_exp (4) | HA: λ × 3 |
+//! | Src (8) | λ (1) | HP (1) | π: ℓ × (in (2) | out (2)) | β (4) | AID (8) | ts_pkt (8) | ts_exp (4) | HA: λ × 3 |
 //! ```
 //!
-//! All integers big-endian. The path π is variable, so the fields after it are at fixed offsets
-//! from its end. Length: 34 + 7λ bytes.
+//! All integers big-endian. Src is the source's SCION ISD-AS (8 bytes, where Table I has a
+//! 4-byte AS identifier: docs/glwp.md says why). The path π is variable, so the fields after
+//! it are at fixed offsets from its end. Length: 38 + 7λ bytes.
 
 use aviary_qos::DropReason;
+use aviary_scion::IsdAsn;
 use thiserror::Error;
 
 use crate::matrix::InterfaceId;
@@ -16,11 +18,11 @@ use crate::matrix::InterfaceId;
 /// Field offsets: the one place they are written down.
 pub mod field {
     use std::ops::Range;
-    pub const SRC: Range<usize> = 0..4;
-    pub const LAMBDA: usize = 4;
-    pub const HOP_POINTER: usize = 5;
+    pub const SRC: Range<usize> = 0..8;
+    pub const LAMBDA: usize = 8;
+    pub const HOP_POINTER: usize = 9;
     /// Start of π; each interface pair is `in (2) | out (2)`.
-    pub const PATH: usize = 6;
+    pub const PATH: usize = 10;
     pub const PAIR_LEN: usize = 4;
     /// Offsets from the end of π.
     pub mod after_path {
@@ -105,8 +107,8 @@ impl<T: AsRef<[u8]>> Header<T> {
         a
     }
 
-    pub fn src(&self) -> u32 {
-        u32::from_be_bytes(self.array(field::SRC.start))
+    pub fn src(&self) -> IsdAsn {
+        IsdAsn::from_bytes(self.array(field::SRC.start))
     }
     pub fn lambda(&self) -> u8 {
         self.b()[field::LAMBDA]
@@ -139,7 +141,7 @@ impl<T: AsRef<[u8]>> Header<T> {
             .contains(&k)
             .then(|| self.array(self.after_path() + field::after_path::HA + field::HA_LEN * (k - 1)))
     }
-    /// Header length (34 + 7λ); the GLWP payload follows.
+    /// Header length (38 + 7λ); the GLWP payload follows.
     pub fn header_len(&self) -> usize {
         header_len(self.lambda())
     }
@@ -151,12 +153,19 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Header<T> {
         let hp = self.hop_pointer().saturating_add(1).min(self.lambda());
         self.buf.as_mut()[field::HOP_POINTER] = hp;
     }
+    /// Sets the hop authenticator of on-path AS `k` (`1 ≤ k ≤ λ`; others are ignored).
+    pub fn set_hop_authenticator(&mut self, k: usize, ha: &[u8; field::HA_LEN]) {
+        if (1..=usize::from(self.lambda())).contains(&k) {
+            let at = self.after_path() + field::after_path::HA + field::HA_LEN * (k - 1);
+            self.buf.as_mut()[at..at + field::HA_LEN].copy_from_slice(ha);
+        }
+    }
 }
 
 /// The header as values. `path` has ℓ = λ + 1 pairs, `hop_authenticators` λ.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HeaderRepr {
-    pub src: u32,
+    pub src: IsdAsn,
     pub hop_pointer: u8,
     pub path: Vec<(InterfaceId, InterfaceId)>,
     pub beta: u32,
@@ -216,7 +225,7 @@ impl HeaderRepr {
             return Err(EmitError::BufferTooShort { needed: len, actual: buf.len() });
         }
         let b = &mut buf[..len];
-        b[field::SRC].copy_from_slice(&self.src.to_be_bytes());
+        b[field::SRC].copy_from_slice(&self.src.to_bytes());
         b[field::LAMBDA] = lambda;
         b[field::HOP_POINTER] = self.hop_pointer;
         for (k, (i, j)) in self.path.iter().enumerate() {

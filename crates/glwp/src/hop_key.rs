@@ -2,14 +2,15 @@
 //! with AES-128-CMAC as the MAC. Inputs, big-endian, no padding (CMAC pads itself):
 //!
 //! ```text
-//! HK_k = CMAC_{K_k}(Src (4) | AID (8) | β (4) | i_k (2) | j_k (2) | ts_exp (4))     24 bytes in
-//! HA_k = CMAC_{HK_k}(Src (4) | ts_pkt (8) | pkt_len (2))[0:3]                        14 bytes in
+//! HK_k = CMAC_{K_k}(Src (8) | AID (8) | β (4) | i_k (2) | j_k (2) | ts_exp (4))     28 bytes in
+//! HA_k = CMAC_{HK_k}(Src (8) | ts_pkt (8) | pkt_len (2))[0:3]                        18 bytes in
 //! ```
 //!
-//! `K_k` is AS k's secret key, `i_k`/`j_k` its interface pair on the path, `pkt_len` the length
-//! of the GLWP packet (header and payload).
+//! `K_k` is AS k's secret key, `i_k`/`j_k` its interface pair on the path, Src the source's
+//! ISD-AS, `pkt_len` the length of the whole SCION packet that carries the header.
 
 use aes::Aes128;
+use aviary_scion::IsdAsn;
 use cmac::{Cmac, Mac};
 
 use crate::header::field::HA_LEN;
@@ -24,7 +25,7 @@ fn cmac(key: &[u8; 16], input: &[u8]) -> [u8; 16] {
 /// What AS k's hop key binds: the allocation and the AS's interface pair on its path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HopKeyInput {
-    pub src: u32,
+    pub src: IsdAsn,
     pub aid: u64,
     pub beta: u32,
     pub ingress: InterfaceId,
@@ -33,15 +34,15 @@ pub struct HopKeyInput {
 }
 
 impl HopKeyInput {
-    /// The 24 bytes the MAC runs over.
-    pub fn bytes(&self) -> [u8; 24] {
-        let mut b = [0u8; 24];
-        b[0..4].copy_from_slice(&self.src.to_be_bytes());
-        b[4..12].copy_from_slice(&self.aid.to_be_bytes());
-        b[12..16].copy_from_slice(&self.beta.to_be_bytes());
-        b[16..18].copy_from_slice(&self.ingress.to_be_bytes());
-        b[18..20].copy_from_slice(&self.egress.to_be_bytes());
-        b[20..24].copy_from_slice(&self.ts_exp.to_be_bytes());
+    /// The 28 bytes the MAC runs over.
+    pub fn bytes(&self) -> [u8; 28] {
+        let mut b = [0u8; 28];
+        b[0..8].copy_from_slice(&self.src.to_bytes());
+        b[8..16].copy_from_slice(&self.aid.to_be_bytes());
+        b[16..20].copy_from_slice(&self.beta.to_be_bytes());
+        b[20..22].copy_from_slice(&self.ingress.to_be_bytes());
+        b[22..24].copy_from_slice(&self.egress.to_be_bytes());
+        b[24..28].copy_from_slice(&self.ts_exp.to_be_bytes());
         b
     }
 }
@@ -52,11 +53,11 @@ pub fn hop_key(as_secret: &[u8; 16], input: &HopKeyInput) -> [u8; 16] {
 }
 
 /// `HA_k = MAC_{HK_k}(Src, ts_pkt, pkt_len)[0:3]`.
-pub fn hop_authenticator(hop_key: &[u8; 16], src: u32, ts_pkt: u64, pkt_len: u16) -> [u8; HA_LEN] {
-    let mut b = [0u8; 14];
-    b[0..4].copy_from_slice(&src.to_be_bytes());
-    b[4..12].copy_from_slice(&ts_pkt.to_be_bytes());
-    b[12..14].copy_from_slice(&pkt_len.to_be_bytes());
+pub fn hop_authenticator(hop_key: &[u8; 16], src: IsdAsn, ts_pkt: u64, pkt_len: u16) -> [u8; HA_LEN] {
+    let mut b = [0u8; 18];
+    b[0..8].copy_from_slice(&src.to_bytes());
+    b[8..16].copy_from_slice(&ts_pkt.to_be_bytes());
+    b[16..18].copy_from_slice(&pkt_len.to_be_bytes());
     let mac = cmac(hop_key, &b);
     [mac[0], mac[1], mac[2]]
 }
@@ -77,7 +78,7 @@ mod tests {
     #[test]
     fn the_hop_key_input_layout() {
         let input = HopKeyInput {
-            src: 0x0102_0304,
+            src: IsdAsn::from_u64(0x0102_0304_0506_0708),
             aid: 0x1112_1314_1516_1718,
             beta: 0x2122_2324,
             ingress: 0x3132,
@@ -87,8 +88,8 @@ mod tests {
         assert_eq!(
             input.bytes(),
             [
-                1, 2, 3, 4, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x21, 0x22, 0x23, 0x24, 0x31, 0x32, 0x41,
-                0x42, 0x51, 0x52, 0x53, 0x54
+                1, 2, 3, 4, 5, 6, 7, 8, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x21, 0x22, 0x23, 0x24, 0x31,
+                0x32, 0x41, 0x42, 0x51, 0x52, 0x53, 0x54
             ]
         );
         let key = [7u8; 16];
@@ -98,10 +99,11 @@ mod tests {
     #[test]
     fn every_bound_value_changes_the_key_and_the_authenticator() {
         let key = [9u8; 16];
-        let base = HopKeyInput { src: 1, aid: 2, beta: 3, ingress: 4, egress: 5, ts_exp: 6 };
+        let (ia1, ia2) = (IsdAsn::new(1, 0xff00_0000_0110), IsdAsn::new(1, 0xff00_0000_0111));
+        let base = HopKeyInput { src: ia1, aid: 2, beta: 3, ingress: 4, egress: 5, ts_exp: 6 };
         let hk = hop_key(&key, &base);
         let variants = [
-            HopKeyInput { src: 10, ..base },
+            HopKeyInput { src: ia2, ..base },
             HopKeyInput { aid: 20, ..base },
             HopKeyInput { beta: 30, ..base },
             HopKeyInput { ingress: 40, ..base },
@@ -112,10 +114,10 @@ mod tests {
             assert_ne!(hop_key(&key, &v), hk, "{v:?}");
         }
         assert_ne!(hop_key(&[8u8; 16], &base), hk, "another AS secret");
-        let ha = hop_authenticator(&hk, 1, 100, 500);
-        assert_eq!(ha, hop_authenticator(&hk, 1, 100, 500));
-        assert_ne!(ha, hop_authenticator(&hk, 1, 101, 500));
-        assert_ne!(ha, hop_authenticator(&hk, 1, 100, 501));
-        assert_ne!(ha, hop_authenticator(&hk, 2, 100, 500));
+        let ha = hop_authenticator(&hk, ia1, 100, 500);
+        assert_eq!(ha, hop_authenticator(&hk, ia1, 100, 500));
+        assert_ne!(ha, hop_authenticator(&hk, ia1, 101, 500));
+        assert_ne!(ha, hop_authenticator(&hk, ia1, 100, 501));
+        assert_ne!(ha, hop_authenticator(&hk, ia2, 100, 500));
     }
 }

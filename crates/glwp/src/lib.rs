@@ -6,8 +6,10 @@
 //! integer bits per second rounded so that allocations never add up to more than an entry of
 //! any matrix (the proof is in [`allocation`]). [`Topology`] checks paths against links and
 //! matrices, sums the load of a set of paths on each interface pair, and lists every loop-free
-//! path with a bound on the work. [`header`] is the transmission header (Table I) and
-//! [`hop_key`] its hop keys and hop authenticators.
+//! path with a bound on the work. [`header`] is the transmission header (Table I),
+//! [`hop_key`] its hop keys and hop authenticators, [`packet`] the header carried as a SCION
+//! path type, and [`router`] the validation at an on-path AS's border router (Alg. 2) with
+//! its traffic [`monitor`] and duplicate suppression.
 //!
 //! Pure logic: no I/O, no clocks.
 
@@ -16,6 +18,9 @@ mod enumerate;
 pub mod header;
 pub mod hop_key;
 pub mod matrix;
+pub mod monitor;
+pub mod packet;
+pub mod router;
 pub mod topology;
 
 pub use allocation::{guarantee, prefix_guarantees, HopValues, HopValuesError};
@@ -23,4 +28,7 @@ pub use enumerate::EnumerationError;
 pub use header::{Header, HeaderError, HeaderRepr};
 pub use hop_key::{hop_authenticator, hop_key, HopKeyInput};
 pub use matrix::{AllocationMatrix, InterfaceId, MatrixEntry, MatrixError, LOCAL_INTERFACE};
+pub use monitor::{AidMonitor, MonitorVerdict};
+pub use packet::{locate, stamp, Located, PacketError, SourceAllocation, PATH_TYPE};
+pub use router::{Freshness, GlwpDrop, Router, RouterStats};
 pub use topology::{Hop, Link, PairLoad, PathAllocation, PathError, Topology, TopologyError};

@@ -3,12 +3,13 @@
 
 use aviary_glwp::header::{field, header_len, EmitError};
 use aviary_glwp::{hop_authenticator, hop_key, Header, HeaderError, HeaderRepr, HopKeyInput};
+use aviary_scion::IsdAsn;
 use proptest::prelude::*;
 
 #[test]
 fn two_on_path_ases_byte_by_byte() {
     let repr = HeaderRepr {
-        src: 0x0a0b_0c0d,
+        src: IsdAsn::from_u64(0x0a0b_0c0d_0e0f_1011),
         hop_pointer: 1,
         path: vec![(0, 1), (2, 3), (4, 0)],
         beta: 0x0000_1000,
@@ -17,12 +18,12 @@ fn two_on_path_ases_byte_by_byte() {
         ts_exp: 0x5555_6666,
         hop_authenticators: vec![[0xa1, 0xa2, 0xa3], [0xb1, 0xb2, 0xb3]],
     };
-    assert_eq!(header_len(2), 34 + 7 * 2);
+    assert_eq!(header_len(2), 38 + 7 * 2);
     let mut buf = vec![0u8; 60];
-    assert_eq!(repr.emit(&mut buf), Ok(48));
+    assert_eq!(repr.emit(&mut buf), Ok(52));
     #[rustfmt::skip]
-    let want: [u8; 48] = [
-        0x0a, 0x0b, 0x0c, 0x0d, 2, 1,
+    let want: [u8; 52] = [
+        0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 2, 1,
         0, 0, 0, 1,  0, 2, 0, 3,  0, 4, 0, 0,
         0, 0, 0x10, 0,
         1, 2, 3, 4, 5, 6, 7, 8,
@@ -30,8 +31,8 @@ fn two_on_path_ases_byte_by_byte() {
         0x55, 0x55, 0x66, 0x66,
         0xa1, 0xa2, 0xa3, 0xb1, 0xb2, 0xb3,
     ];
-    assert_eq!(&buf[..48], &want);
-    let mut view = Header::new_checked(&mut buf[..48]).unwrap();
+    assert_eq!(&buf[..52], &want);
+    let mut view = Header::new_checked(&mut buf[..52]).unwrap();
     assert_eq!(HeaderRepr::parse(&view), repr);
     assert_eq!((view.pair(2), view.pair(3)), (Some((4, 0)), None));
     assert_eq!((view.hop_authenticator(0), view.hop_authenticator(2)), (None, Some([0xb1, 0xb2, 0xb3])));
@@ -42,11 +43,11 @@ fn two_on_path_ases_byte_by_byte() {
 
 #[test]
 fn malformed_headers_are_refused() {
-    assert_eq!(Header::new_checked(&[0u8; 3][..]).unwrap_err(), HeaderError::Truncated { needed: 6, actual: 3 });
+    assert_eq!(Header::new_checked(&[0u8; 3][..]).unwrap_err(), HeaderError::Truncated { needed: 10, actual: 3 });
     assert_eq!(Header::new_checked(&[0u8; 60][..]).unwrap_err(), HeaderError::NoOnPathAs);
     let mut b = [0u8; 60];
-    b[field::LAMBDA] = 4;
-    assert_eq!(Header::new_checked(&b[..]).unwrap_err(), HeaderError::Truncated { needed: 62, actual: 60 });
+    b[field::LAMBDA] = 4; // 38 + 28 bytes
+    assert_eq!(Header::new_checked(&b[..]).unwrap_err(), HeaderError::Truncated { needed: 66, actual: 60 });
     b[field::LAMBDA] = 2;
     b[field::HOP_POINTER] = 3;
     assert_eq!(
@@ -54,7 +55,7 @@ fn malformed_headers_are_refused() {
         HeaderError::HopPointerOutOfRange { hop_pointer: 3, lambda: 2 }
     );
     let bad = HeaderRepr {
-        src: 0,
+        src: IsdAsn::from_u64(0),
         hop_pointer: 0,
         path: vec![(0, 1), (1, 0)],
         beta: 0,
@@ -65,7 +66,7 @@ fn malformed_headers_are_refused() {
     };
     assert_eq!(bad.emit(&mut [0u8; 64]), Err(EmitError::Shape { pairs: 2, has: 0 }));
     let ok = HeaderRepr { hop_authenticators: vec![[0; 3]], ..bad };
-    assert_eq!(ok.emit(&mut [0u8; 40]), Err(EmitError::BufferTooShort { needed: 41, actual: 40 }));
+    assert_eq!(ok.emit(&mut [0u8; 44]), Err(EmitError::BufferTooShort { needed: 45, actual: 44 }));
     assert_eq!(
         HeaderRepr { hop_pointer: 2, ..ok }.emit(&mut [0u8; 64]),
         Err(EmitError::HopPointerOutOfRange { hop_pointer: 2, lambda: 1 })
@@ -77,7 +78,7 @@ fn malformed_headers_are_refused() {
 fn on_path_ases_verify_what_the_source_stamped() {
     let secrets = [[1u8; 16], [2u8; 16]];
     let path = vec![(0u16, 1u16), (2, 3), (4, 0)];
-    let (src, aid, beta, ts_exp, ts_pkt) = (42, 0xabcd, 1000, 3600, 123_456_789);
+    let (src, aid, beta, ts_exp, ts_pkt) = (IsdAsn::from_u64(42), 0xabcd, 1000, 3600, 123_456_789);
     let hop_keys: Vec<[u8; 16]> = secrets
         .iter()
         .zip(&path[1..])
@@ -114,7 +115,7 @@ fn on_path_ases_verify_what_the_source_stamped() {
 fn repr() -> impl Strategy<Value = HeaderRepr> {
     (1usize..=16).prop_flat_map(|lambda| {
         (
-            any::<u32>(),
+            any::<u64>().prop_map(IsdAsn::from_u64),
             0..=lambda as u8,
             prop::collection::vec(any::<(u16, u16)>(), lambda + 1),
             (any::<u32>(), any::<u64>(), any::<u64>(), any::<u32>()),

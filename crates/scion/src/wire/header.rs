@@ -59,6 +59,9 @@ pub mod path_type {
     /// Not SCION's: aviary's EPIC path with a validation field per hop field (Z-Lane), from
     /// the range SCION leaves unassigned (see docs/epic.md).
     pub const EPIC_PER_AS: u8 = 253;
+    /// Not SCION's: aviary's GLWP transmission header (the GLWP paper, Table I) as the path,
+    /// from the same unassigned range (see docs/glwp.md).
+    pub const GLWP: u8 = 252;
 }
 
 #[derive(Clone, Copy, Debug, Error, PartialEq, Eq)]
