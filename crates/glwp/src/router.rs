@@ -22,40 +22,17 @@ use crate::matrix::LOCAL_INTERFACE;
 use crate::monitor::{AidMonitor, MonitorVerdict};
 use crate::packet::{locate, PacketError, PATH_TYPE};
 
-macro_rules! drops {
-    ($($variant:ident => $label:literal),+ $(,)?) => {
-        /// A GLWP router's own reasons for dropping a packet.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        #[repr(u8)]
-        pub enum GlwpDrop {
-            $($variant,)+
-        }
-
-        impl GlwpDrop {
-            /// Every reason, in the order of [`Self::LABELS`].
-            pub const ALL: &'static [GlwpDrop] = &[$(GlwpDrop::$variant),+];
-            /// Metric labels; `LABELS[r as usize]` is the label of `r`.
-            pub const LABELS: &'static [&'static str] = &[$($label),+];
-
-            pub const fn label(self) -> &'static str {
-                Self::LABELS[self as usize]
-            }
-            /// The router's drop reason: the processor's own reason of the same index.
-            pub const fn reason(self) -> DropReason {
-                DropReason::Mechanism(self as u8)
-            }
-        }
-    };
-}
-
-drops! {
-    TimestampFuture => "timestamp_future",
-    TimestampExpired => "timestamp_expired",
-    AllocationExpired => "allocation_expired",
-    BadHopAuthenticator => "bad_hop_authenticator",
-    Overuse => "overuse",
-    MonitorFull => "monitor_full",
-    PathComplete => "path_complete",
+aviary_qos::mechanism_drops! {
+    /// A GLWP router's own reasons for dropping a packet.
+    pub enum GlwpDrop {
+        TimestampFuture => "timestamp_future",
+        TimestampExpired => "timestamp_expired",
+        AllocationExpired => "allocation_expired",
+        BadHopAuthenticator => "bad_hop_authenticator",
+        Overuse => "overuse",
+        MonitorFull => "monitor_full",
+        PathComplete => "path_complete",
+    }
 }
 
 impl From<PacketError> for DropReason {

@@ -9,51 +9,28 @@
 //! unchecked whenever two consecutive routers sample; verifying first makes every sample
 //! cover the segment to the next trusted node, which Table V's coverage argument assumes.
 
-use aviary_qos::{DropCounters, DropReason, RandomSource};
+use aviary_qos::{DropCounters, RandomSource};
 
 use crate::crypto::{EndToEndKey, LinkKey, SamplingKey};
 use crate::functions::{self, HeaderMut};
 use crate::header::{locate, HeaderError, PathvalView, BLOCK_LEN};
 use crate::scheme::Scheme;
 
-macro_rules! drops {
-    ($($variant:ident => $label:literal),+ $(,)?) => {
-        /// Why a pathval node dropped a packet.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        #[repr(u8)]
-        pub enum PathvalDrop {
-            $($variant,)+
-        }
-
-        impl PathvalDrop {
-            /// Every reason, in the order of [`Self::LABELS`].
-            pub const ALL: &'static [PathvalDrop] = &[$(PathvalDrop::$variant),+];
-            /// Metric labels; `LABELS[r as usize]` is the label of `r`.
-            pub const LABELS: &'static [&'static str] = &[$($label),+];
-
-            pub const fn label(self) -> &'static str {
-                Self::LABELS[self as usize]
-            }
-            /// The router's drop reason: the processor's own reason of the same index.
-            pub const fn reason(self) -> DropReason {
-                DropReason::Mechanism(self as u8)
-            }
-        }
-    };
-}
-
-drops! {
-    BadScionHeader => "bad_scion_header",
-    NoExtension => "no_hop_by_hop_extension",
-    TruncatedExtension => "truncated_extension",
-    NoOption => "no_pathval_option",
-    BadOptionLength => "bad_pathval_option_length",
-    HopCountOverflow => "hop_count_overflow",
-    StaleTimestamp => "stale_timestamp",
-    BadDataHash => "bad_data_hash",
-    BadValidationProof => "bad_validation_proof",
-    BadConcealment => "bad_concealment",
-    OffStaticPath => "off_static_path",
+aviary_qos::mechanism_drops! {
+    /// Why a pathval node dropped a packet.
+    pub enum PathvalDrop {
+        BadScionHeader => "bad_scion_header",
+        NoExtension => "no_hop_by_hop_extension",
+        TruncatedExtension => "truncated_extension",
+        NoOption => "no_pathval_option",
+        BadOptionLength => "bad_pathval_option_length",
+        HopCountOverflow => "hop_count_overflow",
+        StaleTimestamp => "stale_timestamp",
+        BadDataHash => "bad_data_hash",
+        BadValidationProof => "bad_validation_proof",
+        BadConcealment => "bad_concealment",
+        OffStaticPath => "off_static_path",
+    }
 }
 
 impl From<HeaderError> for PathvalDrop {
@@ -263,7 +240,7 @@ mod tests {
         assert!(PathvalDrop::ALL.len() <= DropCounters::OWN);
         for (i, d) in PathvalDrop::ALL.iter().enumerate() {
             assert_eq!(*d as usize, i);
-            assert_eq!(d.reason(), DropReason::Mechanism(i as u8));
+            assert_eq!(d.reason(), aviary_qos::DropReason::Mechanism(i as u8));
         }
         assert_eq!(PathvalDrop::BadConcealment.label(), "bad_concealment");
     }

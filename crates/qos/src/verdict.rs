@@ -144,3 +144,34 @@ mod tests {
         assert_eq!(DropReason::Mechanism(3).shared_index(), None);
     }
 }
+
+/// Declares a mechanism's own drop reasons: an enum `$name` with one variant per reason, its
+/// metric labels (`LABELS[r as usize]`, the order of `ALL`) and the router's reason for each,
+/// [`DropReason::Mechanism`] with the variant's index, which [`crate::drop_label`] maps back
+/// to the label through the processor.
+#[macro_export]
+macro_rules! mechanism_drops {
+    ($(#[$meta:meta])* $vis:vis enum $name:ident { $($variant:ident => $label:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(u8)]
+        $vis enum $name {
+            $($variant,)+
+        }
+
+        impl $name {
+            /// Every reason, in the order of [`Self::LABELS`].
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+            /// Metric labels; `LABELS[r as usize]` is the label of `r`.
+            pub const LABELS: &'static [&'static str] = &[$($label),+];
+
+            pub const fn label(self) -> &'static str {
+                Self::LABELS[self as usize]
+            }
+            /// The router's drop reason: the processor's own reason of the same index.
+            pub const fn reason(self) -> $crate::DropReason {
+                $crate::DropReason::Mechanism(self as u8)
+            }
+        }
+    };
+}
