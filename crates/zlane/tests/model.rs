@@ -134,6 +134,20 @@ fn max_min_level_fills_the_link() {
 }
 
 /// Fig. 4's instance with any `j` and any attack volume.
+/// In Fig. 4's own instance (a 40 Gbit/s attack) Z-Lane gives S at least what FIFO does at
+/// every router, for every F of the figure and every j, overuse included.
+#[test]
+fn zlane_at_least_fifo_in_fig4() {
+    for j in 0..=8 {
+        let m = fig4(j);
+        for f in [0.5, 1.0, 1.5, 2.0] {
+            for (z, fifo) in path(&m, Mechanism::ZLane, f).into_iter().zip(path(&m, Mechanism::Fifo, f)) {
+                assert!(z >= fifo - EPS, "j = {j}, F = {f}: {z} < {fifo}");
+            }
+        }
+    }
+}
+
 fn any_attacked_model() -> impl Strategy<Value = Model> {
     (0usize..=8, 0.0f64..200.0).prop_map(|(j, d)| Model::new(Params { attack_gbps: d, ..Params::fig4(j) }).unwrap())
 }
@@ -166,11 +180,13 @@ proptest! {
         }
     }
 
-    /// Within Fig. 4's range of F, Z-Lane never gives S less than FIFO, at any router, for any
-    /// j and attack volume. (Far above its rate, S is itself a heavy sender and FIFO's larger
-    /// shared queue gives it more: docs/zlane.md.)
+    /// Within its guaranteed rate, Z-Lane never gives S less than FIFO, at any router, for any
+    /// j and attack volume. (Above its rate S competes in A with its overuse: under a weak
+    /// attack FIFO's larger shared queue can then give it more, e.g. 1.773 against 1.770
+    /// Gbit/s at F = 1.94 with a 6.4 Gbit/s attack; Fig. 4's own instance is checked by the
+    /// paper's claims above. docs/zlane.md.)
     #[test]
-    fn zlane_at_least_fifo(m in any_attacked_model(), f in 0.0f64..=2.0) {
+    fn zlane_at_least_fifo(m in any_attacked_model(), f in 0.0f64..=1.0) {
         for (z, fifo) in path(&m, Mechanism::ZLane, f).into_iter().zip(path(&m, Mechanism::Fifo, f)) {
             prop_assert!(z >= fifo - EPS, "{z} < {fifo}");
         }
