@@ -6,6 +6,7 @@ pub mod bench;
 pub mod demo;
 pub mod gas;
 pub mod gma;
+mod html;
 pub mod machine;
 pub mod pathval;
 pub mod pathval_attack;
