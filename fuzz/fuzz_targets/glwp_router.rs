@@ -10,13 +10,11 @@
 //! `rest` XORed over it (1); bits 1-3: the ingress interface.
 #![no_main]
 
-use std::net::Ipv4Addr;
 use std::sync::OnceLock;
 
 use aviary_glwp::header::Header;
-use aviary_glwp::{hop_authenticator, hop_key, locate, AidMonitor, Freshness, HopKeyInput, Router, SourceAllocation};
+use aviary_glwp::{hop_authenticator, hop_key, locate, testbed, AidMonitor, Freshness, HopKeyInput, Router};
 use aviary_qos::{DuplicateFilter, DuplicateFilterConfig, Verdict};
-use aviary_scion::{HostAddr, IsdAsn, ScionHeader};
 use libfuzzer_sys::fuzz_target;
 
 const NOW: u64 = 1_750_000_000_000_000_000;
@@ -26,27 +24,10 @@ const FRESH: Freshness = Freshness { lifetime_ns: 500_000_000, skew_ns: 1_000_00
 fn honest() -> &'static Vec<u8> {
     static H: OnceLock<Vec<u8>> = OnceLock::new();
     H.get_or_init(|| {
-        let src = IsdAsn::new(1, 0xff00_0000_0110);
-        let path = vec![(0, 1), (2, 3), (4, 0)];
-        let (aid, beta, ts_exp) = (7, 8000, (NOW / 1_000_000_000) as u32 + 3600);
-        let keys: Vec<[u8; 16]> = [SECRET, [0x22; 16]]
-            .iter()
-            .zip(&path[1..])
-            .map(|(s, &(ingress, egress))| hop_key(s, &HopKeyInput { src, aid, beta, ingress, egress, ts_exp }))
-            .collect();
-        let source = SourceAllocation { path, aid, beta, ts_exp, hop_keys: keys };
-        let addresses = ScionHeader {
-            traffic_class: 0,
-            flow_id: 1,
-            next_hdr: 17,
-            path_type: 0,
-            dst_ia: IsdAsn::new(1, 0xff00_0000_0112),
-            src_ia: src,
-            dst_host: HostAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
-            src_host: HostAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
-            path: vec![],
-        };
-        source.packet(&addresses, NOW, b"fuzzed glwp payload").unwrap()
+        let path = [(0, 1), (2, 3), (4, 0)];
+        let alloc = (7, 8000, (NOW / 1_000_000_000) as u32 + 3600);
+        let source = testbed::allocation(testbed::SRC_IA, &path, alloc, &[SECRET, [0x22; 16]]);
+        source.packet(&testbed::addresses(testbed::SRC_IA), NOW, b"fuzzed glwp payload").unwrap()
     })
 }
 

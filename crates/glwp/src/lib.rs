@@ -21,6 +21,7 @@ pub mod matrix;
 pub mod monitor;
 pub mod packet;
 pub mod router;
+pub mod testbed;
 pub mod topology;
 
 pub use allocation::{guarantee, prefix_guarantees, HopValues, HopValuesError};

@@ -3,18 +3,16 @@
 //! suppressed without charging the source (F8); malformed packets are dropped with counted
 //! reasons; nothing panics.
 
-use std::net::Ipv4Addr;
-
 use aviary_glwp::header::field;
 use aviary_glwp::packet::path_len;
-use aviary_glwp::{hop_key, AidMonitor, Freshness, GlwpDrop, HopKeyInput, Router, SourceAllocation};
+use aviary_glwp::{testbed, AidMonitor, Freshness, GlwpDrop, Router, SourceAllocation};
 use aviary_qos::{Admission, DropReason, DuplicateFilter, DuplicateFilterConfig, Verdict};
-use aviary_scion::{HostAddr, IsdAsn, ScionHeader};
+use aviary_scion::IsdAsn;
 use proptest::prelude::*;
 
 const S: u64 = 1_000_000_000;
 const NOW: u64 = 1_700_000_000 * S;
-const SRC: IsdAsn = IsdAsn::new(1, 0xff00_0000_0110);
+const SRC: IsdAsn = testbed::SRC_IA;
 const SECRETS: [[u8; 16]; 2] = [[0x11; 16], [0x22; 16]];
 /// Source leaves on 1; AS 1 enters on 2, leaves on 3; AS 2 (the destination) enters on 4.
 const PATH: [(u16, u16); 3] = [(0, 1), (2, 3), (4, 0)];
@@ -29,13 +27,7 @@ struct Alloc {
 const ALLOC: Alloc = Alloc { aid: 0xa1d0_0000_0000_0001, beta_kbps: 8_000, ts_exp: 1_700_003_600 };
 
 fn hop_keys(secrets: &[[u8; 16]], path: &[(u16, u16)], a: &Alloc) -> Vec<[u8; 16]> {
-    secrets
-        .iter()
-        .zip(&path[1..])
-        .map(|(s, &(ingress, egress))| {
-            hop_key(s, &HopKeyInput { src: SRC, aid: a.aid, beta: a.beta_kbps, ingress, egress, ts_exp: a.ts_exp })
-        })
-        .collect()
+    testbed::allocation(SRC, path, (a.aid, a.beta_kbps, a.ts_exp), secrets).hop_keys
 }
 
 /// A SCION packet of path type GLWP on `path`, stamped with `keys`.
@@ -47,18 +39,7 @@ fn packet(path: &[(u16, u16)], a: &Alloc, keys: &[[u8; 16]], ts_pkt: u64, payloa
         ts_exp: a.ts_exp,
         hop_keys: keys.to_vec(),
     };
-    let addresses = ScionHeader {
-        traffic_class: 0,
-        flow_id: 1,
-        next_hdr: 17,
-        path_type: 0,
-        dst_ia: IsdAsn::new(1, 0xff00_0000_0112),
-        src_ia: SRC,
-        dst_host: HostAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
-        src_host: HostAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
-        path: vec![],
-    };
-    source.packet(&addresses, ts_pkt, &vec![0x5a; payload_len]).unwrap()
+    source.packet(&testbed::addresses(SRC), ts_pkt, &vec![0x5a; payload_len]).unwrap()
 }
 
 fn router(secret: &[u8; 16], burst: u16) -> Router {

@@ -219,32 +219,15 @@ fn source_row(flyovers: usize, payload: usize, effort: Effort) -> Row {
 /// and the monitor; each repeat starts from a fresh router. Restoring the hop pointer byte is
 /// included.
 fn glwp_row(effort: Effort) -> Row {
-    use aviary_glwp::{hop_key, AidMonitor, Freshness, HopKeyInput, SourceAllocation};
+    use aviary_glwp::{testbed, AidMonitor, Freshness};
     use aviary_qos::{DuplicateFilter, DuplicateFilterConfig};
-    use aviary_scion::{HostAddr, IsdAsn, ScionHeader};
 
     const GAP_NS: u64 = 300;
-    let src = IsdAsn::new(1, 0xff00_0000_0110);
     let secret = [0x11; 16];
     let path: Vec<(u16, u16)> =
         (0..9u16).map(|k| (if k == 0 { 0 } else { 2 * k }, if k == 8 { 0 } else { 2 * k + 1 })).collect();
-    let (aid, beta, ts_exp) = (1, u32::MAX, T0 + 3600);
-    let hop_keys = path[1..]
-        .iter()
-        .map(|&(ingress, egress)| hop_key(&secret, &HopKeyInput { src, aid, beta, ingress, egress, ts_exp }))
-        .collect();
-    let source = SourceAllocation { path, aid, beta, ts_exp, hop_keys };
-    let addresses = ScionHeader {
-        traffic_class: 0,
-        flow_id: 1,
-        next_hdr: 17,
-        path_type: 0,
-        dst_ia: IsdAsn::new(1, 0xff00_0000_0112),
-        src_ia: src,
-        dst_host: HostAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 2)),
-        src_host: HostAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 1)),
-        path: vec![],
-    };
+    let source = testbed::allocation(testbed::SRC_IA, &path, (1, u32::MAX, T0 + 3600), &[secret; 8]);
+    let addresses = testbed::addresses(testbed::SRC_IA);
     let t0 = u64::from(T0) * S;
     let n = effort.packets.min(1 << 16);
     let body = vec![0x5a; 100];
