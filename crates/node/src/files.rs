@@ -24,6 +24,13 @@ pub fn write_secret(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     write_atomically(path, bytes, SECRET_MODE)
 }
 
+/// Makes an existing secret file readable by its owner only: one kept from a run directory
+/// that an earlier version wrote with the default mode.
+pub fn restrict(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(SECRET_MODE))
+}
+
 /// Replaces `path` with `bytes`, atomically; a new file gets `mode`.
 pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
     let tmp = temporary(path);
@@ -74,6 +81,8 @@ mod tests {
         assert!(!temporary(&f).exists());
         write_atomically(&dir.join("report.json"), b"{}", PUBLIC_MODE).unwrap();
         assert_eq!(mode(&dir.join("report.json")), 0o644);
+        restrict(&dir.join("report.json")).unwrap();
+        assert_eq!(mode(&dir.join("report.json")), 0o600);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -52,5 +52,18 @@ fn every_secret_file_of_a_run_is_0600() {
     // root keys (TLS, market); the buyer's key, the reservation file and the `.previous`.
     assert!(secrets.len() >= 5 * 5 + 2 + 3, "{secrets:#?}");
     assert!(!all.iter().any(|p| p.extension().is_some_and(|e| e == "tmp")), "{all:#?}");
+
+    // A run directory an earlier version left readable: setting it up again restricts its keys.
+    for p in &secrets {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let mut again = RunLayout::write(&topo, &dir, 48500).unwrap();
+    again.enable_market().unwrap();
+    for name in ["master.key", "operator.token", "account.key", "as-p256.key"] {
+        assert_eq!(mode(&a.dir.join(name)), 0o600, "{name}");
+    }
+    for f in ["market/buyer.key", "market/isd-1-root.key", "pki/isd-1-root.key"] {
+        assert_eq!(mode(&dir.join(f)), 0o600, "{f}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }

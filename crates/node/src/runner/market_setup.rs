@@ -68,6 +68,7 @@ fn random32() -> anyhow::Result<[u8; 32]> {
 fn key_file(path: &Path) -> anyhow::Result<[u8; 32]> {
     if let Ok(text) = std::fs::read_to_string(path) {
         let b = hex::decode(text.trim()).with_context(|| format!("{} is not hex", path.display()))?;
+        files::restrict(path).with_context(|| format!("cannot restrict {}", path.display()))?;
         return b.try_into().map_err(|_| anyhow::anyhow!("{}: expected 32 bytes", path.display()));
     }
     let b = random32()?;

@@ -163,10 +163,12 @@ impl RunLayout {
             // reservations in its state directory that were granted under them.
             for (file, len) in [("master.key", 32), ("operator.token", 16)] {
                 let f = as_dir.join(file);
-                if !f.exists() {
+                let kept = if f.exists() {
+                    files::restrict(&f)
+                } else {
                     files::write_secret(&f, (random_hex(len)? + "\n").as_bytes())
-                        .with_context(|| format!("cannot write {}", f.display()))?;
-                }
+                };
+                kept.with_context(|| format!("cannot write {}", f.display()))?;
             }
             roots[&a.ia.isd()].issue_into(a.ia, &as_dir)?;
             let interfaces = topology

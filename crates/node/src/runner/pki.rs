@@ -97,6 +97,7 @@ impl IsdRoot {
         let key_file = pki_dir.join(format!("isd-{isd}-root.key"));
         if cert_file.exists() && key_file.exists() {
             let pem = fs::read_to_string(&key_file).map_err(|e| file_err(&key_file, e))?;
+            files::restrict(&key_file).map_err(|e| file_err(&key_file, e))?;
             let key = KeyPair::from_pem(&pem).map_err(|e| file_err(&key_file, e))?;
             let issuer = root_params(isd)?.self_signed(&key)?;
             return Ok(Self { isd, cert_file, key, issuer });
