@@ -39,7 +39,7 @@ impl Run {
     }
 
     /// Starts C's AS service, armed to die at `fault` if given.
-    fn start(&self, fault: Option<&str>) -> Child {
+    fn start(&self, fault: Option<&str>) -> Service {
         let log = OpenOptions::new().create(true).append(true).open(&self.log).unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_aviary"));
         cmd.args(["as-service", "--config"]).arg(&self.cfg);
@@ -48,7 +48,7 @@ impl Run {
             Some(f) => cmd.env(FAULT_ENV, f),
             None => cmd.env_remove(FAULT_ENV),
         };
-        cmd.spawn().unwrap()
+        Service(cmd.spawn().unwrap())
     }
 
     fn log(&self) -> String {
@@ -135,10 +135,20 @@ impl Drop for Run {
     }
 }
 
-fn wait_exit(child: &mut Child, what: &str, log: impl Fn() -> String) -> ExitStatus {
+/// The service process; killed when dropped, so that a failing test leaves none behind.
+struct Service(Child);
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn wait_exit(service: &mut Service, what: &str, log: impl Fn() -> String) -> ExitStatus {
     let t0 = Instant::now();
     loop {
-        if let Some(status) = child.try_wait().unwrap() {
+        if let Some(status) = service.0.try_wait().unwrap() {
             return status;
         }
         assert!(t0.elapsed() < Duration::from_secs(60), "{what} within 60 s:\n{}", log());
@@ -146,9 +156,9 @@ fn wait_exit(child: &mut Child, what: &str, log: impl Fn() -> String) -> ExitSta
     }
 }
 
-fn stop(mut child: Child) {
-    child.kill().unwrap();
-    child.wait().unwrap();
+/// SIGKILL, as a crash.
+fn stop(service: Service) {
+    drop(service);
 }
 
 #[test]
