@@ -20,11 +20,14 @@ pub enum ResIdError {
 }
 
 /// One assigned ResID and the interval `[start, end)` (Unix s) it is held for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Held {
     pub res_id: u32,
     pub start: u64,
     pub end: u64,
+    /// Who it was assigned to, when the assigner names it ([`ResIdAllocator::assign_for`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
 }
 
 /// ResIDs held per ingress interface; serialisable so an AS service can persist it.
@@ -52,6 +55,36 @@ impl ResIdAllocator {
     /// [`assign`](Self::assign) with ResIDs up to `cap` only (an issuer that sized its share of
     /// the policing array below the routers' bound).
     pub fn assign_within(&mut self, ingress: u16, start: u64, end: u64, cap: u32) -> Result<u32, ResIdError> {
+        self.assign_held(ingress, start, end, cap, None)
+    }
+
+    /// [`assign_within`](Self::assign_within) for `holder`, idempotently: if `holder` already
+    /// holds a ResID on `ingress` for `[start, end)`, that ResID again. An assigner that crashes
+    /// after the allocator was saved but before it recorded the ResID itself gets the same one
+    /// back, rather than a second.
+    pub fn assign_for(
+        &mut self,
+        holder: &str,
+        ingress: u16,
+        start: u64,
+        end: u64,
+        cap: u32,
+    ) -> Result<u32, ResIdError> {
+        let mine = |h: &&Held| h.holder.as_deref() == Some(holder) && (h.start, h.end) == (start, end);
+        if let Some(h) = self.held(ingress).iter().find(mine) {
+            return Ok(h.res_id);
+        }
+        self.assign_held(ingress, start, end, cap, Some(holder.to_string()))
+    }
+
+    fn assign_held(
+        &mut self,
+        ingress: u16,
+        start: u64,
+        end: u64,
+        cap: u32,
+        holder: Option<String>,
+    ) -> Result<u32, ResIdError> {
         let cap = cap.min(self.max_res_id);
         if end <= start {
             return Err(ResIdError::EmptyInterval);
@@ -64,7 +97,7 @@ impl ResIdAllocator {
         if id > cap {
             return Err(ResIdError::Exhausted(cap));
         }
-        held.push(Held { res_id: id, start, end });
+        held.push(Held { res_id: id, start, end, holder });
         Ok(id)
     }
 
@@ -82,7 +115,7 @@ impl ResIdAllocator {
             let mine = self.held.entry(*ingress).or_default();
             for h in held {
                 if !mine.contains(h) {
-                    mine.push(*h);
+                    mine.push(h.clone());
                 }
             }
         }
@@ -117,6 +150,20 @@ mod tests {
         assert_eq!(a.assign(1, 0, 10), Err(ResIdError::Exhausted(1)));
         a.expire(10);
         assert_eq!(a.assign(1, 0, 10), Ok(0));
+    }
+
+    #[test]
+    fn a_holder_asking_again_gets_the_same_id() {
+        let mut a = ResIdAllocator::new(10);
+        assert_eq!(a.assign_for("r1", 1, 0, 10, 10), Ok(0));
+        assert_eq!(a.assign_for("r2", 1, 0, 10, 10), Ok(1));
+        assert_eq!(a.assign_for("r1", 1, 0, 10, 10), Ok(0));
+        assert_eq!(a.held(1).len(), 2);
+        // Another interval or interface is another reservation.
+        assert_eq!(a.assign_for("r1", 1, 5, 15, 10), Ok(2));
+        assert_eq!(a.assign_for("r1", 2, 0, 10, 10), Ok(0));
+        let back: ResIdAllocator = serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
+        assert_eq!(back, a);
     }
 
     proptest! {

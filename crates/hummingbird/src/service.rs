@@ -7,9 +7,11 @@
 //! interface (First Fit, [`ResIdAllocator`]), encodes the bandwidth with the AS's codec
 //! (rounded up: the buyer gets at least what it paid for), derives A_K from the AS's secret
 //! value and seals `(ResInfo, A_K)` to the buyer's ephemeral key, bound to the chain, the
-//! AS and the request. Its state (ResIDs held, requests answered) is serialisable so that
-//! it survives a restart: a request is never answered twice, and a ResID never handed out
-//! twice for overlapping intervals.
+//! AS and the request. Its state (requests delivered) is serialisable so that it survives a
+//! restart: a delivered request is never answered again. A request sealed but not yet known to
+//! be delivered may be sealed again (the caller lost the first blob in a crash): it gets the
+//! ResID it was assigned the first time, so a ResID is never handed out twice for overlapping
+//! intervals, nor twice for one request.
 
 use std::collections::BTreeSet;
 
@@ -56,6 +58,28 @@ pub enum ServiceError {
     Seal(#[from] SealError),
 }
 
+impl ServiceError {
+    /// A short name for counters and logs.
+    pub fn label(&self) -> &'static str {
+        match self {
+            ServiceError::AlreadyDelivered => "already_delivered",
+            ServiceError::IntervalOver { .. } => "interval_over",
+            ServiceError::TooLong => "too_long",
+            ServiceError::StartOutOfRange(_) => "start_out_of_range",
+            ServiceError::Bandwidth(_) => "bandwidth",
+            ServiceError::ResId(ResIdError::Exhausted(_)) => "no_resid",
+            ServiceError::ResId(ResIdError::EmptyInterval) => "interval_over",
+            ServiceError::Seal(_) => "bad_buyer_key",
+        }
+    }
+
+    /// Whether asking again later may succeed: every ResID is taken now, but reservations end
+    /// and free theirs. Everything else is a property of the request itself.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, ServiceError::ResId(ResIdError::Exhausted(_)))
+    }
+}
+
 /// What the service remembers across restarts. The ResIDs are not in it: an AS has one
 /// allocator, shared with its operator's grants, which the caller owns and passes to
 /// [`ReservationService::fulfil`].
@@ -64,7 +88,7 @@ pub struct ServiceState {
     /// The largest ResID this service hands out (its share of the routers' policing array).
     #[serde(default = "no_cap")]
     pub res_id_cap: u32,
-    /// Request ids answered (hex).
+    /// Request ids whose reservation is on chain (hex).
     pub delivered: BTreeSet<String>,
     /// ResIDs a state written before the shared allocator held; the caller moves them into the
     /// shared allocator once.
@@ -112,8 +136,15 @@ impl ReservationService {
         self.state.delivered.contains(&hex::encode(request_id))
     }
 
+    /// Records that the reservation of `request_id` is on chain: it is never answered again.
+    pub fn mark_delivered(&mut self, request_id: &[u8; 32]) {
+        self.state.delivered.insert(hex::encode(request_id));
+    }
+
     /// Answers a request at `now` (Unix s) with a ResID from the AS's allocator `resids`; `ikm` is
-    /// 32 bytes of fresh randomness for the HPKE ephemeral key. On error nothing changes.
+    /// 32 bytes of fresh randomness for the HPKE ephemeral key. On error nothing changes. The
+    /// request stays answerable until [`Self::mark_delivered`]; answering it again gives the
+    /// same ResID (the allocator knows it by the request id), sealed afresh.
     pub fn fulfil(
         &mut self,
         req: &RedeemRequest,
@@ -134,13 +165,13 @@ impl ReservationService {
         // Work on a copy of the ResIDs so that a failure below leaves them untouched.
         let mut updated = resids.clone();
         updated.expire(now);
-        let res_id = updated.assign_within(req.ingress, req.start, req.expiry, self.state.res_id_cap)?;
+        let holder = hex::encode(req.request_id);
+        let res_id = updated.assign_for(&holder, req.ingress, req.start, req.expiry, self.state.res_id_cap)?;
         let info = ResInfo { ingress: req.ingress, egress: req.egress, res_id, bw, start, duration };
         let reservation = Reservation { info, ak: self.sv.auth_key(&info) };
         let context = SealContext::new(self.chain_id, self.isd_as, req.request_id);
         let sealed = seal::seal_with_ephemeral_ikm(&reservation, &context, &req.buyer_key, ikm)?;
         *resids = updated;
-        self.state.delivered.insert(hex::encode(req.request_id));
         Ok(Fulfilment { sealed, reservation })
     }
 }
@@ -192,6 +223,13 @@ mod tests {
         let a = s.fulfil(&request(1, &buyer), NOW, &[1; 32], &mut resids).unwrap();
         let b = s.fulfil(&request(2, &buyer), NOW, &[2; 32], &mut resids).unwrap();
         assert_ne!(a.reservation.info.res_id, b.reservation.info.res_id);
+        // Until it is delivered, a request sealed again (its blob lost) keeps its ResID.
+        let again = s.fulfil(&request(1, &buyer), NOW, &[7; 32], &mut resids).unwrap();
+        assert_eq!(again.reservation, a.reservation);
+        assert_ne!(again.sealed, a.sealed, "sealed afresh");
+        assert_eq!(resids.held(1).len(), 2);
+        s.mark_delivered(&[1; 32]);
+        s.mark_delivered(&[2; 32]);
         assert_eq!(s.fulfil(&request(1, &buyer), NOW, &[3; 32], &mut resids), Err(ServiceError::AlreadyDelivered));
         // The state survives a restart.
         let state: ServiceState = serde_json::from_str(&serde_json::to_string(s.state()).unwrap()).unwrap();

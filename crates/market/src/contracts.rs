@@ -11,7 +11,7 @@ use alloy_sol_types::{SolCall, SolConstructor, SolEvent};
 
 use crate::bindings::{AsRegistry, BandwidthAssets, Market, TestToken};
 use crate::registration::{public_key_xy, P256Signature, Registration, P256_VERIFIER};
-use crate::{Account, Ledger, LedgerError, Receipt};
+use crate::{Account, Ledger, LedgerError, Receipt, Submitted};
 
 pub use BandwidthAssets::{Asset, RedeemRequest};
 pub use Market::{Listing, PathPurchase};
@@ -348,6 +348,19 @@ impl Deployment {
     ) -> Result<Receipt, LedgerError> {
         let call = BandwidthAssets::deliverReservationCall { requestId: request, sealedReservation: sealed };
         transact(l, from, self.assets, &call, U256::ZERO)
+    }
+
+    /// [`Self::deliver_reservation`] without waiting for the transaction to be mined (see
+    /// [`Ledger::submit`]); a second delivery for one request reverts with `RequestNotPending`.
+    pub fn submit_delivery<L: Ledger + ?Sized>(
+        &self,
+        l: &mut L,
+        from: &Account,
+        request: U256,
+        sealed: Bytes,
+    ) -> Result<Submitted, LedgerError> {
+        let call = BandwidthAssets::deliverReservationCall { requestId: request, sealedReservation: sealed };
+        l.submit(from, self.assets, call.abi_encode().into(), U256::ZERO)
     }
 
     /// Asset `id` (owner zero: none).

@@ -53,6 +53,15 @@ impl Receipt {
     }
 }
 
+/// A transaction handed to the chain: mined already (the embedded ledger mines a transaction as
+/// it receives it), or waiting under its hash to be mined (a JSON-RPC node); look for its
+/// receipt with [`Ledger::receipt`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Submitted {
+    Mined(Receipt),
+    Pending(B256),
+}
+
 /// An EVM chain that executes the contracts' bytecode.
 ///
 /// Reads take `&self`; anything that mines a block takes `&mut self`.
@@ -71,6 +80,22 @@ pub trait Ledger {
     /// `status == false`, not an error (use [`Receipt::into_result`]); errors are for
     /// transactions the chain refused or could not be reached about.
     fn send(&mut self, from: &Account, to: Address, data: Bytes, value: U256) -> Result<Receipt, LedgerError>;
+
+    /// Hand a transaction to the chain without waiting for it to be mined, for a caller that
+    /// records what it sent before it knows the outcome. Errors as for [`Self::send`]. Ledgers
+    /// that mine as they receive return the receipt at once.
+    fn submit(&mut self, from: &Account, to: Address, data: Bytes, value: U256) -> Result<Submitted, LedgerError> {
+        self.send(from, to, data, value).map(Submitted::Mined)
+    }
+
+    /// The receipt of the transaction `hash` (from [`Submitted::Pending`]), once it is mined;
+    /// `None` before, or if the chain does not know it (dropped). A failed transaction's
+    /// receipt carries no revert data here.
+    fn receipt(&self, hash: B256) -> Result<Option<Receipt>, LedgerError> {
+        // Only ledgers that return `Submitted::Pending` hand out hashes to ask about.
+        let _ = hash;
+        Ok(None)
+    }
 
     /// Execute a read-only call against the latest state. A revert is
     /// `Err(LedgerError::Revert)`.

@@ -46,7 +46,7 @@ pub use accounts::Account;
 pub use contracts::{AssetSpec, Deployment};
 pub use embedded::EmbeddedLedger;
 pub use error::{LedgerError, Revert};
-pub use ledger::{Ledger, Receipt};
+pub use ledger::{Ledger, Receipt, Submitted};
 pub use rpc::RpcLedger;
 pub use shared::SharedLedger;
 

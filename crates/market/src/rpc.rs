@@ -7,7 +7,8 @@
 //! call fails too: both then send with the cap, so a revert is mined and charged as on the
 //! embedded ledger), then `eth_sendRawTransaction` and polling `eth_getTransactionReceipt`.
 //! Receipts carry no revert data: for a failed transaction the same call is replayed with
-//! `eth_call` on the parent block to obtain it.
+//! `eth_call` on the parent block to obtain it. `submit` stops after `eth_sendRawTransaction`
+//! with the transaction's hash; `receipt` looks it up later.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -15,7 +16,7 @@ use std::time::{Duration, Instant};
 use alloy_primitives::{Address, Bytes, Log, LogData, B256, U256};
 use serde_json::{json, Value};
 
-use crate::ledger::{Ledger, Receipt, TX_GAS_CAP};
+use crate::ledger::{Ledger, Receipt, Submitted, TX_GAS_CAP};
 use crate::tx::Eip1559Tx;
 use crate::{Account, LedgerError, Revert};
 
@@ -133,13 +134,15 @@ impl RpcLedger {
         }
     }
 
-    fn transact(
+    /// Signs and sends a transaction; its hash, the call (to replay for revert data) and the
+    /// node's answer to `eth_sendRawTransaction`.
+    fn sign_and_send(
         &mut self,
         from: &Account,
         to: Option<Address>,
         data: Bytes,
         value: U256,
-    ) -> Result<Receipt, LedgerError> {
+    ) -> Result<(B256, Value, Result<Value, RpcFailure>), LedgerError> {
         let call = Self::call_object(from.address(), to, &data, value);
         let nonce = qty_u64(&self.rpc("eth_getTransactionCount", json!([from.address(), "pending"]))?)?;
         let (max_fee, tip) = self.fees()?;
@@ -155,9 +158,20 @@ impl RpcLedger {
             input: data,
         };
         let (raw, hash) = tx.sign(from.signing_key())?;
+        let sent = self.request("eth_sendRawTransaction", json!([raw]))?;
+        Ok((hash, call, sent))
+    }
+
+    fn transact(
+        &mut self,
+        from: &Account,
+        to: Option<Address>,
+        data: Bytes,
+        value: U256,
+    ) -> Result<Receipt, LedgerError> {
+        let (hash, call, sent) = self.sign_and_send(from, to, data, value)?;
         // A node may answer a mined but reverted transaction with an error (Hardhat's
         // throwOnTransactionFailures): the receipt decides.
-        let sent = self.request("eth_sendRawTransaction", json!([raw]))?;
         let mut receipt = match (self.wait_receipt(hash, sent.is_ok())?, sent) {
             (Some(r), _) => r,
             (None, Err(f)) => return Err(LedgerError::InvalidTransaction(f.message)),
@@ -209,6 +223,26 @@ impl Ledger for RpcLedger {
 
     fn send(&mut self, from: &Account, to: Address, data: Bytes, value: U256) -> Result<Receipt, LedgerError> {
         self.transact(from, Some(to), data, value)
+    }
+
+    fn submit(&mut self, from: &Account, to: Address, data: Bytes, value: U256) -> Result<Submitted, LedgerError> {
+        let (hash, _, sent) = self.sign_and_send(from, Some(to), data, value)?;
+        match sent {
+            Ok(_) => Ok(Submitted::Pending(hash)),
+            // Refused, or mined and reverted (Hardhat answers both with an error): one look.
+            Err(f) => match self.wait_receipt(hash, false)? {
+                Some(r) => Ok(Submitted::Mined(r)),
+                None => Err(LedgerError::InvalidTransaction(f.message)),
+            },
+        }
+    }
+
+    fn receipt(&self, hash: B256) -> Result<Option<Receipt>, LedgerError> {
+        let v = self.rpc("eth_getTransactionReceipt", json!([hash]))?;
+        if v.is_null() {
+            return Ok(None);
+        }
+        parse_receipt(&v).map(Some)
     }
 
     fn call(&self, from: Address, to: Address, data: Bytes) -> Result<Bytes, LedgerError> {

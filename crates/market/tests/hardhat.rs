@@ -2,7 +2,7 @@
 
 mod common;
 
-use aviary_market::Ledger;
+use aviary_market::{Address, Bytes, Ledger, Submitted, U256};
 use common::hardhat::HardhatNode;
 
 #[test]
@@ -10,4 +10,22 @@ fn market_scenario_on_hardhat_node() {
     let (_node, mut ledger) = HardhatNode::start("scenario");
     assert_eq!(ledger.chain_id(), 31337);
     common::scenario(&mut ledger);
+
+    // Submitting returns at once with the hash; the receipt comes when the node mined it.
+    let from = ledger.accounts()[1].clone();
+    let to = Address::repeat_byte(0x77);
+    let Submitted::Pending(hash) = ledger.submit(&from, to, Bytes::new(), U256::from(5)).unwrap() else {
+        panic!("a JSON-RPC node returns the hash before the receipt");
+    };
+    let t0 = std::time::Instant::now();
+    let receipt = loop {
+        if let Some(r) = ledger.receipt(hash).unwrap() {
+            break r;
+        }
+        assert!(t0.elapsed() < std::time::Duration::from_secs(30), "mined within 30 s");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!((receipt.status, receipt.tx_hash), (true, Some(hash)));
+    assert_eq!(ledger.balance(to).unwrap(), U256::from(5));
+    assert_eq!(ledger.receipt(aviary_market::B256::repeat_byte(1)).unwrap(), None, "unknown hash");
 }

@@ -9,6 +9,7 @@ pub mod buyer;
 pub mod clock;
 pub mod config;
 pub mod control;
+pub mod files;
 pub mod host;
 pub mod metrics;
 pub mod reservable;

@@ -28,11 +28,22 @@ pub struct AsServiceStats {
     pub redeem_requests_seen: u64,
     /// Requests answered: a ResID assigned and `(ResInfo, A_K)` sealed to the buyer.
     pub redeem_requests_answered: u64,
-    /// Requests not answered, by reason (`refused`: the allocator refused, e.g. an interval
-    /// already over; `resid_store`: the store could not be read or written).
+    /// Requests closed without a delivery, by reason (`interval_over`, `too_long`,
+    /// `bandwidth`, `bad_buyer_key`, `foreign_blob`, ...).
     pub redeem_requests_failed: BTreeMap<&'static str, u64>,
     /// Sealed reservations delivered on chain.
     pub deliveries: u64,
+    /// Attempts on a request after a failed one.
+    pub delivery_retries: u64,
+    /// Failed attempts, by reason (`ledger`: a read or the transaction failed or was refused;
+    /// `reverted`; `no_resid`: every ResID taken for now; `resid_store`; `state_file`).
+    pub delivery_failures: BTreeMap<&'static str, u64>,
+    /// Requests paid for and not yet delivered, oldest first.
+    pub open_requests: Vec<OpenRequest>,
+    /// Age of the oldest open request, s (0: none open).
+    pub oldest_open_request_age_s: u64,
+    /// Requests closed without a delivery, as recorded in the state file.
+    pub refused_requests: u64,
     /// Polls that failed, by kind (`ledger`: a ledger read or transaction; `other`).
     pub errors: BTreeMap<&'static str, u64>,
     /// Unix time of the ledger's latest block, as of the last poll.
@@ -41,6 +52,21 @@ pub struct AsServiceStats {
     pub last_poll_unix_s: u64,
     /// The next redeem request id to look at.
     pub next_request: u64,
+}
+
+/// A request paid for and not yet delivered.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct OpenRequest {
+    pub request: u64,
+    /// `pending`, `sealed` or `sent` (see the service's delivery stages).
+    pub stage: &'static str,
+    /// When the service first saw it (Unix s).
+    pub seen_s: u64,
+    /// Failed attempts so far.
+    pub failures: u32,
+    /// No attempt before (Unix s).
+    pub next_attempt_s: u64,
+    pub last_error: Option<String>,
 }
 
 impl AsServiceStats {
@@ -90,6 +116,34 @@ impl AsServiceStats {
         }
         out.family("aviary_as_service_deliveries_total", counter, "Sealed reservations delivered on chain.")
             .sample(&l, self.deliveries);
+        out.family(
+            "aviary_as_service_delivery_retries_total",
+            counter,
+            "Attempts to seal or deliver a request after a failed attempt.",
+        )
+        .sample(&l, self.delivery_retries);
+        let mut f = out.family(
+            "aviary_as_service_delivery_failures_total",
+            counter,
+            "Failed attempts to seal or deliver a request, by reason; each is retried with backoff.",
+        );
+        for (reason, n) in &self.delivery_failures {
+            f.sample(&[l[0], ("reason", reason)], *n);
+        }
+        out.family(
+            "aviary_as_service_open_requests",
+            gauge,
+            "Requests paid for and not yet delivered (see /v1/status for each one's stage and last error).",
+        )
+        .sample(&l, self.open_requests.len() as u64);
+        out.family(
+            "aviary_as_service_oldest_open_request_age_seconds",
+            gauge,
+            "Age of the oldest request paid for and not yet delivered (0: none).",
+        )
+        .sample(&l, self.oldest_open_request_age_s);
+        out.family("aviary_as_service_refused_requests", gauge, "Requests closed without a delivery (state file).")
+            .sample(&l, self.refused_requests);
         let mut f =
             out.family("aviary_as_service_errors_total", counter, "Polls that failed, by kind (ledger, other).");
         for (kind, n) in &self.errors {

@@ -5,7 +5,9 @@
 //! assets its config offers for the coming periods, and answer every redeem request addressed
 //! to the AS: a ResID by First Fit on the ingress, A_K from the AS's secret, `(ResInfo, A_K)`
 //! sealed to the buyer's key ([`aviary_hummingbird::ReservationService`]) and delivered on
-//! chain. What it did is kept in `state_dir`, so a restart neither re-issues nor re-answers.
+//! chain. What it did is kept in `state_dir`, so a restart neither re-issues nor re-answers,
+//! and a paid request is never dropped: a request counts as answered only once its delivery
+//! is on chain; until then it is retried with backoff, across restarts ([`delivery`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -14,22 +16,27 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context;
-use aviary_hummingbird::{RedeemRequest, ReservationService, ServiceState};
+use aviary_hummingbird::{ReservationService, ServiceState};
 use aviary_market::contracts::AssetSpec;
 use aviary_market::registration::P256Signature;
-use aviary_market::{Account, Deployment, Ledger, RpcLedger, SharedLedger, U256};
+use aviary_market::{Account, Deployment, Ledger, RpcLedger, SharedLedger};
 use aviary_scion::IsdAsn;
 use serde::{Deserialize, Serialize};
+
+use self::delivery::{Backoff, Delivery, Refusal};
 
 use crate::clock::unix_s;
 use crate::config::{read_secret, ConfigError, GrantConfig, RESID_STORE};
 use crate::resid_store::{Limits, ResIdStore, StoreError};
 use crate::topology::read_toml;
 
+pub mod delivery;
 pub mod issuance;
 pub mod metrics;
+mod requests;
 
 pub use metrics::AsServiceStats;
+pub use requests::{FaultPoint, FAULT_ENV};
 
 /// Where the chain is.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -207,6 +214,12 @@ struct PersistedState {
     issued: BTreeSet<(usize, u64)>,
     /// Requests below this id have been looked at.
     next_request: u64,
+    /// Requests paid for and not yet delivered, by request id.
+    #[serde(default)]
+    deliveries: BTreeMap<u64, Delivery>,
+    /// Requests closed without a delivery, by request id.
+    #[serde(default)]
+    refused: BTreeMap<u64, Refusal>,
 }
 
 pub struct AsService {
@@ -218,6 +231,11 @@ pub struct AsService {
     origins: BTreeMap<usize, u64>,
     issued: BTreeSet<(usize, u64)>,
     next_request: u64,
+    deliveries: BTreeMap<u64, Delivery>,
+    refused: BTreeMap<u64, Refusal>,
+    backoff: Backoff,
+    /// Where to die, for tests ([`FAULT_ENV`]).
+    fault: Option<FaultPoint>,
     state_file: PathBuf,
     /// The AS's one ResID allocator, shared with its control service.
     resids: ResIdStore,
@@ -233,9 +251,19 @@ fn read_hex_file(path: &Path) -> anyhow::Result<Vec<u8>> {
 
 impl AsService {
     pub fn new(cfg: AsServiceConfig, cfg_path: &Path) -> anyhow::Result<Self> {
-        let secret = read_secret(cfg_path, "master_secret_file", &cfg.master_secret_file)?;
         let account = Account::from_hex(&hex::encode(read_hex_file(&cfg.account_key_file)?))?;
         let ledger = cfg.ledger.open(vec![account.clone()])?;
+        Self::with_ledger(cfg, cfg_path, account, ledger)
+    }
+
+    /// [`Self::new`] on a ledger of the caller's (a test's, that delays or drops transactions).
+    pub fn with_ledger(
+        cfg: AsServiceConfig,
+        cfg_path: &Path,
+        account: Account,
+        ledger: Box<dyn Ledger>,
+    ) -> anyhow::Result<Self> {
+        let secret = read_secret(cfg_path, "master_secret_file", &cfg.master_secret_file)?;
         let deployment = DeploymentFile::load(&cfg.deployment_file)?;
         std::fs::create_dir_all(&cfg.state_dir)?;
         let state_file = cfg.state_dir.join("as-service.json");
@@ -243,10 +271,15 @@ impl AsService {
             Ok(b) => Some(serde_json::from_slice(&b).with_context(|| format!("corrupt {}", state_file.display()))?),
             Err(_) => None,
         };
-        let (mut state, origins, issued, next_request) = match persisted {
-            Some(p) => (p.service, p.origins, p.issued, p.next_request),
-            None => (ServiceState::new(res_id_bound(&cfg)), BTreeMap::new(), BTreeSet::new(), 1),
-        };
+        let p = persisted.unwrap_or_else(|| PersistedState {
+            service: ServiceState::new(res_id_bound(&cfg)),
+            origins: BTreeMap::new(),
+            issued: BTreeSet::new(),
+            next_request: 1,
+            deliveries: BTreeMap::new(),
+            refused: BTreeMap::new(),
+        });
+        let (mut state, origins, issued, next_request) = (p.service, p.origins, p.issued, p.next_request);
         state.res_id_cap = res_id_bound(&cfg);
         let store = cfg.resid_store.clone().unwrap_or_else(|| cfg.state_dir.join(RESID_STORE));
         let resids = ResIdStore::new(store, cfg.hummingbird.max_res_id);
@@ -274,6 +307,10 @@ impl AsService {
             origins,
             issued,
             next_request,
+            deliveries: p.deliveries,
+            refused: p.refused,
+            backoff: Backoff::DEFAULT,
+            fault: None,
             state_file,
             resids,
             limits,
@@ -296,9 +333,12 @@ impl AsService {
         }
     }
 
-    /// One round: issue what is due, answer new requests; a failure is logged and counted.
+    /// One round: issue what is due, answer requests; a failure is logged and counted. Paid
+    /// requests are answered even when issuing fails.
     pub fn poll(&mut self, now: u64) {
-        if let Err(e) = self.issue_due(now).and_then(|_| self.answer_requests(now)) {
+        let issued = self.issue_due(now).map(|_| ());
+        let answered = self.answer_requests(now).map(|_| ());
+        for e in [issued, answered].into_iter().filter_map(Result::err) {
             let kind = if e.downcast_ref::<aviary_market::LedgerError>().is_some() { "ledger" } else { "other" };
             self.count(|s| *s.errors.entry(kind).or_default() += 1);
             tracing::warn!("{e:#}");
@@ -318,11 +358,12 @@ impl AsService {
             origins: self.origins.clone(),
             issued: self.issued.clone(),
             next_request: self.next_request,
+            deliveries: self.deliveries.clone(),
+            refused: self.refused.clone(),
         };
-        let tmp = self.state_file.with_extension("tmp");
-        std::fs::write(&tmp, serde_json::to_vec(&state)?)?;
-        std::fs::rename(&tmp, &self.state_file)?;
-        Ok(())
+        // Atomic and synced: a crash leaves the state before or after a step, never half.
+        crate::files::write_secret(&self.state_file, &serde_json::to_vec(&state)?)
+            .with_context(|| format!("cannot write {}", self.state_file.display()))
     }
 
     /// Registers the AS and becomes a seller, unless already done.
@@ -411,60 +452,6 @@ impl AsService {
         self.issued.retain(|(i, s)| self.cfg.offers.get(*i).is_some_and(|o| s + o.period_s * 2 > now));
         Ok(n)
     }
-
-    /// Answers every new redeem request addressed to this AS.
-    pub fn answer_requests(&mut self, now: u64) -> anyhow::Result<usize> {
-        let d = self.deployment.deployment();
-        let next: u64 = d.next_request_id(&*self.ledger)?.try_into().unwrap_or(u64::MAX);
-        let mut answered = 0;
-        while self.next_request < next {
-            let id = U256::from(self.next_request);
-            let req = d.request_of(&*self.ledger, id)?;
-            if req.isdAs == self.cfg.ia.to_u64() && !self.service.is_delivered(&id.to_be_bytes::<32>()) {
-                self.count(|s| s.redeem_requests_seen += 1);
-                let ingress = d.asset_of(&*self.ledger, U256::from(req.ingressId))?;
-                let egress = d.asset_of(&*self.ledger, U256::from(req.egressId))?;
-                let rr = RedeemRequest {
-                    request_id: id.to_be_bytes::<32>(),
-                    ingress: ingress.interfaceId,
-                    egress: egress.interfaceId,
-                    bandwidth_kbps: ingress.bandwidth.min(egress.bandwidth),
-                    start: ingress.startTime.max(egress.startTime),
-                    expiry: ingress.expiryTime.min(egress.expiryTime),
-                    buyer_key: req.ephemeralPubKey.0,
-                };
-                let mut ikm = [0u8; 32];
-                getrandom::getrandom(&mut ikm).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
-                match self.resids.update(|a| self.service.fulfil(&rr, now, &ikm, a)) {
-                    Ok(f) => {
-                        self.count(|s| s.redeem_requests_answered += 1);
-                        d.deliver_reservation(&mut *self.ledger, &self.account, id, f.sealed.into())?;
-                        self.count(|s| s.deliveries += 1);
-                        tracing::info!(
-                            request = self.next_request,
-                            res_id = f.reservation.info.res_id,
-                            "reservation delivered"
-                        );
-                        answered += 1;
-                    }
-                    // Nothing to deliver (say, an interval already over): the assets stay
-                    // escrowed; the operator sees why in the log.
-                    Err(StoreError::Refused(e)) => {
-                        self.count(|s| *s.redeem_requests_failed.entry("refused").or_default() += 1);
-                        tracing::warn!(request = self.next_request, "request not answered: {e}")
-                    }
-                    // The store cannot be read or written: stop before skipping the request.
-                    Err(e) => {
-                        self.count(|s| *s.redeem_requests_failed.entry("resid_store").or_default() += 1);
-                        return Err(e.into());
-                    }
-                }
-            }
-            self.next_request += 1;
-            self.persist()?;
-        }
-        Ok(answered)
-    }
 }
 
 /// Runs the service from its config file until the process is stopped.
@@ -473,6 +460,9 @@ pub fn run(cfg_path: &Path) -> anyhow::Result<()> {
     let poll = Duration::from_millis(cfg.poll_ms);
     let metrics_addr = cfg.metrics;
     let mut svc = AsService::new(cfg, cfg_path)?;
+    if let Ok(point) = std::env::var(FAULT_ENV) {
+        svc.fault = Some(point.parse().map_err(anyhow::Error::msg)?);
+    }
     // Up before registering, so that an operator sees a service that cannot register.
     let _metrics = metrics_addr.map(|addr| metrics::serve(addr, svc.stats())).transpose()?;
     svc.register()?;
@@ -484,6 +474,9 @@ pub fn run(cfg_path: &Path) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod delivery_tests;
 
 #[cfg(test)]
 mod tests {

@@ -102,8 +102,10 @@ impl ReservationFile {
         Ok(file)
     }
 
+    /// Writes the file (mode 0600: it holds each hop's A_K).
     pub fn save(&self, path: &Path) -> anyhow::Result<()> {
-        write_json(path, self)
+        crate::files::write_secret(path, &serde_json::to_vec_pretty(self)?)
+            .with_context(|| format!("cannot write {}", path.display()))
     }
 
     /// The bandwidth the flow may use end to end: the smallest grant.

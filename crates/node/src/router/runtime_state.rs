@@ -11,13 +11,12 @@
 //! within the overlap reads it back to verify what was issued under it.
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::management::Command;
+use crate::files;
 use crate::topology::ConfigError;
 
 /// A link's capacity and delay as last set at runtime.
@@ -114,23 +113,13 @@ impl RuntimeState {
     /// Writes the state to `path` atomically (a crash leaves the old or the new file).
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
         let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
-        write_atomically(path, format!("{text}\n").as_bytes(), 0o644)
+        files::write_atomically(path, format!("{text}\n").as_bytes(), files::PUBLIC_MODE)
     }
 }
 
 /// Replaces the secret file with `secret` (hex, mode 0600), atomically.
 pub fn write_secret(path: &Path, secret: &[u8]) -> std::io::Result<()> {
-    write_atomically(path, format!("{}\n", hex::encode(secret)).as_bytes(), 0o600)
-}
-
-fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
-    let mut tmp = path.as_os_str().to_os_string();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(mode).open(&tmp)?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, path)
+    files::write_secret(path, format!("{}\n", hex::encode(secret)).as_bytes())
 }
 
 #[cfg(test)]

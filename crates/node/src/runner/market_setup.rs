@@ -23,6 +23,7 @@ use aviary_market::{Account, Address, Deployment, Ledger, SharedLedger, U256};
 
 use crate::as_service::{AsServiceConfig, DeploymentFile, Direction, LedgerConfig, OfferConfig};
 use crate::config::write_toml;
+use crate::files;
 use crate::runner::RunLayout;
 
 /// Wei every AS account and the buyer start with (100 ETH).
@@ -67,10 +68,12 @@ fn random32() -> anyhow::Result<[u8; 32]> {
 fn key_file(path: &Path) -> anyhow::Result<[u8; 32]> {
     if let Ok(text) = std::fs::read_to_string(path) {
         let b = hex::decode(text.trim()).with_context(|| format!("{} is not hex", path.display()))?;
+        files::restrict(path).with_context(|| format!("cannot restrict {}", path.display()))?;
         return b.try_into().map_err(|_| anyhow::anyhow!("{}: expected 32 bytes", path.display()));
     }
     let b = random32()?;
-    std::fs::write(path, hex::encode(b) + "\n").with_context(|| format!("cannot write {}", path.display()))?;
+    files::write_secret(path, (hex::encode(b) + "\n").as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(b)
 }
 

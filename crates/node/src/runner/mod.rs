@@ -44,6 +44,7 @@ use crate::config::{
     write_toml, ControlConfig, DrkeyConfig, GrantConfig, HostConfig, InterfaceConfig, Peer, QueueConfig, RouterConfig,
     TrustRoot,
 };
+use crate::files;
 use crate::runner::market_setup::MarketLayout;
 use crate::topology::Topology;
 use supervisor::{supervise, ProcState, Supervised};
@@ -162,9 +163,12 @@ impl RunLayout {
             // reservations in its state directory that were granted under them.
             for (file, len) in [("master.key", 32), ("operator.token", 16)] {
                 let f = as_dir.join(file);
-                if !f.exists() {
-                    fs::write(&f, random_hex(len)? + "\n")?;
-                }
+                let kept = if f.exists() {
+                    files::restrict(&f)
+                } else {
+                    files::write_secret(&f, (random_hex(len)? + "\n").as_bytes())
+                };
+                kept.with_context(|| format!("cannot write {}", f.display()))?;
             }
             roots[&a.ia.isd()].issue_into(a.ia, &as_dir)?;
             let interfaces = topology

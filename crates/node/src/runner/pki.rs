@@ -12,9 +12,7 @@
 //! fresh AS certificates. These roots are separate from the market's ISD root keys
 //! (`market/isd-<n>-root.key`, which certify AS keys for the ledger's P256VERIFY).
 
-use std::fs::{self, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -27,6 +25,7 @@ use thiserror::Error;
 use time::OffsetDateTime;
 
 use crate::control::tls::cs_name;
+use crate::files;
 
 /// Lifetime of an ISD root.
 pub const ROOT_VALIDITY: Duration = Duration::from_secs(10 * 365 * 86400);
@@ -45,12 +44,9 @@ fn file_err(path: &Path, e: impl std::fmt::Display) -> PkiError {
     PkiError::File { path: path.to_path_buf(), msg: e.to_string() }
 }
 
-/// Writes a secret file readable by its owner only.
-pub fn write_private(path: &Path, text: &str) -> Result<(), PkiError> {
-    let _ = fs::remove_file(path);
-    let mut f =
-        OpenOptions::new().write(true).create_new(true).mode(0o600).open(path).map_err(|e| file_err(path, e))?;
-    f.write_all(text.as_bytes()).map_err(|e| file_err(path, e))
+/// Writes a private key file (mode 0600).
+fn write_private(path: &Path, text: &str) -> Result<(), PkiError> {
+    files::write_secret(path, text.as_bytes()).map_err(|e| file_err(path, e))
 }
 
 fn write_public(path: &Path, text: &str) -> Result<(), PkiError> {
@@ -101,6 +97,7 @@ impl IsdRoot {
         let key_file = pki_dir.join(format!("isd-{isd}-root.key"));
         if cert_file.exists() && key_file.exists() {
             let pem = fs::read_to_string(&key_file).map_err(|e| file_err(&key_file, e))?;
+            files::restrict(&key_file).map_err(|e| file_err(&key_file, e))?;
             let key = KeyPair::from_pem(&pem).map_err(|e| file_err(&key_file, e))?;
             let issuer = root_params(isd)?.self_signed(&key)?;
             return Ok(Self { isd, cert_file, key, issuer });
