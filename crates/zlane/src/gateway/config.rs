@@ -7,6 +7,7 @@
 //! burst_bytes = 15000
 //! over_rate = "unflagged"     # or "drop"
 //! drkey_protocol = 42
+//! suppress_duplicates = true  # the default
 //! [[zlane_gateway.hosts]]
 //! prefix = "10.0.0.1"         # one host
 //! rate_bps = 500000
@@ -148,8 +149,17 @@ pub struct GatewayConfig {
     pub over_rate: OverRatePolicy,
     /// The DRKey protocol of the ASes' EPIC keys (the routers' `zlane.drkey_protocol`).
     pub drkey_protocol: u16,
+    /// Drop replays of verified packets before they are charged to their host (a Bloom
+    /// filter over the 4 s freshness span, as the routers'). Off, a replay inside the AS
+    /// drains its host's rate, though routers still drop it.
+    #[serde(default = "default_true")]
+    pub suppress_duplicates: bool,
     #[serde(default)]
     pub hosts: Vec<HostRateConfig>,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 fn default_burst() -> u16 {

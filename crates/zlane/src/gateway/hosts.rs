@@ -4,11 +4,13 @@
 //!
 //! A host gets its entry the first time one of its packets verifies (so spoofed addresses
 //! never take room), matched to its group by longest prefix once; later packets cost one
-//! lookup.
+//! lookup. The entry also keeps the host's DRKey key of the current epoch, so that verifying a
+//! known host's packets costs no key derivation.
 
 use std::collections::HashMap;
 
 use aviary_qos::TokenBucketBank;
+use aviary_scion::drkey::AsHostKey;
 use aviary_scion::HostAddr;
 use foldhash::fast::RandomState;
 
@@ -31,6 +33,8 @@ pub struct HostCounters {
 struct HostEntry {
     /// The host's rate group, `None` if no prefix covers it.
     group: Option<u32>,
+    /// `K_{A_0→A_0:H}` and the start of its epoch.
+    key: (u32, AsHostKey),
     counters: HostCounters,
 }
 
@@ -62,15 +66,28 @@ impl HostTable {
         Self { single, prefixes, buckets, hosts: HashMap::default() }
     }
 
-    /// Charges `len` bytes of `host` at `now_ns` to its group's bucket: whether they are
-    /// within the rate, and the host's counters (its entry is made on its first packet).
-    pub fn charge(&mut self, host: HostAddr, len: usize, now_ns: u64) -> (bool, &mut HostCounters) {
+    /// The key of a known host for the epoch starting at `epoch_begin_s`.
+    pub fn key(&self, host: &HostAddr, epoch_begin_s: u32) -> Option<AsHostKey> {
+        self.hosts.get(host).and_then(|e| (e.key.0 == epoch_begin_s).then_some(e.key.1))
+    }
+
+    /// Charges `len` bytes of `host`, whose packet verified under `key`, at `now_ns` to its
+    /// group's bucket: whether they are within the rate, and the host's counters (its entry
+    /// is made on its first packet).
+    pub fn charge(
+        &mut self,
+        host: HostAddr,
+        key: (u32, AsHostKey),
+        len: usize,
+        now_ns: u64,
+    ) -> (bool, &mut HostCounters) {
         let (single, prefixes) = (&self.single, &self.prefixes);
         let entry = self.hosts.entry(host).or_insert_with(|| {
             let longest = || prefixes.iter().filter(|(_, p)| p.contains(&host)).max_by_key(|(_, p)| p.len());
             let group = single.get(&host).copied().or_else(|| longest().map(|(i, _)| *i));
-            HostEntry { group, counters: HostCounters::default() }
+            HostEntry { group, key, counters: HostCounters::default() }
         });
+        entry.key = key;
         let len = u32::try_from(len).unwrap_or(u32::MAX);
         let within = entry.group.is_some_and(|g| self.buckets.admit(g as usize, len, now_ns));
         (within, &mut entry.counters)

@@ -8,7 +8,8 @@
 //!    secrets, so it recomputes `V_0`, the validation field of the AS's own hop field under the
 //!    host's key `K_{A_0→A_0:H_S}` (which only that host was given), and compares HVF 0. A
 //!    spoofed source host fails here and is dropped before it is charged to anyone. Replays of
-//!    a verified packet are dropped as duplicates.
+//!    a verified packet (which would drain their host's rate) are dropped as duplicates,
+//!    unless `suppress_duplicates` is off (the routers still drop them further on).
 //! 2. **Look up the host's bucket**: the token bucket of the host's rate group ([`config`]).
 //! 3. **Check the rate.** A packet beyond it leaves without the QoS flag (cleared if the host
 //!    set it), or is dropped, by [`OverRatePolicy`]; its HVFs stay the host's, so routers
@@ -105,7 +106,7 @@ pub struct Gateway {
     keyring: IssuerKeyring,
     path_keys: PathKeys,
     hosts: HostTable,
-    duplicates: EpicDuplicates,
+    duplicates: Option<EpicDuplicates>,
     drops: [u64; GatewayDrop::ALL.len()],
     no_path_keys: u64,
 }
@@ -121,7 +122,10 @@ impl Gateway {
         let keyring = IssuerKeyring::new(master_secret, protocol, EpochSchedule::SCION_DEFAULT, now_ns / NS_PER_S)?;
         // The filter's hash key: a Level-1 key to an ISD-AS no AS has, as the routers'.
         let dup_key = *keyring.current().level1(IsdAsn::new(0, 0)).as_bytes();
-        let duplicates = EpicDuplicates::new(DUPLICATES_PER_WINDOW, DUPLICATE_FALSE_POSITIVE_RATE, dup_key)?;
+        let duplicates = config
+            .suppress_duplicates
+            .then(|| EpicDuplicates::new(DUPLICATES_PER_WINDOW, DUPLICATE_FALSE_POSITIVE_RATE, dup_key))
+            .transpose()?;
         let mut path_keys = PathKeys::new();
         path_keys.set_key(ia, &keyring.current().level1(ia));
         Ok(Self {
@@ -217,16 +221,21 @@ impl Gateway {
         let block = mac_input(info.seg_id, info.timestamp, hop.exp_time, hop.cons_ingress, hop.cons_egress);
         let sigma = self.mac_key.cmac_block(&block);
         let input = MacInput::new(info.timestamp, id, src_ia, &src_host, payload_len);
-        let host_key = self.keyring.current().as_host(src_ia, &DrkeyHost::from(&src_host));
+        let keys = self.keyring.current();
+        let epoch = keys.epoch().begin_s;
+        let host_key =
+            self.hosts.key(&src_host, epoch).unwrap_or_else(|| keys.as_host(src_ia, &DrkeyHost::from(&src_host)));
         if !hvf_eq(&path.hvf(0), &source_hvf(&hop_validation(&host_key, &input, &sigma))) {
             return Err(GatewayDrop::BadSourceHvf);
         }
-        if !self.duplicates.first_seen(src_ia, &src_host, info.timestamp, id, now_ns) {
-            return Err(GatewayDrop::Duplicate);
+        if let Some(d) = &mut self.duplicates {
+            if !d.first_seen(src_ia, &src_host, info.timestamp, id, now_ns) {
+                return Err(GatewayDrop::Duplicate);
+            }
         }
 
         // 2 and 3. The host's bucket.
-        let (within, counters) = self.hosts.charge(src_host, pkt_len, now_ns);
+        let (within, counters) = self.hosts.charge(src_host, (epoch, host_key), pkt_len, now_ns);
         if !within {
             counters.over_rate_packets += 1;
             counters.over_rate_bytes += pkt_len as u64;

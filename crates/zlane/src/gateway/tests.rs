@@ -30,6 +30,7 @@ fn config(hosts: &[(&str, Option<u64>)], guarantee_bps: u64, over_rate: OverRate
         burst_bytes: 3_000,
         over_rate,
         drkey_protocol: PROTOCOL,
+        suppress_duplicates: true,
         hosts: hosts.iter().map(|(p, r)| config::HostRateConfig { prefix: p.to_string(), rate_bps: *r }).collect(),
     }
 }
