@@ -26,6 +26,8 @@ pub mod config;
 mod hosts;
 pub mod path_keys;
 #[cfg(test)]
+mod security_tests;
+#[cfg(test)]
 mod tests;
 
 use aviary_qos::{mechanism_drops, DuplicateFilterConfigError};

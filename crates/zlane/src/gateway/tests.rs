@@ -18,13 +18,13 @@ use crate::testbed::{Net, IF_NEXT, PROTOCOL};
 const T0: u64 = 1_750_000_000;
 const S: u64 = 1_000_000_000;
 const NOW: u64 = T0 * S;
-const PAYLOAD: usize = 500;
+pub(super) const PAYLOAD: usize = 500;
 
 fn host(last: u16) -> Ipv4Addr {
     Net::host(last)
 }
 
-fn config(hosts: &[(&str, Option<u64>)], guarantee_bps: u64, over_rate: OverRatePolicy) -> GatewayConfig {
+pub(super) fn config(hosts: &[(&str, Option<u64>)], guarantee_bps: u64, over_rate: OverRatePolicy) -> GatewayConfig {
     GatewayConfig {
         guarantee_bps,
         burst_bytes: 3_000,
@@ -35,7 +35,7 @@ fn config(hosts: &[(&str, Option<u64>)], guarantee_bps: u64, over_rate: OverRate
     }
 }
 
-fn one(gw: &mut Gateway, pkt: &mut [u8], now: u64) -> GatewayVerdict {
+pub(super) fn one(gw: &mut Gateway, pkt: &mut [u8], now: u64) -> GatewayVerdict {
     let mut v = [GatewayVerdict::Unflagged];
     gw.process_batch(&mut [pkt], now, &mut v);
     v[0]
