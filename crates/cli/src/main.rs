@@ -29,6 +29,9 @@ enum HostMode {
     Ping(aviary_node::host::scmp::PingOptions),
     /// SCMP traceroute to an AS: every AS on the path answers, with round-trip times.
     Traceroute(aviary_node::host::scmp::TracerouteOptions),
+    /// Path validation packets routed by destination; this AS's trusted router is the source
+    /// node (see docs/pathval.md).
+    PathvalSend(aviary_node::host::pathval::PathvalSendOptions),
 }
 
 #[derive(Subcommand)]
@@ -252,6 +255,10 @@ fn run() -> Result<()> {
                 }
                 HostMode::Traceroute(opts) => {
                     aviary_node::host::scmp::traceroute(&cfg, &opts, &mut std::io::stdout())?;
+                }
+                HostMode::PathvalSend(opts) => {
+                    let r = aviary_node::host::pathval::send(&cfg, &opts)?;
+                    println!("{}", serde_json::to_string(&r)?);
                 }
                 HostMode::Drkey(opts) => {
                     let req = opts.request(&cfg)?;
