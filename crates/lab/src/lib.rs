@@ -3,6 +3,7 @@
 //! the papers' figures (`aviary lab ...`).
 
 pub mod bench;
+pub mod bench_pathval;
 pub mod demo;
 pub mod gas;
 pub mod gma;

@@ -96,7 +96,10 @@ fn pathval_processor(
     };
     let mut sampling = [0u8; 16];
     getrandom::getrandom(&mut sampling).map_err(|e| anyhow!("no randomness from the OS: {e}"))?;
-    PathvalProcessor::new(ia, ids, p.clone(), secret, level1, sampling, now_ns).map_err(|e| anyhow!("pathval.{}", e))
+    PathvalProcessor::new(ia, ids, p.clone(), secret, level1, sampling, now_ns).map_err(|e| match &p.level1_keys_file {
+        Some(f) => anyhow!("pathval.{e} (Level-1 keys of this DRKey epoch from {})", f.display()),
+        None => anyhow!("pathval.{e}"),
+    })
 }
 
 /// The router's randomness for its mechanisms: ChaCha12 seeded from the operating system.
