@@ -6,6 +6,7 @@
 //! topology.toml                  copy of the topology (control services read it)
 //! <isd-as>/router.toml           router config     <isd-as>/control.toml  control config
 //! <isd-as>/master.key            the AS's secret (only this AS's processes read it)
+//! <isd-as>/pathval-level1.toml   a trusted pathval router's Level-1 keys from other ASes
 //! <isd-as>/operator.token        bearer token for the AS's reservation API
 //! <isd-as>/state/                the control service's granted ResIDs
 //! <isd-as>/cs-tls.pem, cs-tls.key the control service's TLS certificate and key (DRKey)
