@@ -306,13 +306,13 @@ pub fn run(effort: Effort) -> Vec<Row> {
 /// The table for a person.
 pub fn table(rows: &[Row]) -> String {
     let mut out = format!(
-        "{:<34} {:>5} {:>8} {:>10} {:>8} {:>10}\n",
+        "{:<40} {:>5} {:>8} {:>10} {:>8} {:>10}\n",
         "operation (one core)", "batch", "payload", "ns/packet", "Mpps", "paper ns"
     );
     for r in rows {
         let paper = r.paper_ns.map(|p| format!("{p:.0}")).unwrap_or_else(|| "-".into());
         out += &format!(
-            "{:<34} {:>5} {:>8} {:>10.1} {:>8.2} {:>10}\n",
+            "{:<40} {:>5} {:>8} {:>10.1} {:>8.2} {:>10}\n",
             r.name, r.batch, r.payload_bytes, r.ns_per_packet, r.mpps, paper
         );
     }
