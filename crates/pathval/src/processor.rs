@@ -252,6 +252,10 @@ impl PathvalProcessor {
             .map(|(.., k)| k.clone())
             .ok_or(PathvalDrop::NoNextKey)?;
         if ctx.ingress == 0 {
+            // Only this AS's hosts have this router as their first node.
+            if src_ia != self.ia {
+                return Err(PathvalDrop::UnknownUpstream);
+            }
             let session_id = {
                 let at = locate(pkt)?;
                 PathvalView::new_checked(&pkt[at.header])?.session_id()

@@ -179,6 +179,9 @@ fn misrouted_and_malformed_packets_are_counted_drops() {
     let mut pkt = packet(1);
     pkt[aviary_scion::wire::header::field::DST_IA].copy_from_slice(&ia(9).to_bytes());
     assert_eq!(reason(net.at(ia(0), 0, &mut pkt)), "no_route");
+    // T's inside is no source for S's hosts.
+    let mut pkt = packet(1);
+    assert_eq!(reason(net.at(ia(1), 0, &mut pkt)), "unknown_upstream");
     // D hears trusted nodes on interfaces 1 and 2 only.
     let mut pkt = packet(1);
     assert!(matches!(net.at(ia(0), 0, &mut pkt), Verdict::Forward { .. }));
