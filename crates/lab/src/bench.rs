@@ -1,6 +1,7 @@
 //! Per-packet cost of the data plane on one core, beside the figures of the Hummingbird paper
 //! (Tables 3 and 4: DPDK on a 2.1 GHz Xeon), the GLWP paper (§VII: the same kind of
-//! machine) and the Z-Lane paper (Table 3, the same kind of machine; rows in [`zlane`]).
+//! machine), the Z-Lane paper (Table 3, the same kind of machine; rows in [`zlane`]) and the
+//! pathval paper (Table IV and Fig. 5: Click on a 3 GHz i7; rows in [`pathval`]).
 //!
 //! Each row processes the same packet repeatedly. Routers mutate packets (CurrHF, SegID,
 //! MAC write-back), so before each run the path header is restored from a template: a
@@ -16,6 +17,7 @@ use aviary_qos::Verdict;
 use aviary_scion::ScionView;
 use serde::Serialize;
 
+mod pathval;
 mod zlane;
 
 /// Batch size of the batched rows.
@@ -48,12 +50,12 @@ impl Effort {
     pub const QUICK: Effort = Effort { packets: 4_000, repeats: 1 };
 }
 
-fn row(name: &str, batch: usize, payload: usize, paper: Option<f64>, ns: f64) -> Row {
+pub(crate) fn row(name: &str, batch: usize, payload: usize, paper: Option<f64>, ns: f64) -> Row {
     Row { name: name.into(), ns_per_packet: ns, mpps: 1e3 / ns, batch, payload_bytes: payload, paper_ns: paper }
 }
 
 /// Runs `f(i)` `effort.packets` times per repeat and returns the best ns per call.
-fn time_per_call(effort: Effort, per_call: u64, mut f: impl FnMut(u64)) -> f64 {
+pub(crate) fn time_per_call(effort: Effort, per_call: u64, mut f: impl FnMut(u64)) -> f64 {
     let calls = (effort.packets / per_call).max(1);
     (0..effort.repeats)
         .map(|_| {
@@ -284,19 +286,20 @@ pub fn run(effort: Effort) -> Vec<Row> {
     }
     rows.push(glwp_row(effort));
     rows.extend(zlane::rows(effort));
+    rows.extend(pathval::rows(effort));
     rows
 }
 
 /// The table for a person.
 pub fn table(rows: &[Row]) -> String {
     let mut out = format!(
-        "{:<34} {:>5} {:>8} {:>10} {:>8} {:>10}\n",
+        "{:<40} {:>5} {:>8} {:>10} {:>8} {:>10}\n",
         "operation (one core)", "batch", "payload", "ns/packet", "Mpps", "paper ns"
     );
     for r in rows {
         let paper = r.paper_ns.map(|p| format!("{p:.0}")).unwrap_or_else(|| "-".into());
         out += &format!(
-            "{:<34} {:>5} {:>8} {:>10.1} {:>8.2} {:>10}\n",
+            "{:<40} {:>5} {:>8} {:>10.1} {:>8.2} {:>10}\n",
             r.name, r.batch, r.payload_bytes, r.ns_per_packet, r.mpps, paper
         );
     }

@@ -146,7 +146,7 @@ fn time(calls: u32, mut f: impl FnMut()) -> f64 {
 }
 
 /// Table IV: each function on a 1000-byte payload, keys expanded once as a router holds them.
-fn timings(calls: u32) -> BTreeMap<&'static str, f64> {
+pub(crate) fn timings(calls: u32) -> BTreeMap<&'static str, f64> {
     let (k_prev, k_next) = (LinkKey::new([1; 16]), LinkKey::new([2; 16]));
     let (k0n, sampling) = (EndToEndKey::new([3; 16]), SamplingKey::new([4; 16]));
     let payload = vec![0x5a; TIMING_PAYLOAD];

@@ -7,6 +7,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 use aviary_hummingbird::{BwCodec, RouterParams};
+use aviary_pathval::PathvalConfig;
+use aviary_scion::drkey::{Level1Key, KEY_LEN};
 use aviary_scion::IsdAsn;
 use aviary_zlane::classes::ZlaneConfig;
 use serde::{Deserialize, Serialize};
@@ -84,6 +86,10 @@ pub struct RouterConfig {
     /// classes R, N, G, A, U (see [`crate::router::classes`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zlane: Option<ZlaneConfig>,
+    /// Makes this a pathval router: packets with the pathval option are forwarded by
+    /// destination from this table (see docs/pathval.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pathval: Option<PathvalConfig>,
     #[serde(rename = "interface", default)]
     pub interfaces: Vec<InterfaceConfig>,
     /// How many SCMP errors the router may send.
@@ -263,6 +269,9 @@ impl RouterConfig {
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let mut c: Self = read_toml(path)?;
         c.master_secret_file = resolve(&base_dir(path), &c.master_secret_file);
+        if let Some(f) = c.pathval.as_mut().and_then(|p| p.level1_keys_file.as_mut()) {
+            *f = resolve(&base_dir(path), f);
+        }
         c.validate(&path.display().to_string())?;
         Ok(c)
     }
@@ -311,6 +320,18 @@ impl RouterConfig {
         }
         if let Some(z) = &self.zlane {
             z.plan(self.ia.isd()).map_err(|e| ConfigError::new(file, format!("zlane.{}", e.field()), e.to_string()))?;
+        }
+        if let Some(p) = &self.pathval {
+            let ids: Vec<u16> = self.interfaces.iter().map(|i| i.id).collect();
+            aviary_pathval::NextHops::new(&p.routes, &ids)
+                .map_err(|e| ConfigError::new(file, format!("pathval.{}", e.field()), e.to_string()))?;
+            if p.role == aviary_pathval::Role::Untrusted && p.level1_keys_file.is_some() {
+                return Err(ConfigError::new(file, "pathval.level1_keys_file", "an untrusted router holds no keys"));
+            }
+            if !p.next.is_empty() && p.level1_keys_file.is_none() {
+                let msg = "a trusted router with next trusted nodes needs their Level-1 keys";
+                return Err(ConfigError::new(file, "pathval.level1_keys_file", msg));
+            }
         }
         let tables = self.class_tables(file)?;
         for (i, f) in self.interfaces.iter().enumerate() {
@@ -413,6 +434,43 @@ pub const RESID_STORE: &str = "resids.json";
 impl HostConfig {
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         read_toml(path)
+    }
+}
+
+/// The Level-1 keys other ASes issued to this one, as a file (`[pathval] level1_keys_file`):
+/// `[[key]]` entries with the issuer, the DRKey epoch and the key in hex.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Level1KeysFile {
+    #[serde(rename = "key", default)]
+    pub keys: Vec<Level1KeyEntry>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Level1KeyEntry {
+    pub issuer: IsdAsn,
+    pub epoch_begin: u32,
+    pub epoch_end: u32,
+    /// The key, 16 bytes in hex.
+    pub key: String,
+}
+
+impl Level1KeysFile {
+    /// The keys valid at `now_s`; an error names the file and the entry that cannot be read.
+    pub fn load_at(path: &Path, now_s: u64) -> Result<Vec<(IsdAsn, Level1Key)>, ConfigError> {
+        let f: Self = read_toml(path)?;
+        let mut out = Vec::new();
+        for (i, k) in f.keys.iter().enumerate() {
+            let bytes: [u8; KEY_LEN] = hex::decode(k.key.trim())
+                .ok()
+                .and_then(|b| b.try_into().ok())
+                .ok_or_else(|| ConfigError::new(path.display(), format!("key[{i}].key"), "not 16 bytes in hex"))?;
+            if (u64::from(k.epoch_begin)..u64::from(k.epoch_end)).contains(&now_s) {
+                out.push((k.issuer, Level1Key::from_bytes(bytes)));
+            }
+        }
+        Ok(out)
     }
 }
 

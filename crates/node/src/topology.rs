@@ -23,7 +23,10 @@
 //! `[as.router.class_table.NAME]` are the router config's tables of the same names, and
 //! `as.router.link_class_table` names the class table of all its inter-AS links, and
 //! `[as.router.zlane]` makes it a Z-Lane router (its guarantees default to an equal share for
-//! every AS of its ISD and every other ISD of the topology).
+//! every AS of its ISD and every other ISD of the topology). `[as.router.pathval]` (`role`,
+//! `attack`, `[[as.router.pathval.route]]`) makes it a pathval router; the topology's tables
+//! are checked as a whole ([`aviary_pathval::plan`]) and the runner fills in each trusted
+//! router's upstream and next trusted nodes.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -32,6 +35,7 @@ use aviary_zlane::classes::ZlaneConfig;
 use std::path::Path;
 
 use aviary_hummingbird::RouterParams;
+use aviary_pathval::{PathvalConfig, PlanAs, TrustedPlan};
 use aviary_scion::IsdAsn;
 use serde::{Deserialize, Serialize};
 
@@ -151,6 +155,10 @@ pub struct RouterSettings {
     /// AS of the router's ISD and every other ISD of the topology.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zlane: Option<ZlaneConfig>,
+    /// The router's `[pathval]` table without `upstream` and `next`, which [`Topology::pathval_plan`]
+    /// works out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pathval: Option<PathvalConfig>,
 }
 
 impl RouterSettings {
@@ -275,6 +283,7 @@ impl Topology {
                 return Err(err(format!("as[{i}]"), format!("non-core AS {} has no parent link", a.ia)));
             }
         }
+        self.pathval_plan(file)?;
         let mut names = BTreeSet::new();
         for (i, h) in self.hosts.iter().enumerate() {
             let valid = !h.name.is_empty() && h.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
@@ -289,6 +298,27 @@ impl Topology {
             }
         }
         Ok(())
+    }
+
+    /// The pathval plan of the ASes with a `[as.router.pathval]` table: every trusted router's
+    /// upstream and next trusted nodes, or the AS and field where the tables fail (an
+    /// unreachable destination, a loop, an ambiguous next trusted node).
+    pub fn pathval_plan(&self, file: &str) -> Result<BTreeMap<IsdAsn, TrustedPlan>, ConfigError> {
+        let mut network = Vec::new();
+        for (i, a) in self.ases.iter().enumerate() {
+            let Some(p) = &a.router.pathval else { continue };
+            if !p.upstream.is_empty() || !p.next.is_empty() {
+                let msg = "worked out from the routes; a topology does not state it";
+                let field = if p.upstream.is_empty() { "next" } else { "upstream" };
+                return Err(ConfigError::new(file, format!("as[{i}].router.pathval.{field}"), msg));
+            }
+            let links = self.links_of(a.ia).map(|(l, r, ..)| (l.ifid, r.ia, r.ifid)).collect();
+            network.push(PlanAs { ia: a.ia, role: p.role, routes: &p.routes, links });
+        }
+        aviary_pathval::plan(&network).map_err(|e| {
+            let i = self.ases.iter().position(|a| a.ia == e.ia).unwrap_or(0);
+            ConfigError::new(file, format!("as[{i}].router.pathval.{}", e.field), e.message)
+        })
     }
 
     pub fn as_entry(&self, ia: IsdAsn) -> Option<&AsEntry> {
@@ -385,6 +415,26 @@ capacity_bps = 1000
             let e = parse(&text).unwrap_err();
             assert_eq!(e.field, field, "{e}");
         }
+    }
+
+    #[test]
+    fn pathval_tables_are_checked_as_a_whole() {
+        let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies/pathval.toml");
+        let text = std::fs::read_to_string(&f).unwrap();
+        let t = parse(&text).unwrap();
+        let plan = t.pathval_plan("t.toml").unwrap();
+        // The trusted router with two alternatives proves itself to a different node on each.
+        let t112 = &plan[&"1-ff00:0:112".parse().unwrap()];
+        let nodes: BTreeSet<String> = t112.next.iter().map(|n| n.node.to_string()).collect();
+        assert_eq!(nodes.len(), 2, "{t112:?}");
+        // Removing the untrusted AS's route leaves the destination unreachable through it.
+        let broken = text.replacen("dst = \"1-ff00:0:115\"\nvia = [2]", "dst = \"1-ff00:0:111\"\nvia = [1]", 1);
+        assert_ne!(broken, text);
+        let e = parse(&broken).unwrap_err();
+        assert!(e.field.starts_with("as[") && e.field.contains("router.pathval"), "{e}");
+        // A route on an interface the AS does not have.
+        let e = parse(&text.replacen("via = [2, 3]", "via = [2, 9]", 1)).unwrap_err();
+        assert!(e.field.ends_with("router.pathval.route[0].via"), "{e}");
     }
 
     #[test]

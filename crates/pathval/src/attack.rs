@@ -16,7 +16,8 @@ use crate::router::Verdict;
 use crate::scheme::SchemeKind;
 
 /// What the attacker does to the packets it forwards.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Attack {
     /// Changes a payload byte and writes the new payload's DataHash (§V-B).
     PayloadAlteration,
@@ -196,15 +197,11 @@ pub fn measure(chain: &mut Chain, attack: Attack, packets: u64, now_s: u64, rand
         out.guessed_sampled_right += u64::from(guessed && sampled);
         let (from, clock) = match attack {
             Attack::PayloadAlteration => {
-                body[0] ^= 1;
-                hdr.set_data_hash(&data_hash(body));
+                alter(&mut hdr, body);
                 (a + 1, now_s)
             }
             Attack::HeaderTampering => {
-                let fields = [field::DATA_HASH, field::SESSION_ID, field::TIMESTAMP, field::CONCEALMENT];
-                let f = &fields[i as usize % fields.len()];
-                let bit = random.next_u64() as usize % (8 * f.len());
-                head[at.header.start + f.start + bit / 8] ^= 1 << (bit % 8);
+                tamper(&mut head[at.header.clone()], i, random);
                 (a + 1, now_s)
             }
             Attack::Injection => {
@@ -238,6 +235,45 @@ pub fn measure(chain: &mut Chain, attack: Attack, packets: u64, now_s: u64, rand
         }
     }
     out
+}
+
+/// §V-B: changes the payload's last byte and writes the new payload's DataHash.
+fn alter(hdr: &mut PathvalView<&mut [u8]>, body: &mut [u8]) {
+    if let Some(b) = body.last_mut() {
+        *b ^= 1;
+    }
+    hdr.set_data_hash(&data_hash(body));
+}
+
+/// Flips one random bit of a field the source covers: DataHash, SessionID, Timestamp or
+/// Concealment for `i` = 0, 1, 2, 3 modulo 4. `header` is the 101 header bytes.
+fn tamper(header: &mut [u8], i: u64, random: &mut dyn RandomSource) {
+    let fields = [field::DATA_HASH, field::SESSION_ID, field::TIMESTAMP, field::CONCEALMENT];
+    let f = &fields[i as usize % fields.len()];
+    let bit = random.next_u64() as usize % (8 * f.len());
+    header[f.start + bit / 8] ^= 1 << (bit % 8);
+}
+
+/// What an untrusted router of a network does to the `i`-th packet it forwards under
+/// `attack`, in place: the attacks on one packet at a time (payload alteration, header
+/// tampering). Returns whether it changed the packet; `None` for an attack that needs more
+/// than the packet in hand (a replay's later time, another path, another packet), which a
+/// network router does not run.
+pub fn on_the_wire(attack: Attack, pkt: &mut [u8], i: u64, random: &mut dyn RandomSource) -> Option<bool> {
+    if !matches!(attack, Attack::PayloadAlteration | Attack::HeaderTampering) {
+        return None;
+    }
+    let Ok(at) = locate(pkt) else { return Some(false) };
+    let (head, body) = pkt.split_at_mut(at.payload.start);
+    let header = &mut head[at.header];
+    match attack {
+        Attack::PayloadAlteration => {
+            let Ok(mut hdr) = PathvalView::new_checked(header) else { return Some(false) };
+            alter(&mut hdr, body);
+        }
+        _ => tamper(header, i, random),
+    }
+    Some(true)
 }
 
 /// Hands `pkt` to node `from` and on to the destination; the first drop or the delivery.

@@ -10,7 +10,7 @@
 //!   `K_{Dst:H_dst → Src:H_src}` issued by the destination's AS, whose host gets it from its
 //!   own AS; the source host fetches the Level-2 key `K_{Dst:H_dst → Src}` through its AS.
 
-use aviary_scion::drkey::{Derivation, DrkeyError, Epoch, HostAddr, IssuerKeys, Protocol};
+use aviary_scion::drkey::{Derivation, DrkeyError, Epoch, HostAddr, IssuerKeys, Level1Key, Protocol};
 use aviary_scion::IsdAsn;
 
 use crate::crypto::{EndToEndKey, LinkKey};
@@ -35,8 +35,28 @@ impl PathvalIssuer {
     /// `K_{0n}` when this AS holds the destination host `dst_host` and the source is
     /// `src_host` in `src_ia`.
     pub fn end_to_end_key(&self, src_ia: IsdAsn, src_host: &HostAddr, dst_host: &HostAddr) -> EndToEndKey {
-        EndToEndKey::new(*self.0.host_host(src_ia, dst_host, src_host).as_bytes())
+        end_to_end_key_from(&self.0.level1(src_ia), src_host, dst_host)
     }
+
+    /// The Level-1 key `K_{this AS → subject}` of pathval's protocol: what `subject` fetches
+    /// from this AS's DRKey service to derive the keys this AS issues it.
+    pub fn level1(&self, subject: IsdAsn) -> Level1Key {
+        self.0.level1(subject)
+    }
+}
+
+/// `K_{0n}` derived by the source side from the Level-1 key `K_{Dst → Src}` it fetched:
+/// `K_{Dst:H_dst → Src:H_src}`, the same key [`PathvalIssuer::end_to_end_key`] gives the
+/// destination.
+pub fn end_to_end_key_from(k_dst_src: &Level1Key, src_host: &HostAddr, dst_host: &HostAddr) -> EndToEndKey {
+    let k = k_dst_src.host_as(Derivation::Specific, PROTOCOL, dst_host).host_host(src_host);
+    EndToEndKey::new(*k.as_bytes())
+}
+
+/// `K_{i(i+1)}` held by the upstream router `i` from the Level-1 key `K_{R_{i+1} → R_i}` it
+/// fetched from the downstream AS (the same key [`PathvalIssuer::link_key_from`] gives it).
+pub fn link_key_from(k_down_up: &Level1Key) -> LinkKey {
+    LinkKey::new(*k_down_up.as_bytes())
 }
 
 #[cfg(test)]
@@ -63,5 +83,22 @@ mod tests {
             issuer.link_key_from(up).validation_proof(&meta, 1, &[0; 16]),
             other.validation_proof(&meta, 1, &[0; 16])
         );
+        // The upstream side's copy from the fetched Level-1 key is the same key.
+        assert_eq!(
+            link_key_from(&issuer.level1(up)).validation_proof(&meta, 1, &[0; 16]),
+            want.validation_proof(&meta, 1, &[0; 16])
+        );
+    }
+
+    #[test]
+    fn both_ends_derive_the_same_end_to_end_key() {
+        let epoch = Epoch::new(0, 86_400).unwrap();
+        let dst = PathvalIssuer::new(b"destination master", epoch).unwrap();
+        let src_ia = IsdAsn::new(1, 0xff00_0000_0111);
+        let (hs, hd) = (HostAddr::from_ip([127, 0, 1, 10].into()), HostAddr::from_ip([127, 0, 5, 10].into()));
+        let meta = Default::default();
+        let at_dst = dst.end_to_end_key(src_ia, &hs, &hd).concealment(&meta);
+        assert_eq!(end_to_end_key_from(&dst.level1(src_ia), &hs, &hd).concealment(&meta), at_dst);
+        assert_ne!(end_to_end_key_from(&dst.level1(src_ia), &hd, &hs).concealment(&meta), at_dst);
     }
 }

@@ -15,6 +15,9 @@
 //! - [`keys`]: the pairwise and end-to-end keys from DRKey.
 //! - [`scheme`]: pathval and the paper's references (Baseline, PPV, EPIC-style) on the same
 //!   header and keys.
+//! - [`routing`]: dynamic next-hop choice by destination (round robin, least loaded).
+//! - [`plan`]: a network's routing tables checked as a whole; upstream and next trusted nodes.
+//! - [`processor`]: pathval as a border router's `aviary_qos::Processor`.
 //! - [`chain`]: a whole path in one process, for measurements and tests.
 //! - [`attack`]: an untrusted router on the chain attacking packets, and what was detected.
 //!
@@ -27,12 +30,18 @@ pub mod crypto;
 pub mod functions;
 pub mod header;
 pub mod keys;
+pub mod plan;
+pub mod processor;
 pub mod router;
+pub mod routing;
 pub mod scheme;
 
 pub use chain::{Chain, Trip};
 pub use crypto::{data_hash, EndToEndKey, LinkKey, SamplingKey};
 pub use header::{locate, HeaderError, Metadata, PathvalView, HEADER_LEN, OPT_PATHVAL};
 pub use keys::{PathvalIssuer, PROTOCOL};
+pub use plan::{plan, PlanAs, PlanError, Role, TrustedPlan};
+pub use processor::{PathvalConfig, PathvalConfigError, PathvalProcessor};
 pub use router::{Destination, Freshness, NodeStats, PathvalDrop, Router, Source, Verdict};
+pub use routing::{NextHops, Policy, Route};
 pub use scheme::{Scheme, SchemeKind};

@@ -30,6 +30,11 @@ aviary_qos::mechanism_drops! {
         BadValidationProof => "bad_validation_proof",
         BadConcealment => "bad_concealment",
         OffStaticPath => "off_static_path",
+        NotDestinationRouted => "not_destination_routed",
+        NoRoute => "no_route",
+        NoLiveNextHop => "no_live_next_hop",
+        UnknownUpstream => "unknown_upstream",
+        NoNextKey => "no_next_key",
     }
 }
 

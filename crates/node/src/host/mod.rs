@@ -11,6 +11,7 @@
 //! - [`send`]: the sender (paced CBR or bursty, attack modes) and its report.
 //! - [`sink`]: the receiver and its per-flow report (goodput, loss, one-way delay).
 //! - [`drkey`]: DRKey Level-2/3 keys of this host from the AS's control service.
+//! - [`pathval`]: pathval packets routed by destination, for the routers to validate.
 //! - [`scmp`]: ping and traceroute (SCMP echo and traceroute).
 //! - [`metrics`]: what either shows on `--metrics ADDR` while it runs (Prometheus text).
 
@@ -29,6 +30,7 @@ use crate::api::{Grant, PathWire};
 pub mod drkey;
 pub mod metrics;
 pub mod packet;
+pub mod pathval;
 pub mod payload;
 pub mod scmp;
 pub mod send;

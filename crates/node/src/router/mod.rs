@@ -29,6 +29,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context as _};
 use aviary_hummingbird::{Router as HbirdRouter, SecretValue};
+use aviary_pathval::PathvalProcessor;
 use aviary_qos::{
     ClassId, Classifier, Context, EgressScheduler, LinkParams, LinkState, Processor, RandomSource, Verdict,
 };
@@ -73,7 +74,32 @@ pub fn processors(ia: IsdAsn, secret: &[u8], ids: &[u16], cfg: &RouterConfig, no
     };
     let hummingbird = HbirdRouter::new(fwd, SecretValue::from_master_secret(secret), cfg.hummingbird)
         .map_err(|e| anyhow!("hummingbird: {e}"))?;
-    Ok(Pipeline::new(vec![scion, Box::new(hummingbird)])?)
+    let mut mechanisms: Vec<Box<dyn Processor>> = vec![scion, Box::new(hummingbird)];
+    if let Some(p) = &cfg.pathval {
+        mechanisms.push(Box::new(pathval_processor(ia, secret, ids, p, now_ns)?));
+    }
+    Ok(Pipeline::new(mechanisms)?)
+}
+
+/// The pathval processor of `[pathval]`: keys from the AS secret and the Level-1 keys file,
+/// and an EpSampling key of its own, fresh at every start.
+fn pathval_processor(
+    ia: IsdAsn,
+    secret: &[u8],
+    ids: &[u16],
+    p: &aviary_pathval::PathvalConfig,
+    now_ns: u64,
+) -> anyhow::Result<PathvalProcessor> {
+    let level1 = match &p.level1_keys_file {
+        Some(f) => crate::config::Level1KeysFile::load_at(f, now_ns / 1_000_000_000)?,
+        None => Vec::new(),
+    };
+    let mut sampling = [0u8; 16];
+    getrandom::getrandom(&mut sampling).map_err(|e| anyhow!("no randomness from the OS: {e}"))?;
+    PathvalProcessor::new(ia, ids, p.clone(), secret, level1, sampling, now_ns).map_err(|e| match &p.level1_keys_file {
+        Some(f) => anyhow!("pathval.{e} (Level-1 keys of this DRKey epoch from {})", f.display()),
+        None => anyhow!("pathval.{e}"),
+    })
 }
 
 /// The router's randomness for its mechanisms: ChaCha12 seeded from the operating system.
@@ -573,12 +599,12 @@ fn local_destination(pkt: &[u8]) -> Option<SocketAddr> {
         HostAddr::V6(a) => a.into(),
         _ => return None,
     };
-    let port = match v.next_hdr() {
-        SCION_UDP => {
-            let payload = v.payload();
-            u16::from_be_bytes([*payload.get(2)?, *payload.get(3)?])
-        }
-        PROTOCOL_SCMP => scmp_wire::destination_port(&ScmpView::new_checked(v.payload()).ok()?)?,
+    // Extension headers (pathval's hop-by-hop option, say) come before the upper layer.
+    let (l4, next) = aviary_scion::wire::udp::l4_offset(&v).ok()?;
+    let payload = pkt.get(l4..)?;
+    let port = match next {
+        SCION_UDP => u16::from_be_bytes([*payload.get(2)?, *payload.get(3)?]),
+        PROTOCOL_SCMP => scmp_wire::destination_port(&ScmpView::new_checked(payload).ok()?)?,
         _ => return None,
     };
     (port != 0).then_some(SocketAddr::new(ip, port))

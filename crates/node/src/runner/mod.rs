@@ -6,6 +6,7 @@
 //! topology.toml                  copy of the topology (control services read it)
 //! <isd-as>/router.toml           router config     <isd-as>/control.toml  control config
 //! <isd-as>/master.key            the AS's secret (only this AS's processes read it)
+//! <isd-as>/pathval-level1.toml   a trusted pathval router's Level-1 keys from other ASes
 //! <isd-as>/operator.token        bearer token for the AS's reservation API
 //! <isd-as>/state/                the control service's granted ResIDs
 //! <isd-as>/cs-tls.pem, cs-tls.key the control service's TLS certificate and key (DRKey)
@@ -41,12 +42,13 @@ use aviary_scion::IsdAsn;
 use serde::Serialize;
 
 use crate::config::{
-    write_toml, ControlConfig, DrkeyConfig, GrantConfig, HostConfig, InterfaceConfig, Peer, QueueConfig, RouterConfig,
-    TrustRoot,
+    write_toml, ControlConfig, DrkeyConfig, GrantConfig, HostConfig, InterfaceConfig, Level1KeyEntry, Level1KeysFile,
+    Peer, QueueConfig, RouterConfig, TrustRoot,
 };
 use crate::files;
 use crate::runner::market_setup::MarketLayout;
 use crate::topology::Topology;
+use aviary_pathval::PathvalConfig;
 use supervisor::{supervise, ProcState, Supervised};
 
 /// File name of the metrics targets in a run directory.
@@ -154,13 +156,12 @@ impl RunLayout {
             .values()
             .map(|r| TrustRoot { isd: r.isd, cert_file: Path::new("../pki").join(r.cert_file.file_name().unwrap()) })
             .collect();
-        let mut ases = BTreeMap::new();
+        // Secrets of an earlier run in the same directory are kept, like the reservations in
+        // its state directory that were granted under them. All are made first: pathval's
+        // Level-1 keys files hold keys other ASes derive from theirs.
         for a in &topology.ases {
-            let k = index[&a.ia];
             let as_dir = dir.join(ia_dir(a.ia));
             fs::create_dir_all(&as_dir)?;
-            // Secrets of an earlier run in the same directory are kept, like the
-            // reservations in its state directory that were granted under them.
             for (file, len) in [("master.key", 32), ("operator.token", 16)] {
                 let f = as_dir.join(file);
                 let kept = if f.exists() {
@@ -170,6 +171,12 @@ impl RunLayout {
                 };
                 kept.with_context(|| format!("cannot write {}", f.display()))?;
             }
+        }
+        let pathval_plan = topology.pathval_plan(&topology_file.display().to_string())?;
+        let mut ases = BTreeMap::new();
+        for a in &topology.ases {
+            let k = index[&a.ia];
+            let as_dir = dir.join(ia_dir(a.ia));
             roots[&a.ia.isd()].issue_into(a.ia, &as_dir)?;
             let interfaces = topology
                 .links_of(a.ia)
@@ -197,6 +204,18 @@ impl RunLayout {
                 classes: a.router.classes.clone(),
                 class_table: a.router.class_table.clone(),
                 zlane: topology.zlane_config(a.ia, &a.router),
+                pathval: match (&a.router.pathval, pathval_plan.get(&a.ia)) {
+                    (Some(p), Some(plan)) => {
+                        write_pathval_level1(&dir, &topology, a.ia, &as_dir.join(PATHVAL_LEVEL1))?;
+                        Some(PathvalConfig {
+                            upstream: plan.upstream.clone(),
+                            next: plan.next.clone(),
+                            level1_keys_file: Some(PATHVAL_LEVEL1.into()),
+                            ..p.clone()
+                        })
+                    }
+                    (p, _) => p.clone(),
+                },
                 interfaces,
                 scmp: Default::default(),
             };
@@ -323,6 +342,35 @@ impl RunLayout {
     pub fn host_config_path(&self, name: &str) -> PathBuf {
         self.dir.join("hosts").join(format!("{name}.toml"))
     }
+}
+
+/// File name of a pathval router's Level-1 keys in its AS directory.
+const PATHVAL_LEVEL1: &str = "pathval-level1.toml";
+
+/// Writes the Level-1 keys every other trusted pathval AS issues to `ia`, for the DRKey epoch
+/// now and the next one. The runner made every AS's secret, so it derives them here and stands
+/// in for the Level-1 exchange with each issuer's DRKey service that a deployment runs.
+fn write_pathval_level1(dir: &Path, topology: &Topology, ia: IsdAsn, file: &Path) -> anyhow::Result<()> {
+    use aviary_pathval::{PathvalIssuer, Role};
+    use aviary_scion::drkey::EpochSchedule;
+    let schedule = EpochSchedule::SCION_DEFAULT;
+    let now = crate::clock::unix_s();
+    let current = schedule.epoch_at(now)?;
+    let epochs = [current, schedule.next(current)?];
+    let mut out = Level1KeysFile::default();
+    let issuers = topology.ases.iter().filter(|a| a.ia != ia);
+    for a in issuers.filter(|a| a.router.pathval.as_ref().is_some_and(|p| p.role == Role::Trusted)) {
+        let secret = crate::config::read_secret(file, "master.key", &dir.join(ia_dir(a.ia)).join("master.key"))?;
+        for e in epochs {
+            out.keys.push(Level1KeyEntry {
+                issuer: a.ia,
+                epoch_begin: e.begin_s,
+                epoch_end: e.end_s,
+                key: hex::encode(PathvalIssuer::new(&secret, e)?.level1(ia).as_bytes()),
+            });
+        }
+    }
+    write_toml(file, &out)
 }
 
 /// The `[hummingbird]` of an AS's control and AS service: the codec and ResID bound of its

@@ -1,0 +1,365 @@
+//! pathval in a border router: the [`Processor`] a router hosts for packets carrying the
+//! pathval option (`Claim::HopByHopOption(0x50)`).
+//!
+//! pathval packets are routed by destination: they carry SCION's empty path (type 0) and the
+//! destination ISD-AS in the address header, and every pathval router picks the egress from
+//! its own table ([`NextHops`]), so no router knows the path or its length. What a router
+//! does besides depends on its [`Role`] and on where the packet is:
+//!
+//! - a trusted router receiving from its AS's inside is the **source** node: SrcInitialization
+//!   (over the SessionID the host wrote) and Construction for the next trusted node;
+//! - a trusted router of the destination AS is the **destination** node: Verification of the
+//!   last trusted node's proof and DstVerification, then delivery;
+//! - any other trusted router runs the router's Verification, EpSampling, Construction or
+//!   Update with the keys of its upstream (by ingress) and next (by chosen egress) trusted
+//!   nodes;
+//! - an untrusted router forwards the packet untouched, or runs an [`Attack`] on it.
+//!
+//! Keys (see [`crate::keys`]): a trusted router derives the keys it verifies with from its own
+//! AS secret (`K_{i(i+1)}` from its upstream nodes, `K_{0n}` of every source at the
+//! destination) and is given the Level-1 keys other ASes issued to it (its next trusted nodes'
+//! and, as a source, the destinations').
+
+use std::collections::HashMap;
+
+use aviary_qos::{Claim, Context, ControlError, Processor, Verdict as QosVerdict};
+use aviary_scion::drkey::{DrkeyError, EpochSchedule, HostAddr as KeyHost, Level1Key};
+use aviary_scion::wire::header::{path_type, HostAddr};
+use aviary_scion::{IsdAsn, ScionView};
+use serde::{Deserialize, Serialize};
+
+use crate::attack::{on_the_wire, Attack};
+use crate::crypto::{EndToEndKey, LinkKey, SamplingKey};
+use crate::header::{locate, PathvalView, OPT_PATHVAL};
+use crate::keys::{end_to_end_key_from, link_key_from, PathvalIssuer};
+use crate::plan::{NextTrusted, Role, Upstream};
+use crate::router::{Destination, Freshness, PathvalDrop, Router, Source, Verdict};
+use crate::routing::{NextHops, NoNextHop, Route, RouteError};
+
+const NS_PER_S: u64 = 1_000_000_000;
+/// End-to-end keys kept per (source, destination host) pair before the cache starts over.
+const E2E_CACHE: usize = 4096;
+
+/// A router's `[pathval]` table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathvalConfig {
+    pub role: Role,
+    /// Untrusted routers only: what it does to the packets it forwards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attack: Option<Attack>,
+    #[serde(rename = "route", default)]
+    pub routes: Vec<Route>,
+    /// Trusted routers: the trusted node behind each ingress (see [`crate::plan`]).
+    #[serde(rename = "upstream", default, skip_serializing_if = "Vec::is_empty")]
+    pub upstream: Vec<Upstream>,
+    /// Trusted routers: the next trusted node per destination and egress.
+    #[serde(rename = "next", default, skip_serializing_if = "Vec::is_empty")]
+    pub next: Vec<NextTrusted>,
+    /// Trusted routers: the file of Level-1 keys other ASes issued to this one (written by
+    /// the AS's DRKey client; `aviary run` writes it from the secrets it made).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level1_keys_file: Option<std::path::PathBuf>,
+    /// Replay window of the Timestamp (§V-C).
+    #[serde(default = "default_max_age")]
+    pub max_age_s: u64,
+    #[serde(default = "default_max_future")]
+    pub max_future_s: u64,
+}
+
+fn default_max_age() -> u64 {
+    10
+}
+
+fn default_max_future() -> u64 {
+    2
+}
+
+/// Runtime control: `{"attack": "payload_alteration"}` or `{"attack": null}` (untrusted
+/// routers only).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Control {
+    attack: Option<Attack>,
+}
+
+/// Why a pathval processor cannot start; `field` is relative to the `[pathval]` table.
+#[derive(Debug, thiserror::Error)]
+pub enum PathvalConfigError {
+    /// [`RouteError`]'s message names its field already.
+    #[error("{0}")]
+    Route(#[from] RouteError),
+    #[error("{field}: {message}")]
+    Field { field: String, message: String },
+    #[error("drkey: {0}")]
+    Drkey(#[from] DrkeyError),
+}
+
+impl PathvalConfigError {
+    pub fn field(&self) -> String {
+        match self {
+            PathvalConfigError::Route(e) => e.field(),
+            PathvalConfigError::Field { field, .. } => field.clone(),
+            PathvalConfigError::Drkey(_) => "(keys)".into(),
+        }
+    }
+}
+
+fn field_err(field: impl Into<String>, message: impl Into<String>) -> PathvalConfigError {
+    PathvalConfigError::Field { field: field.into(), message: message.into() }
+}
+
+/// The keys of a trusted router for one DRKey epoch.
+struct TrustedKeys {
+    issuer: PathvalIssuer,
+    /// `(ingress, K_{i(i+1)} with the trusted node behind it)`.
+    upstream: Vec<(u16, LinkKey)>,
+    /// `(destination, egress, K with the next trusted node)`.
+    next: Vec<(IsdAsn, u16, LinkKey)>,
+    /// Level-1 keys other ASes issued to this one, for `K_{0n}` as a source.
+    level1: Vec<(IsdAsn, Level1Key)>,
+    /// `K_{0n}` by (source or destination ISD-AS, source host, destination host).
+    e2e: HashMap<(IsdAsn, KeyHostBytes, KeyHostBytes), EndToEndKey>,
+}
+
+/// A host address as DRKey encodes it (type/length byte and up to 16 address bytes).
+type KeyHostBytes = (u8, [u8; 16]);
+
+fn key_host(h: HostAddr) -> Option<KeyHost> {
+    match h {
+        HostAddr::V4(a) => Some(KeyHost::from_ip(a.into())),
+        HostAddr::V6(a) => Some(KeyHost::from_ip(a.into())),
+        _ => None,
+    }
+}
+
+fn host_bytes(h: &KeyHost) -> KeyHostBytes {
+    (h.type_len(), h.encode().0)
+}
+
+/// Counters beyond drops.
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
+    initialized: u64,
+    forwarded: u64,
+    accepted: u64,
+    attacked: u64,
+}
+
+/// The pathval processor of one router.
+pub struct PathvalProcessor {
+    ia: IsdAsn,
+    config: PathvalConfig,
+    hops: NextHops,
+    keys: Option<TrustedKeys>,
+    router: Router,
+    destination: Destination,
+    counts: Counts,
+}
+
+impl PathvalProcessor {
+    /// The processor of `ia`'s router with `interfaces`, keyed from the AS's `master_secret`
+    /// (for the DRKey epoch of `now_ns`) and the Level-1 keys `level1` other ASes issued to
+    /// it in that epoch; `sampling` is the router's own EpSampling key (random per start).
+    pub fn new(
+        ia: IsdAsn,
+        interfaces: &[u16],
+        config: PathvalConfig,
+        master_secret: &[u8],
+        level1: Vec<(IsdAsn, Level1Key)>,
+        sampling: [u8; 16],
+        now_ns: u64,
+    ) -> Result<Self, PathvalConfigError> {
+        let hops = NextHops::new(&config.routes, interfaces)?;
+        let freshness = Freshness { max_age_s: config.max_age_s, max_future_s: config.max_future_s };
+        let keys = match config.role {
+            Role::Trusted => {
+                if config.attack.is_some() {
+                    return Err(field_err("attack", "only an untrusted router attacks"));
+                }
+                let epoch = EpochSchedule::SCION_DEFAULT.epoch_at(now_ns / NS_PER_S)?;
+                let issuer = PathvalIssuer::new(master_secret, epoch)?;
+                let upstream = config.upstream.iter().map(|u| (u.ingress, issuer.link_key_from(u.node))).collect();
+                let mut next = Vec::new();
+                for (i, n) in config.next.iter().enumerate() {
+                    let l1 = level1.iter().find(|(from, _)| *from == n.node).ok_or_else(|| {
+                        field_err(format!("next[{i}].node"), format!("no Level-1 key from {}", n.node))
+                    })?;
+                    next.push((n.dst, n.egress, link_key_from(&l1.1)));
+                }
+                Some(TrustedKeys { issuer, upstream, next, level1, e2e: HashMap::new() })
+            }
+            Role::Untrusted => {
+                if let Some(a) = config.attack {
+                    if on_the_wire(a, &mut [], 0, &mut aviary_qos::SeededRandom::new(0)).is_none() {
+                        return Err(field_err(
+                            "attack",
+                            format!("`{}` is not an attack a router runs on its own", a.label()),
+                        ));
+                    }
+                }
+                None
+            }
+        };
+        let placeholder = EndToEndKey::new([0; 16]);
+        Ok(Self {
+            ia,
+            hops,
+            keys,
+            router: Router::new(SamplingKey::new(sampling), freshness),
+            destination: Destination::new(placeholder, freshness),
+            counts: Counts::default(),
+            config,
+        })
+    }
+
+    fn process_one(&mut self, ctx: &mut Context<'_>, pkt: &mut [u8]) -> Result<QosVerdict, PathvalDrop> {
+        let (dst, src_ia, hosts) = {
+            let v = ScionView::new_checked(&*pkt).map_err(|_| PathvalDrop::BadScionHeader)?;
+            if v.path_type() != path_type::EMPTY {
+                return Err(PathvalDrop::NotDestinationRouted);
+            }
+            (v.dst_ia(), v.src_ia(), (key_host(v.src_host()), key_host(v.dst_host())))
+        };
+        let now_s = ctx.now_ns / NS_PER_S;
+        let Some(keys) = self.keys.as_mut() else {
+            // Untrusted: forward by the table, attacking first if told to.
+            let egress = choose(&mut self.hops, dst, ctx)?;
+            if let Some(a) = self.config.attack {
+                if on_the_wire(a, pkt, self.counts.attacked, ctx.random) == Some(true) {
+                    self.counts.attacked += 1;
+                }
+            }
+            self.counts.forwarded += 1;
+            return Ok(QosVerdict::unauthenticated(egress));
+        };
+        let (Some(src_host), Some(dst_host)) = hosts else { return Err(PathvalDrop::BadScionHeader) };
+        if dst == self.ia {
+            let k_prev = upstream_key(keys, ctx.ingress)?;
+            let k0n = e2e_key(keys, src_ia, &src_host, &dst_host, None)?;
+            self.destination.k0n = k0n;
+            if let Verdict::Drop(d) = self.destination.receive(pkt, &k_prev, now_s) {
+                return Err(d);
+            }
+            self.counts.accepted += 1;
+            return Ok(QosVerdict::Deliver);
+        }
+        let egress = choose(&mut self.hops, dst, ctx)?;
+        let k_next = keys
+            .next
+            .iter()
+            .find(|(d, e, _)| *d == dst && *e == egress)
+            .map(|(.., k)| k.clone())
+            .ok_or(PathvalDrop::NoNextKey)?;
+        if ctx.ingress == 0 {
+            // Only this AS's hosts have this router as their first node.
+            if src_ia != self.ia {
+                return Err(PathvalDrop::UnknownUpstream);
+            }
+            let session_id = {
+                let at = locate(pkt)?;
+                PathvalView::new_checked(&pkt[at.header])?.session_id()
+            };
+            let k0n = e2e_key(keys, dst, &src_host, &dst_host, Some(dst))?;
+            Source { session_id, k0n }.send(pkt, now_s as u32, &k_next)?;
+            self.counts.initialized += 1;
+        } else {
+            let k_prev = upstream_key(keys, ctx.ingress)?;
+            if let Verdict::Drop(d) = self.router.process(pkt, &k_prev, &k_next, now_s, ctx.random) {
+                return Err(d);
+            }
+        }
+        self.counts.forwarded += 1;
+        Ok(QosVerdict::unauthenticated(egress))
+    }
+}
+
+fn choose(hops: &mut NextHops, dst: IsdAsn, ctx: &Context<'_>) -> Result<u16, PathvalDrop> {
+    hops.choose(dst, ctx.links).map_err(|e| match e {
+        NoNextHop::UnknownDestination => PathvalDrop::NoRoute,
+        NoNextHop::NoLiveAlternative => PathvalDrop::NoLiveNextHop,
+    })
+}
+
+fn upstream_key(keys: &TrustedKeys, ingress: u16) -> Result<LinkKey, PathvalDrop> {
+    keys.upstream.iter().find(|(i, _)| *i == ingress).map(|(_, k)| k.clone()).ok_or(PathvalDrop::UnknownUpstream)
+}
+
+/// `K_{0n}`: at the destination (`issued_by = None`) derived from this AS's secret for the
+/// packet's source; at a source from the Level-1 key the destination AS `issued_by` issued.
+fn e2e_key(
+    keys: &mut TrustedKeys,
+    other: IsdAsn,
+    src_host: &KeyHost,
+    dst_host: &KeyHost,
+    issued_by: Option<IsdAsn>,
+) -> Result<EndToEndKey, PathvalDrop> {
+    let id = (other, host_bytes(src_host), host_bytes(dst_host));
+    if let Some(k) = keys.e2e.get(&id) {
+        return Ok(k.clone());
+    }
+    let k = match issued_by {
+        None => keys.issuer.end_to_end_key(other, src_host, dst_host),
+        Some(d) => {
+            let (_, l1) = keys.level1.iter().find(|(from, _)| *from == d).ok_or(PathvalDrop::NoNextKey)?;
+            end_to_end_key_from(l1, src_host, dst_host)
+        }
+    };
+    if keys.e2e.len() >= E2E_CACHE {
+        keys.e2e.clear();
+    }
+    keys.e2e.insert(id, k.clone());
+    Ok(k)
+}
+
+const CLAIMS: &[Claim] = &[Claim::HopByHopOption(OPT_PATHVAL)];
+
+impl Processor for PathvalProcessor {
+    fn name(&self) -> &'static str {
+        "pathval"
+    }
+
+    fn claims(&self) -> &'static [Claim] {
+        CLAIMS
+    }
+
+    fn process_batch(&mut self, ctx: &mut Context<'_>, pkts: &mut [&mut [u8]], verdicts: &mut [QosVerdict]) {
+        for (p, v) in pkts.iter_mut().zip(verdicts) {
+            *v = self.process_one(ctx, p).unwrap_or_else(|d| QosVerdict::Drop(d.reason()));
+        }
+    }
+
+    fn drop_reasons(&self) -> &'static [&'static str] {
+        PathvalDrop::LABELS
+    }
+
+    fn counters(&self, out: &mut dyn FnMut(&'static str, u64)) {
+        out("initialized_packets", self.counts.initialized);
+        out("forwarded_packets", self.counts.forwarded);
+        out("accepted_packets", self.counts.accepted);
+        out("attacked_packets", self.counts.attacked);
+        out("sampled_packets", self.router.stats.sampled);
+        out("proofs_verified", self.router.stats.proofs_verified + self.destination.stats.proofs_verified);
+    }
+
+    fn control(&mut self, request: &serde_json::Value) -> Result<(), ControlError> {
+        let c: Control = serde_json::from_value(request.clone()).map_err(|e| ControlError::from_json(&e))?;
+        if let Some(a) = c.attack {
+            if self.config.role == Role::Trusted {
+                return Err(ControlError::new("attack", "only an untrusted router attacks"));
+            }
+            if on_the_wire(a, &mut [], 0, &mut aviary_qos::SeededRandom::new(0)).is_none() {
+                return Err(ControlError::new(
+                    "attack",
+                    format!("`{}` is not an attack a router runs on its own", a.label()),
+                ));
+            }
+        }
+        self.config.attack = c.attack;
+        Ok(())
+    }
+
+    fn settings(&self) -> serde_json::Value {
+        serde_json::json!({ "role": self.config.role, "attack": self.config.attack })
+    }
+}

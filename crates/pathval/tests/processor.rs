@@ -1,0 +1,194 @@
+//! pathval's router processor on the test topology's diamond, sans IO: S (source AS) – T –
+//! U (untrusted) or V – D (destination AS), with the plan worked out from the tables and keys
+//! from DRKey as the routers hold them. Packets are handed from processor to processor along
+//! the egress each one chose.
+
+use std::collections::BTreeMap;
+
+use aviary_pathval::{plan, Chain, PathvalConfig, PathvalIssuer, PathvalProcessor, PlanAs, Policy, Role, Route};
+use aviary_qos::{Context, DropReason, LinkState, Processor, SeededRandom, Verdict};
+use aviary_scion::drkey::EpochSchedule;
+use aviary_scion::IsdAsn;
+
+const NOW_NS: u64 = 1_750_000_000_000_000_000;
+
+fn ia(i: usize) -> IsdAsn {
+    Chain::ia(i)
+}
+
+/// `(AS, role, routes to D, links (ifid, neighbour, neighbour's ifid))`.
+fn network() -> Vec<(IsdAsn, Role, Vec<Route>, Vec<(u16, IsdAsn, u16)>)> {
+    let d = ia(4);
+    let r = |via: &[u16]| vec![Route { dst: d, via: via.to_vec(), policy: Policy::RoundRobin }];
+    vec![
+        (ia(0), Role::Trusted, r(&[1]), vec![(1, ia(1), 1)]),
+        (ia(1), Role::Trusted, r(&[2, 3]), vec![(1, ia(0), 1), (2, ia(2), 1), (3, ia(3), 1)]),
+        (ia(2), Role::Untrusted, r(&[2]), vec![(1, ia(1), 2), (2, d, 1)]),
+        (ia(3), Role::Trusted, r(&[2]), vec![(1, ia(1), 3), (2, d, 2)]),
+        (d, Role::Trusted, vec![], vec![(1, ia(2), 2), (2, ia(3), 2)]),
+    ]
+}
+
+fn secret(a: IsdAsn) -> Vec<u8> {
+    format!("master secret of {a}").into_bytes()
+}
+
+struct Net {
+    routers: BTreeMap<IsdAsn, PathvalProcessor>,
+    links: BTreeMap<(IsdAsn, u16), (IsdAsn, u16)>,
+    random: SeededRandom,
+}
+
+impl Net {
+    fn new() -> Self {
+        let net = network();
+        let planned = plan(
+            &net.iter()
+                .map(|(a, role, routes, links)| PlanAs { ia: *a, role: *role, routes, links: links.clone() })
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+        let epoch = EpochSchedule::SCION_DEFAULT.epoch_at(NOW_NS / 1_000_000_000).unwrap();
+        let mut routers = BTreeMap::new();
+        let mut links = BTreeMap::new();
+        for (a, role, routes, ls) in &net {
+            let p = planned.get(a).cloned().unwrap_or_default();
+            let level1 = net
+                .iter()
+                .filter(|(b, r, ..)| b != a && *r == Role::Trusted)
+                .map(|(b, ..)| (*b, PathvalIssuer::new(&secret(*b), epoch).unwrap().level1(*a)))
+                .collect();
+            let cfg = PathvalConfig {
+                role: *role,
+                attack: None,
+                routes: routes.clone(),
+                upstream: p.upstream,
+                next: p.next,
+                level1_keys_file: None,
+                max_age_s: 10,
+                max_future_s: 2,
+            };
+            let ids: Vec<u16> = ls.iter().map(|l| l.0).collect();
+            routers.insert(*a, PathvalProcessor::new(*a, &ids, cfg, &secret(*a), level1, [9; 16], NOW_NS).unwrap());
+            for &(i, n, ni) in ls {
+                links.insert((*a, i), (n, ni));
+            }
+        }
+        Self { routers, links, random: SeededRandom::new(1) }
+    }
+
+    fn at(&mut self, a: IsdAsn, ingress: u16, pkt: &mut Vec<u8>) -> Verdict {
+        let states: Vec<LinkState> = self
+            .links
+            .keys()
+            .filter(|(x, _)| *x == a)
+            .map(|&(_, id)| LinkState { id, up: true, rate_bps: 1_000_000, queued_bytes: 0, queue_limit_bytes: 1000 })
+            .collect();
+        let mut ctx = Context { now_ns: NOW_NS, ingress, links: &states, random: &mut self.random };
+        let mut v = [Verdict::Deliver];
+        self.routers.get_mut(&a).unwrap().process_batch(&mut ctx, &mut [&mut pkt[..]], &mut v);
+        v[0]
+    }
+
+    /// Sends `pkt` from S's inside; the ASes it crossed and the final verdict.
+    fn send(&mut self, mut pkt: Vec<u8>) -> (Vec<IsdAsn>, Verdict) {
+        let (mut a, mut ingress, mut crossed) = (ia(0), 0, vec![ia(0)]);
+        loop {
+            match self.at(a, ingress, &mut pkt) {
+                Verdict::Forward { egress, .. } => {
+                    (a, ingress) = self.links[&(a, egress)];
+                    crossed.push(a);
+                }
+                v => return (crossed, v),
+            }
+        }
+    }
+}
+
+/// A packet from S's host to D's, as `aviary host pathval-send` makes them: the empty path
+/// and a zeroed pathval header (the chain's header has the topology's ASes 0 and 4).
+fn packet(i: u8) -> Vec<u8> {
+    use std::sync::OnceLock;
+    static CHAIN: OnceLock<Chain> = OnceLock::new();
+    let chain = CHAIN.get_or_init(|| {
+        let fresh = aviary_pathval::Freshness { max_age_s: 1, max_future_s: 1 };
+        Chain::new(5, 1, aviary_scion::drkey::Epoch::new(0, 1).unwrap(), fresh).unwrap()
+    });
+    chain.packet(&[i; 1000])
+}
+
+fn counter(p: &PathvalProcessor, name: &str) -> u64 {
+    let mut v = 0;
+    p.counters(&mut |n, x| {
+        if n == name {
+            v = x;
+        }
+    });
+    v
+}
+
+#[test]
+fn round_robin_over_the_diamond_and_every_honest_packet_accepted() {
+    let mut net = Net::new();
+    let mut through = Vec::new();
+    for i in 0..8 {
+        let (crossed, v) = net.send(packet(i));
+        assert_eq!(v, Verdict::Deliver, "packet {i} over {crossed:?}");
+        through.push(crossed[2]);
+    }
+    assert_eq!(through, [ia(2), ia(3), ia(2), ia(3), ia(2), ia(3), ia(2), ia(3)]);
+    assert_eq!(counter(&net.routers[&ia(4)], "accepted_packets"), 8);
+    assert_eq!(counter(&net.routers[&ia(0)], "initialized_packets"), 8);
+}
+
+#[test]
+fn the_untrusted_router_s_alteration_is_dropped_at_the_destination() {
+    let mut net = Net::new();
+    net.routers.get_mut(&ia(2)).unwrap().control(&serde_json::json!({"attack": "payload_alteration"})).unwrap();
+    let label = |v: Verdict| match v {
+        Verdict::Drop(DropReason::Mechanism(i)) => aviary_pathval::PathvalDrop::LABELS[usize::from(i)],
+        other => panic!("{other:?}"),
+    };
+    let (crossed, v) = net.send(packet(1));
+    assert_eq!((crossed[2], label(v)), (ia(2), "bad_validation_proof"));
+    let (crossed, v) = net.send(packet(2));
+    assert_eq!((crossed[2], v), (ia(3), Verdict::Deliver));
+    assert_eq!(counter(&net.routers[&ia(2)], "attacked_packets"), 1);
+    // A trusted router does not attack; an attack needing more than the packet is refused.
+    assert!(net
+        .routers
+        .get_mut(&ia(1))
+        .unwrap()
+        .control(&serde_json::json!({"attack": "payload_alteration"}))
+        .is_err());
+    assert!(net.routers.get_mut(&ia(2)).unwrap().control(&serde_json::json!({"attack": "replay"})).is_err());
+}
+
+#[test]
+fn misrouted_and_malformed_packets_are_counted_drops() {
+    let mut net = Net::new();
+    let reason = |v: Verdict| match v {
+        Verdict::Drop(DropReason::Mechanism(i)) => aviary_pathval::PathvalDrop::LABELS[usize::from(i)],
+        other => panic!("{other:?}"),
+    };
+    // A packet with a path type other than the empty path.
+    let mut pkt = packet(1);
+    pkt[aviary_scion::wire::header::field::PATH_TYPE] = 1;
+    assert_eq!(reason(net.at(ia(0), 0, &mut pkt)), "not_destination_routed");
+    // A destination no table knows.
+    let mut pkt = packet(1);
+    pkt[aviary_scion::wire::header::field::DST_IA].copy_from_slice(&ia(9).to_bytes());
+    assert_eq!(reason(net.at(ia(0), 0, &mut pkt)), "no_route");
+    // T's inside is no source for S's hosts.
+    let mut pkt = packet(1);
+    assert_eq!(reason(net.at(ia(1), 0, &mut pkt)), "unknown_upstream");
+    // D hears trusted nodes on interfaces 1 and 2 only.
+    let mut pkt = packet(1);
+    assert!(matches!(net.at(ia(0), 0, &mut pkt), Verdict::Forward { .. }));
+    assert_eq!(reason(net.at(ia(4), 7, &mut pkt)), "unknown_upstream");
+    // A packet that skips T (S's proof is for T) fails at V.
+    let mut pkt = packet(1);
+    assert!(matches!(net.at(ia(0), 0, &mut pkt), Verdict::Forward { .. }));
+    let r = reason(net.at(ia(3), 1, &mut pkt));
+    assert!(r == "bad_validation_proof" || r == "bad_data_hash", "{r}");
+}
