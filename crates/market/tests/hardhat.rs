@@ -11,3 +11,9 @@ fn market_scenario_on_hardhat_node() {
     assert_eq!(ledger.chain_id(), 31337);
     common::scenario(&mut ledger);
 }
+
+#[test]
+fn purchases_cannot_be_blocked_on_hardhat_node() {
+    let (_node, mut ledger) = HardhatNode::start("attacks");
+    common::attacks::scenarios(&mut ledger);
+}

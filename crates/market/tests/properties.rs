@@ -254,7 +254,8 @@ impl Run {
                 let e = (s + (1 + k1 as u64 % slots.max(1)) * G).min(a.expiryTime.max(s + G));
                 let bw = (a.bandwidth * frac as u64 / 255).max(1);
                 let price = self.dep.quote(&self.l, id, s, e, bw).map_or(U256::ZERO, |q| q.0);
-                let call = Market::buyCall { listingId: id, startTime: s, expiryTime: e, bandwidth: bw };
+                let call =
+                    Market::buyCall { listingId: id, startTime: s, expiryTime: e, bandwidth: bw, maxPrice: price };
                 let r = self.send(me, market, call, price);
                 if r.status {
                     let piece = aviary_market::contracts::first_event::<Market::Purchased>(&r, market).unwrap().assetId;
