@@ -416,8 +416,8 @@ fn market_purchases_survive_an_as_service_restart() {
     let net = Network::start(&exe(), layout).unwrap();
     let l = &net.layout;
     let read = |p: &Path| -> aviary_node::host::ReservationFile { read_json(p) };
-    // Both purchases are for the same interval: one that began a minute later would straddle
-    // the first purchase's leftover and the rest of the listing, which no single listing covers.
+    // Both purchases are for the same interval, so that their reservations overlap on the core
+    // AS's ingress (a later one would be bought across the first one's leftovers just as well).
     let start = demo::grid_now();
     let (first, price) = demo::buy_transit_from(l, "source", "sink", 1_000_000, start, 600).unwrap();
     assert!(price > aviary_market::U256::ZERO);

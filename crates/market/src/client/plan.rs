@@ -193,7 +193,9 @@ fn cheapest_chain(offers: &[&Offer], isd_as: u64, interface: u16, is_ingress: bo
     }
     groups
         .into_iter()
-        .filter(|((gran, _), _)| *gran > 0 && w.start % u64::from(*gran) == 0 && w.expiry % u64::from(*gran) == 0)
+        .filter(|((gran, _), _)| {
+            *gran > 0 && w.start.is_multiple_of(u64::from(*gran)) && w.expiry.is_multiple_of(u64::from(*gran))
+        })
         .filter_map(|(_, group)| chain_in(&group, w))
         .min_by(|a, b| a.0.cmp(&b.0))
         .map(|(_, chain)| chain)
@@ -225,4 +227,96 @@ fn chain_in(group: &[&Offer], w: Window) -> Option<(Cost, Vec<Piece>)> {
         }
     }
     best.remove(&w.expiry)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contracts::{Asset, Listing};
+    use proptest::prelude::*;
+
+    const IA: u64 = (1 << 48) | 0xff00_0000_0110;
+    const WANT: [HopWant; 1] = [HopWant { isd_as: IA, ingress: 1, egress: 2 }];
+
+    fn offer(id: u64, interface: u16, start: u64, expiry: u64, bandwidth: u64, price: u128) -> Offer {
+        Offer {
+            listing_id: U256::from(id),
+            listing: Listing {
+                seller: Address::repeat_byte(1),
+                marketplaceId: 1,
+                pricePerUnit: price,
+                assetId: id as u128,
+            },
+            asset: Asset {
+                owner: Address::repeat_byte(2),
+                isdAs: IA,
+                interfaceId: interface,
+                isIngress: interface == 1,
+                bandwidth,
+                startTime: start,
+                expiryTime: expiry,
+                timeGranularity: 60,
+                minBandwidth: 10,
+            },
+            payment_token: Address::ZERO,
+            issuer_registered: true,
+        }
+    }
+
+    #[test]
+    fn overlapping_listings_are_priced_from_the_cursor() {
+        // Ingress: [0, 600) at 1 and [300, 1200) at 1; the second piece starts at 600, not 300.
+        let offers = [offer(1, 1, 0, 600, 100, 1), offer(2, 1, 300, 1200, 100, 1), offer(3, 2, 0, 1200, 100, 1)];
+        let plan = plan_cheapest(&offers, &WANT, Window { start: 0, expiry: 1200, bandwidth: 50 }).unwrap();
+        let ingress: Vec<_> = plan.hops[0].ingress.iter().map(|p| (p.start, p.expiry, p.price)).collect();
+        assert_eq!(ingress, [(0, 600, U256::from(50 * 600)), (600, 1200, U256::from(50 * 600))]);
+        assert_eq!(plan.total, U256::from(2 * 50 * 1200));
+    }
+
+    #[test]
+    fn a_remainder_below_the_minimum_or_an_off_grid_window_is_not_planned() {
+        let offers = [offer(1, 1, 0, 600, 100, 1), offer(2, 2, 0, 600, 100, 1)];
+        let w = Window { start: 0, expiry: 600, bandwidth: 95 };
+        assert!(matches!(plan_cheapest(&offers, &WANT, w), Err(ClientError::NoOffer { .. })));
+        let w = Window { start: 30, expiry: 600, bandwidth: 50 };
+        assert!(matches!(plan_cheapest(&offers, &WANT, w), Err(ClientError::NoOffer { .. })));
+    }
+
+    proptest! {
+        /// Over random fragments (on a 60 s grid) of one AS's ingress listings: a plan's pieces
+        /// are contiguous, each inside its listing, cover the window, and sum to its price; it
+        /// costs no more than any single listing that covers the window alone; and a window
+        /// that the fragments cover without a gap at the bandwidth is always planned.
+        #[test]
+        fn plans_are_contiguous_cover_the_window_and_are_cheapest(
+            frags in prop::collection::vec((0u64..20, 1u64..6, 50u64..200, 1u128..5), 1..12),
+            (s, len) in (0u64..20, 1u64..10),
+        ) {
+            let mut offers: Vec<Offer> = frags
+                .iter()
+                .enumerate()
+                .map(|(i, (a, d, bw, p))| offer(i as u64 + 1, 1, a * 60, (a + d) * 60, *bw, *p))
+                .collect();
+            offers.push(offer(99, 2, 0, 3600, 1000, 1));
+            let w = Window { start: s * 60, expiry: (s + len) * 60, bandwidth: 40 };
+            let covered = (s..s + len).all(|m| offers[..frags.len()].iter().any(|o| o.asset.startTime <= m * 60 && m * 60 < o.asset.expiryTime));
+            match plan_cheapest(&offers, &WANT, w) {
+                Ok(plan) => {
+                    let side = &plan.hops[0].ingress;
+                    prop_assert_eq!(side.first().unwrap().start, w.start);
+                    prop_assert_eq!(side.last().unwrap().expiry, w.expiry);
+                    for p in side {
+                        prop_assert!(p.offer.asset.startTime <= p.start && p.expiry <= p.offer.asset.expiryTime);
+                        prop_assert_eq!(p.price, p.offer.price(p.start, p.expiry, w.bandwidth));
+                    }
+                    prop_assert!(side.windows(2).all(|x| x[0].expiry == x[1].start));
+                    let sum: U256 = side.iter().map(|p| p.price).sum();
+                    for o in offers[..frags.len()].iter().filter(|o| o.asset.startTime <= w.start && w.expiry <= o.asset.expiryTime) {
+                        prop_assert!(sum <= o.price(w.start, w.expiry, w.bandwidth));
+                    }
+                }
+                Err(e) => prop_assert!(!covered, "covered but not planned: {}", e),
+            }
+        }
+    }
 }
