@@ -3,14 +3,7 @@ pragma solidity ^0.8.24;
 
 import {AsRegistry} from "./AsRegistry.sol";
 import {BandwidthAssets} from "./BandwidthAssets.sol";
-
-/// @notice The part of ERC-20 the market uses.
-interface IERC20Payment {
-    function transferFrom(address from, address to, uint256 amount) external returns (bool);
-    function allowance(address owner, address spender) external view returns (uint256);
-    function balanceOf(address account) external view returns (uint256);
-    function transfer(address to, uint256 amount) external returns (bool);
-}
+import {MarketPayments} from "./MarketPayments.sol";
 
 /// @title Market
 /// @notice Posted-price marketplaces for bandwidth assets (the Hummingbird paper, §4.2, §6):
@@ -29,10 +22,10 @@ interface IERC20Payment {
 /// (event Listed with parentListingId = L). If nothing remains, L is closed (ListingClosed).
 /// Worst case (s > S, e < E, b < B): three splits, three remainders, two new listings.
 ///
-/// Payment is by pull: a purchase credits each seller's proceeds in the market (the buyer's
-/// native payment stays in the market, ERC-20 payments are pulled into it), and sellers
-/// withdraw them. No seller code runs during a purchase, so no seller can make one revert.
-contract Market {
+/// Payment is by pull (MarketPayments): a purchase credits each seller's proceeds in the
+/// market, and sellers withdraw them. No seller code runs during a purchase, so no seller can
+/// make one revert.
+contract Market is MarketPayments {
     /// @notice A marketplace: a payment token (zero: native currency) and its sellers.
     struct Marketplace {
         address paymentToken;
@@ -66,13 +59,6 @@ contract Market {
         uint256 maxTotal;
     }
 
-    /// @dev What a purchase owes per payment token: `count` entries of `tokens` and `amounts`.
-    struct Bill {
-        address[] tokens;
-        uint256[] amounts;
-        uint256 count;
-    }
-
     /// @dev The bandwidth remainder of the previous piece of a side (listing 0: none), which the
     /// next piece's bandwidth remainder joins when both are alike.
     struct Leftover {
@@ -95,8 +81,6 @@ contract Market {
     mapping(uint64 marketplaceId => Marketplace) private _marketplaces;
     mapping(uint64 marketplaceId => mapping(address seller => uint64 isdAs)) private _sellers;
     mapping(uint256 listingId => Listing) private _listings;
-    mapping(address seller => mapping(address token => uint256)) private _proceeds;
-    bool private transient _locked;
 
     // ------------------------------------------------------------------ errors
 
@@ -122,19 +106,13 @@ contract Market {
     error OutsideListing(uint256 listingId, uint64 startTime, uint64 expiryTime, uint64 bandwidth);
     /// @notice A side of a hop: its listings end at `coveredUntil`, before `expiryTime`.
     error HopNotCovered(uint256 hop, uint64 coveredUntil, uint64 expiryTime);
-    /// @notice The payment (native: msg.value; ERC-20: min(allowance, balance)) is below the price.
-    error PaymentTooLow(uint256 required, uint256 available);
     /// @notice The price in `token` is above the buyer's limit for it.
     error PriceAboveLimit(address token, uint256 price, uint256 limit);
-    /// @notice A payment, withdrawal or refund failed.
-    error PaymentFailed(address token, address to, uint256 amount);
     /// @notice Two listings that differ in seller, marketplace or price, or whose assets are
     /// neither adjacent in time with equal bandwidth nor equal in time.
     error NotMergeable(uint256 listingId, uint256 otherListingId);
     /// @notice A path purchase with no hops.
     error EmptyPath();
-    /// @notice A state-changing market call re-entered the market.
-    error Reentrancy();
 
     // ------------------------------------------------------------------ events
 
@@ -174,15 +152,6 @@ contract Market {
     );
     /// @notice A path was bought and redeemed; one redeem request per hop, in hop order.
     event PathPurchased(address indexed buyer, uint256[] requestIds);
-    /// @notice A seller withdrew its proceeds in `token`.
-    event Withdrawn(address indexed seller, address indexed token, uint256 amount);
-
-    modifier nonReentrant() {
-        if (_locked) revert Reentrancy();
-        _locked = true;
-        _;
-        _locked = false;
-    }
 
     /// @param assets_ The asset contract.
     constructor(BandwidthAssets assets_) {
@@ -341,21 +310,6 @@ contract Market {
         _collect(bill);
     }
 
-    /// @notice Pay out the caller's proceeds in `token` (zero: native currency) to the caller.
-    /// @return amount What was paid (0: nothing was due).
-    function withdraw(address token) external nonReentrant returns (uint256 amount) {
-        amount = _proceeds[msg.sender][token];
-        if (amount == 0) return 0;
-        _proceeds[msg.sender][token] = 0;
-        if (token == address(0)) {
-            _sendNative(msg.sender, amount);
-        } else {
-            (bool ok, bytes memory ret) = token.call(abi.encodeCall(IERC20Payment.transfer, (msg.sender, amount)));
-            if (!_succeeded(ok, ret)) revert PaymentFailed(token, msg.sender, amount);
-        }
-        emit Withdrawn(msg.sender, token, amount);
-    }
-
     // ------------------------------------------------------------------ views
 
     /// @notice The marketplace `marketplaceId` (creator zero if there is none).
@@ -371,11 +325,6 @@ contract Market {
     /// @notice The listing `listingId` (seller zero if there is none).
     function listingOf(uint256 listingId) external view returns (Listing memory) {
         return _listings[listingId];
-    }
-
-    /// @notice What `seller` can withdraw in `token` (zero: native currency).
-    function proceedsOf(address seller, address token) external view returns (uint256) {
-        return _proceeds[seller][token];
     }
 
     /// @notice The price of [startTime, expiryTime) x bandwidth at the listing's posted price
@@ -524,66 +473,6 @@ contract Market {
 
         uint256 price = uint256(l.pricePerUnit) * bandwidth * (expiry - start);
         emit Purchased(listingId, msg.sender, piece, start, expiry, bandwidth, price);
-        address token = _marketplaces[l.marketplaceId].paymentToken;
-        _proceeds[l.seller][token] += price;
-        _addToBill(bill, token, price);
-    }
-
-    function _newBill(uint256 capacity) private pure returns (Bill memory bill) {
-        bill.tokens = new address[](capacity);
-        bill.amounts = new uint256[](capacity);
-    }
-
-    function _addToBill(Bill memory bill, address token, uint256 amount) private pure {
-        for (uint256 k = 0; k < bill.count; ++k) {
-            if (bill.tokens[k] == token) {
-                bill.amounts[k] += amount;
-                return;
-            }
-        }
-        bill.tokens[bill.count] = token;
-        bill.amounts[bill.count] = amount;
-        ++bill.count;
-    }
-
-    /// @dev Take the buyer's payment into the market: the native total from msg.value (the
-    /// excess refunded), each ERC-20 total pulled from the buyer. The sellers' proceeds were
-    /// credited already; they withdraw them.
-    function _collect(Bill memory bill) private {
-        uint256 nativeTotal;
-        for (uint256 k = 0; k < bill.count; ++k) {
-            if (bill.tokens[k] == address(0)) nativeTotal = bill.amounts[k];
-        }
-        if (msg.value < nativeTotal) revert PaymentTooLow(nativeTotal, msg.value);
-        for (uint256 k = 0; k < bill.count; ++k) {
-            if (bill.tokens[k] != address(0) && bill.amounts[k] != 0) _pullToken(bill.tokens[k], bill.amounts[k]);
-        }
-        if (msg.value > nativeTotal) _sendNative(msg.sender, msg.value - nativeTotal);
-    }
-
-    function _sendNative(address to, uint256 amount) private {
-        (bool ok,) = to.call{value: amount}("");
-        if (!ok) revert PaymentFailed(address(0), to, amount);
-    }
-
-    /// @dev Pull `amount` of `token` from the buyer into the market; the market's balance must
-    /// grow by `amount` (a token that delivers less would leave proceeds uncovered).
-    function _pullToken(address token, uint256 amount) private {
-        IERC20Payment t = IERC20Payment(token);
-        uint256 available = t.allowance(msg.sender, address(this));
-        uint256 balance = t.balanceOf(msg.sender);
-        if (balance < available) available = balance;
-        if (available < amount) revert PaymentTooLow(amount, available);
-        uint256 held = t.balanceOf(address(this));
-        (bool ok, bytes memory ret) =
-            token.call(abi.encodeCall(IERC20Payment.transferFrom, (msg.sender, address(this), amount)));
-        if (!_succeeded(ok, ret) || t.balanceOf(address(this)) != held + amount) {
-            revert PaymentFailed(token, address(this), amount);
-        }
-    }
-
-    /// @dev An ERC-20 call succeeded: no revert, and it returned nothing or true.
-    function _succeeded(bool ok, bytes memory ret) private pure returns (bool) {
-        return ok && (ret.length == 0 || (ret.length == 32 && abi.decode(ret, (bool))));
+        _charge(bill, l.seller, _marketplaces[l.marketplaceId].paymentToken, price);
     }
 }
