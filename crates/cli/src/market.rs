@@ -27,7 +27,7 @@ pub struct Chain {
     /// The deployment file (contract addresses, marketplace).
     #[arg(long)]
     deployment: Option<PathBuf>,
-    /// The buyer's account key (secp256k1, hex).
+    /// The account key (secp256k1, hex): the buyer's to buy, the seller's to withdraw.
     #[arg(long)]
     account_key: Option<PathBuf>,
 }

@@ -451,6 +451,25 @@ fn market_purchases_survive_an_as_service_restart() {
     let log = std::fs::read_to_string(l.dir.join("logs/1-ff00_0_110-as-service.log")).unwrap();
     assert_eq!(log.matches("reservation delivered").count(), 2, "each request answered once:\n{log}");
     assert!(log.matches("AS reservation service up").count() >= 2, "the service was restarted:\n{log}");
+    // The core AS was paid by pull: its proceeds wait in the market until it withdraws them.
+    let withdraw = |extra: &[&str]| {
+        let out = std::process::Command::new(exe())
+            .args(["market", "withdraw", "--run"])
+            .arg(&l.dir)
+            .arg("--account-key")
+            .arg(core_as.dir.join("account.key"))
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let amount = |text: &str| text.split_whitespace().nth(1).unwrap().parse::<u128>().unwrap();
+    let due = withdraw(&["--dry-run"]);
+    assert!(amount(&due) > 0, "{due}");
+    let paid = withdraw(&[]);
+    assert_eq!(amount(&paid), amount(&due), "{paid}");
+    assert_eq!(amount(&withdraw(&["--dry-run"])), 0, "paid once");
 }
 
 #[test]
