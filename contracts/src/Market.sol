@@ -3,18 +3,13 @@ pragma solidity ^0.8.24;
 
 import {AsRegistry} from "./AsRegistry.sol";
 import {BandwidthAssets} from "./BandwidthAssets.sol";
-
-/// @notice The part of ERC-20 the market uses.
-interface IERC20Payment {
-    function transferFrom(address from, address to, uint256 amount) external returns (bool);
-    function allowance(address owner, address spender) external view returns (uint256);
-    function balanceOf(address account) external view returns (uint256);
-}
+import {MarketPayments} from "./MarketPayments.sol";
 
 /// @title Market
-/// @notice Posted-price marketplaces for bandwidth assets (seed 000 §4.2, §6): registered ASes
-/// list assets at a price per bandwidth-time unit; buyers take the whole listed asset or any
-/// sub-rectangle of it (time x bandwidth); a path's pieces are bought and redeemed atomically.
+/// @notice Posted-price marketplaces for bandwidth assets (the Hummingbird paper, §4.2, §6):
+/// registered ASes list assets at a price per bandwidth-time unit; buyers take the whole listed
+/// asset or any sub-rectangle of it (time x bandwidth); a path's pieces are bought and redeemed
+/// atomically, each side of a hop from one or several listings whose pieces are fused.
 /// @dev Price unit: one unit is 1 kbit/s reserved for 1 s (= 1 kbit of reserved capacity);
 /// price = pricePerUnit x bandwidth (kbit/s) x (expiry - start) (s), in the smallest unit of the
 /// marketplace's payment token (wei for the native currency).
@@ -26,7 +21,11 @@ interface IERC20Payment {
 /// got A's id) L takes the first remainder; every other remainder gets a new listing id
 /// (event Listed with parentListingId = L). If nothing remains, L is closed (ListingClosed).
 /// Worst case (s > S, e < E, b < B): three splits, three remainders, two new listings.
-contract Market {
+///
+/// Payment is by pull (MarketPayments): a purchase credits each seller's proceeds in the
+/// market, and sellers withdraw them. No seller code runs during a purchase, so no seller can
+/// make one revert.
+contract Market is MarketPayments {
     /// @notice A marketplace: a payment token (zero: native currency) and its sellers.
     struct Marketplace {
         address paymentToken;
@@ -41,21 +40,32 @@ contract Market {
         uint128 assetId;
     }
 
-    /// @notice One hop of a path purchase: the ingress and egress pieces of one AS, both
-    /// [startTime, expiryTime) x bandwidth, from two listings.
+    /// @notice One hop of a path purchase: the ingress and the egress asset of one AS, both
+    /// [startTime, expiryTime) x bandwidth. Each side names its listings in time order: the
+    /// first covers startTime, each next one continues where the previous one ends, the last
+    /// covers up to expiryTime; their pieces are fused into one asset (same issuer, interface,
+    /// direction, time grid and minimum bandwidth).
     struct PathPurchase {
-        uint256 ingressListingId;
-        uint256 egressListingId;
+        uint256[] ingressListingIds;
+        uint256[] egressListingIds;
         uint64 startTime;
         uint64 expiryTime;
         uint64 bandwidth;
     }
 
-    /// @dev A payment owed to a seller, made after all state changes.
-    struct Payout {
+    /// @notice The most a path purchase may cost in one payment token (zero: native currency).
+    struct PriceLimit {
         address token;
-        address to;
-        uint256 amount;
+        uint256 maxTotal;
+    }
+
+    /// @dev The bandwidth remainder of the previous piece of a side (listing 0: none), which the
+    /// next piece's bandwidth remainder joins when both are alike.
+    struct Leftover {
+        uint256 listingId;
+        uint256 assetId;
+        Listing listing;
+        BandwidthAssets.Asset asset; // the listed asset the remainder came from
     }
 
     /// @notice The asset contract whose assets this market trades.
@@ -71,7 +81,6 @@ contract Market {
     mapping(uint64 marketplaceId => Marketplace) private _marketplaces;
     mapping(uint64 marketplaceId => mapping(address seller => uint64 isdAs)) private _sellers;
     mapping(uint256 listingId => Listing) private _listings;
-    bool private transient _locked;
 
     // ------------------------------------------------------------------ errors
 
@@ -95,14 +104,15 @@ contract Market {
     error NotListingSeller(uint256 listingId, address caller);
     /// @notice The requested rectangle is empty or not inside the listed asset.
     error OutsideListing(uint256 listingId, uint64 startTime, uint64 expiryTime, uint64 bandwidth);
-    /// @notice The payment (native: msg.value; ERC-20: min(allowance, balance)) is below the price.
-    error PaymentTooLow(uint256 required, uint256 available);
-    /// @notice A payment, payout or refund failed.
-    error PaymentFailed(address token, address to, uint256 amount);
+    /// @notice A side of a hop: its listings end at `coveredUntil`, before `expiryTime`.
+    error HopNotCovered(uint256 hop, uint64 coveredUntil, uint64 expiryTime);
+    /// @notice The price in `token` is above the buyer's limit for it.
+    error PriceAboveLimit(address token, uint256 price, uint256 limit);
+    /// @notice Two listings that differ in seller, marketplace or price, or whose assets are
+    /// neither adjacent in time with equal bandwidth nor equal in time.
+    error NotMergeable(uint256 listingId, uint256 otherListingId);
     /// @notice A path purchase with no hops.
     error EmptyPath();
-    /// @notice A state-changing market call re-entered the market.
-    error Reentrancy();
 
     // ------------------------------------------------------------------ events
 
@@ -123,12 +133,14 @@ contract Market {
     event ListingAssetChanged(uint256 indexed listingId, uint256 assetId);
     /// @notice A listing was sold out.
     event ListingClosed(uint256 indexed listingId);
+    /// @notice `mergedListingId`'s asset was fused into `listingId`'s, and `mergedListingId` closed.
+    event ListingsMerged(uint256 indexed listingId, uint256 indexed mergedListingId, uint256 assetId);
     /// @notice A listing's price changed.
     event PriceChanged(uint256 indexed listingId, uint128 pricePerUnit);
     /// @notice The seller took its asset back.
     event Delisted(uint256 indexed listingId, uint256 assetId);
     /// @notice A piece of a listing was bought (on a path purchase it goes straight into a redeem
-    /// request for the buyer).
+    /// request for the buyer); `price` is credited to the seller's proceeds.
     event Purchased(
         uint256 indexed listingId,
         address indexed buyer,
@@ -140,13 +152,6 @@ contract Market {
     );
     /// @notice A path was bought and redeemed; one redeem request per hop, in hop order.
     event PathPurchased(address indexed buyer, uint256[] requestIds);
-
-    modifier nonReentrant() {
-        if (_locked) revert Reentrancy();
-        _locked = true;
-        _;
-        _locked = false;
-    }
 
     /// @param assets_ The asset contract.
     constructor(BandwidthAssets assets_) {
@@ -214,32 +219,67 @@ contract Market {
         emit Delisted(listingId, assetId);
     }
 
+    /// @notice Join two listings of one seller in one marketplace at one price into
+    /// `listingId`: assets adjacent in time with equal bandwidth are fused in time, assets with
+    /// equal intervals in bandwidth (the asset contract checks that issuer, interface,
+    /// direction, grid and minimum bandwidth agree). Anyone may call it: the seller offers the
+    /// same volume at the same price, in fewer, larger pieces.
+    function mergeListings(uint256 listingId, uint256 otherListingId) external nonReentrant {
+        Listing memory l = _listing(listingId);
+        Listing memory o = _listing(otherListingId);
+        if (
+            listingId == otherListingId || l.seller != o.seller || l.marketplaceId != o.marketplaceId
+                || l.pricePerUnit != o.pricePerUnit
+        ) revert NotMergeable(listingId, otherListingId);
+        BandwidthAssets.Asset memory a = assets.assetOf(l.assetId);
+        BandwidthAssets.Asset memory b = assets.assetOf(o.assetId);
+        uint256 kept = l.assetId;
+        if (a.startTime == b.startTime && a.expiryTime == b.expiryTime) {
+            assets.fuseBandwidth(l.assetId, o.assetId);
+        } else if (a.bandwidth == b.bandwidth && a.expiryTime == b.startTime) {
+            assets.fuseTime(l.assetId, o.assetId);
+        } else if (a.bandwidth == b.bandwidth && b.expiryTime == a.startTime) {
+            // fuseTime keeps the earlier asset's id: the listing moves to it.
+            assets.fuseTime(o.assetId, l.assetId);
+            kept = o.assetId;
+            _listings[listingId].assetId = uint128(kept);
+        } else {
+            revert NotMergeable(listingId, otherListingId);
+        }
+        delete _listings[otherListingId];
+        emit ListingsMerged(listingId, otherListingId, kept);
+    }
+
     // ------------------------------------------------------------------ buying
 
     /// @notice Buy [startTime, expiryTime) x bandwidth of a listing (the whole listing or any
-    /// sub-rectangle on the asset's time grid, leaving at least minBandwidth in any remainder).
+    /// sub-rectangle on the asset's time grid, leaving at least minBandwidth in any remainder)
+    /// for at most `maxPrice` (a price raised after the buyer looked reverts PriceAboveLimit).
     /// Native currency: msg.value must cover the price; the excess is refunded. ERC-20: the
     /// market pulls the price with transferFrom (approve it first); any msg.value is refunded.
     /// @return assetId The bought asset, now owned by the caller.
-    function buy(uint256 listingId, uint64 startTime, uint64 expiryTime, uint64 bandwidth)
+    function buy(uint256 listingId, uint64 startTime, uint64 expiryTime, uint64 bandwidth, uint256 maxPrice)
         external
         payable
         nonReentrant
         returns (uint256 assetId)
     {
-        Payout[] memory payouts = new Payout[](1);
-        uint256 count;
-        (assetId, count) = _take(listingId, startTime, expiryTime, bandwidth, payouts, count);
+        Bill memory bill = _newBill(1);
+        Listing memory l = _listing(listingId);
+        BandwidthAssets.Asset memory a = assets.assetOf(l.assetId);
+        (assetId,,) = _take(listingId, l, a, startTime, expiryTime, bandwidth, bill);
+        if (bill.amounts[0] > maxPrice) revert PriceAboveLimit(bill.tokens[0], bill.amounts[0], maxPrice);
         assets.transferFrom(address(this), msg.sender, assetId);
-        _pay(payouts, count);
+        _collect(bill);
     }
 
-    /// @notice Atomically buy the ingress and egress piece of every hop and file one redeem
-    /// request per hop for the caller, all with `ephemeralPubKey`. Any failure reverts all.
-    /// Native payment is checked once against the total of the native-currency pieces; the
-    /// excess is refunded. ERC-20 pieces are pulled from the caller piece by piece.
+    /// @notice Atomically buy the ingress and egress asset of every hop (each side from its
+    /// listings, pieces fused) and file one redeem request per hop for the caller, all with
+    /// `ephemeralPubKey`. The total per payment token must not exceed its entry in `maxPrices`
+    /// (a token without an entry: 0). Native payment is checked once against the native total;
+    /// the excess is refunded; ERC-20 totals are pulled from the caller. Any failure reverts all.
     /// @return requestIds The redeem requests, in hop order.
-    function buyAndRedeemPath(PathPurchase[] calldata hops, bytes32 ephemeralPubKey)
+    function buyAndRedeemPath(PathPurchase[] calldata hops, bytes32 ephemeralPubKey, PriceLimit[] calldata maxPrices)
         external
         payable
         nonReentrant
@@ -247,19 +287,27 @@ contract Market {
     {
         uint256 n = hops.length;
         if (n == 0) revert EmptyPath();
+        uint256 pieces;
+        for (uint256 i = 0; i < n; ++i) {
+            pieces += hops[i].ingressListingIds.length + hops[i].egressListingIds.length;
+        }
+        Bill memory bill = _newBill(pieces);
         requestIds = new uint256[](n);
-        Payout[] memory payouts = new Payout[](2 * n);
-        uint256 count;
         for (uint256 i = 0; i < n; ++i) {
             PathPurchase calldata h = hops[i];
-            uint256 ingress;
-            uint256 egress;
-            (ingress, count) = _take(h.ingressListingId, h.startTime, h.expiryTime, h.bandwidth, payouts, count);
-            (egress, count) = _take(h.egressListingId, h.startTime, h.expiryTime, h.bandwidth, payouts, count);
+            uint256 ingress = _takeSide(i, h.ingressListingIds, h.startTime, h.expiryTime, h.bandwidth, bill);
+            uint256 egress = _takeSide(i, h.egressListingIds, h.startTime, h.expiryTime, h.bandwidth, bill);
             requestIds[i] = assets.redeemFor(ingress, egress, ephemeralPubKey, msg.sender);
         }
+        for (uint256 k = 0; k < bill.count; ++k) {
+            uint256 limit;
+            for (uint256 j = 0; j < maxPrices.length; ++j) {
+                if (maxPrices[j].token == bill.tokens[k]) limit = maxPrices[j].maxTotal;
+            }
+            if (bill.amounts[k] > limit) revert PriceAboveLimit(bill.tokens[k], bill.amounts[k], limit);
+        }
         emit PathPurchased(msg.sender, requestIds);
-        _pay(payouts, count);
+        _collect(bill);
     }
 
     // ------------------------------------------------------------------ views
@@ -313,19 +361,74 @@ contract Market {
         emit Listed(listingId, marketplaceId, seller, assetId, pricePerUnit, parent);
     }
 
-    /// @dev Split the requested piece off listing `listingId` (the market keeps owning it),
-    /// re-list the remainders, and append the seller's payout. Returns the piece's asset id.
-    function _take(
-        uint256 listingId,
+    /// @dev One side of hop `hop`: the pieces [cursor, min(expiry, listing's expiry)) x
+    /// bandwidth of `listingIds` in turn, fused in time into the first (the market keeps it).
+    /// Bandwidth remainders of consecutive pieces that are alike (seller, marketplace, price,
+    /// bandwidth, asset attributes) are fused back into one listing, so that buying across
+    /// listings leaves no more fragments than buying within one.
+    function _takeSide(
+        uint256 hop,
+        uint256[] calldata listingIds,
         uint64 start,
         uint64 expiry,
         uint64 bandwidth,
-        Payout[] memory payouts,
-        uint256 count
-    ) private returns (uint256 piece, uint256 newCount) {
-        Listing memory l = _listing(listingId);
+        Bill memory bill
+    ) private returns (uint256 asset) {
+        uint64 cursor = start;
+        Leftover memory prev;
+        for (uint256 k = 0; k < listingIds.length; ++k) {
+            uint256 id = listingIds[k];
+            Listing memory l = _listing(id);
+            BandwidthAssets.Asset memory a = assets.assetOf(l.assetId);
+            uint64 end = a.expiryTime < expiry ? a.expiryTime : expiry;
+            (uint256 piece, uint256 restListing, uint256 restAsset) = _take(id, l, a, cursor, end, bandwidth, bill);
+            if (k == 0) asset = piece;
+            else assets.fuseTime(asset, piece);
+            if (restListing != 0) {
+                if (prev.listingId != 0 && _alike(prev, l, a)) {
+                    assets.fuseTime(prev.assetId, restAsset);
+                    delete _listings[restListing];
+                    emit ListingsMerged(prev.listingId, restListing, prev.assetId);
+                } else {
+                    prev = Leftover(restListing, restAsset, l, a);
+                }
+            } else {
+                prev.listingId = 0;
+            }
+            cursor = end;
+        }
+        if (cursor != expiry) revert HopNotCovered(hop, cursor, expiry);
+    }
+
+    /// @dev Whether the bandwidth remainder of a piece of listing `l` (asset `a`) can join the
+    /// previous one: same seller, marketplace and price, and assets that fuseTime accepts (the
+    /// remainders are adjacent; equal listed bandwidth gives equal remainders).
+    function _alike(Leftover memory prev, Listing memory l, BandwidthAssets.Asset memory a)
+        private
+        pure
+        returns (bool)
+    {
+        Listing memory p = prev.listing;
+        BandwidthAssets.Asset memory b = prev.asset;
+        return p.seller == l.seller && p.marketplaceId == l.marketplaceId && p.pricePerUnit == l.pricePerUnit
+            && b.bandwidth == a.bandwidth && b.isdAs == a.isdAs && b.interfaceId == a.interfaceId
+            && b.isIngress == a.isIngress && b.timeGranularity == a.timeGranularity
+            && b.minBandwidth == a.minBandwidth;
+    }
+
+    /// @dev Split the requested piece off listing `listingId` (the market keeps owning it),
+    /// re-list the remainders, credit the seller and bill the buyer. Returns the piece's asset
+    /// id and, if the piece left a bandwidth remainder, that asset and the listing holding it.
+    function _take(
+        uint256 listingId,
+        Listing memory l,
+        BandwidthAssets.Asset memory a,
+        uint64 start,
+        uint64 expiry,
+        uint64 bandwidth,
+        Bill memory bill
+    ) private returns (uint256 piece, uint256 restListing, uint256 restAsset) {
         uint256 assetId = l.assetId;
-        BandwidthAssets.Asset memory a = assets.assetOf(assetId);
         if (start >= expiry || start < a.startTime || expiry > a.expiryTime || bandwidth == 0 || bandwidth > a.bandwidth)
         {
             revert OutsideListing(listingId, start, expiry, bandwidth);
@@ -343,6 +446,7 @@ contract Market {
         if (expiry < a.expiryTime) rest[n++] = assets.splitTime(piece, expiry);
         if (bandwidth < a.bandwidth) {
             uint256 part = assets.splitBandwidth(piece, bandwidth);
+            restAsset = piece;
             rest[n++] = piece;
             piece = part;
         }
@@ -354,61 +458,21 @@ contract Market {
         } else {
             for (uint256 k = 0; k < n; ++k) {
                 uint256 r = rest[k];
-                if (r == assetId) continue;
-                if (piece == assetId && k == 0) {
+                uint256 holder = listingId;
+                if (r == assetId) {
+                    // The listing keeps its asset.
+                } else if (piece == assetId && k == 0) {
                     _listings[listingId].assetId = uint128(r);
                     emit ListingAssetChanged(listingId, r);
                 } else {
-                    _list(l.seller, l.marketplaceId, l.pricePerUnit, r, listingId);
+                    holder = _list(l.seller, l.marketplaceId, l.pricePerUnit, r, listingId);
                 }
+                if (r == restAsset) restListing = holder;
             }
         }
 
         uint256 price = uint256(l.pricePerUnit) * bandwidth * (expiry - start);
         emit Purchased(listingId, msg.sender, piece, start, expiry, bandwidth, price);
-
-        // Payout, merged with the previous one if it goes to the same seller in the same token.
-        address token = _marketplaces[l.marketplaceId].paymentToken;
-        if (count > 0 && payouts[count - 1].to == l.seller && payouts[count - 1].token == token) {
-            payouts[count - 1].amount += price;
-            newCount = count;
-        } else {
-            payouts[count] = Payout(token, l.seller, price);
-            newCount = count + 1;
-        }
-    }
-
-    /// @dev Pay the sellers: native pieces from msg.value (checked once against their total,
-    /// excess refunded), ERC-20 pieces pulled from the buyer.
-    function _pay(Payout[] memory payouts, uint256 count) private {
-        uint256 nativeTotal;
-        for (uint256 i = 0; i < count; ++i) {
-            if (payouts[i].token == address(0)) nativeTotal += payouts[i].amount;
-        }
-        if (msg.value < nativeTotal) revert PaymentTooLow(nativeTotal, msg.value);
-        for (uint256 i = 0; i < count; ++i) {
-            Payout memory p = payouts[i];
-            if (p.amount == 0) continue;
-            if (p.token == address(0)) _sendNative(p.to, p.amount);
-            else _pullToken(p.token, p.to, p.amount);
-        }
-        if (msg.value > nativeTotal) _sendNative(msg.sender, msg.value - nativeTotal);
-    }
-
-    function _sendNative(address to, uint256 amount) private {
-        (bool ok,) = to.call{value: amount}("");
-        if (!ok) revert PaymentFailed(address(0), to, amount);
-    }
-
-    function _pullToken(address token, address to, uint256 amount) private {
-        IERC20Payment t = IERC20Payment(token);
-        uint256 available = t.allowance(msg.sender, address(this));
-        uint256 balance = t.balanceOf(msg.sender);
-        if (balance < available) available = balance;
-        if (available < amount) revert PaymentTooLow(amount, available);
-        (bool ok, bytes memory ret) = token.call(abi.encodeCall(IERC20Payment.transferFrom, (msg.sender, to, amount)));
-        if (!ok || (ret.length != 0 && (ret.length != 32 || !abi.decode(ret, (bool))))) {
-            revert PaymentFailed(token, to, amount);
-        }
+        _charge(bill, l.seller, _marketplaces[l.marketplaceId].paymentToken, price);
     }
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use aviary_market::client;
-use aviary_market::{Account, Deployment, Ledger, RpcLedger, SharedLedger};
+use aviary_market::{Account, Address, Deployment, Ledger, RpcLedger, SharedLedger};
 use aviary_node::as_service::DeploymentFile;
 use aviary_node::buyer::{self, Purchase};
 use aviary_node::config::HostConfig;
@@ -27,7 +27,7 @@ pub struct Chain {
     /// The deployment file (contract addresses, marketplace).
     #[arg(long)]
     deployment: Option<PathBuf>,
-    /// The buyer's account key (secp256k1, hex).
+    /// The account key (secp256k1, hex): the buyer's to buy, the seller's to withdraw.
     #[arg(long)]
     account_key: Option<PathBuf>,
 }
@@ -101,6 +101,18 @@ pub enum MarketCommand {
         #[arg(long, required_unless_present = "dry_run")]
         out: Option<PathBuf>,
     },
+    /// A seller's proceeds: the market credits each sale to the seller, who withdraws them
+    /// (native currency and the given ERC-20 tokens) to its account (`--account-key`: the AS's).
+    Withdraw {
+        #[command(flatten)]
+        chain: Chain,
+        /// Also withdraw these ERC-20 tokens.
+        #[arg(long)]
+        token: Vec<Address>,
+        /// Only show what is due.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 fn ia(isd_as: u64) -> String {
@@ -162,15 +174,19 @@ pub fn run(cmd: MarketCommand) -> Result<()> {
                 wait_for_offers: Duration::ZERO,
                 wait_for_delivery: Duration::from_secs(60),
             };
-            let plan = buyer::plan(&*ledger, &d, &buyer::wants(path, purchase.reverse), &purchase)?;
+            let wants = buyer::wants(path, purchase.reverse);
+            let plan = buyer::plan(&*ledger, &d, account.as_ref().map(Account::address), &wants, &purchase)?;
+            let listings = |pieces: &[client::Piece]| {
+                pieces.iter().map(|p| p.offer.listing_id.to_string()).collect::<Vec<_>>().join("+")
+            };
             for h in &plan.hops {
                 println!(
-                    "{:<16} {:>3} -> {:<3} listings {} + {}  {} wei",
+                    "{:<16} {:>3} -> {:<3} listings {} / {}  {}",
                     ia(h.want.isd_as),
                     h.want.ingress,
                     h.want.egress,
-                    h.ingress.listing_id,
-                    h.egress.listing_id,
+                    listings(&h.ingress),
+                    listings(&h.egress),
                     h.price
                 );
             }
@@ -189,6 +205,21 @@ pub fn run(cmd: MarketCommand) -> Result<()> {
             if let (Some(rev), Some(f)) = (rev, reverse_out) {
                 rev.save(&f)?;
                 println!("reverse reservations (for the destination): {}", f.display());
+            }
+        }
+        MarketCommand::Withdraw { chain, token, dry_run } => {
+            let (mut ledger, dep, account) = chain.open()?;
+            let d = dep.deployment();
+            let account = account.context("--account-key (the seller's account) is needed")?;
+            for t in std::iter::once(Address::ZERO).chain(token) {
+                let what = if t == Address::ZERO { "native".to_string() } else { format!("token {t}") };
+                let due = d.proceeds_of(&*ledger, account.address(), t)?;
+                if dry_run {
+                    println!("{what}: {due} due to {}", account.address());
+                } else {
+                    let paid = d.withdraw(&mut *ledger, &account, t)?;
+                    println!("{what}: {paid} withdrawn to {}", account.address());
+                }
             }
         }
     }

@@ -416,8 +416,8 @@ fn market_purchases_survive_an_as_service_restart() {
     let net = Network::start(&exe(), layout).unwrap();
     let l = &net.layout;
     let read = |p: &Path| -> aviary_node::host::ReservationFile { read_json(p) };
-    // Both purchases are for the same interval: one that began a minute later would straddle
-    // the first purchase's leftover and the rest of the listing, which no single listing covers.
+    // Both purchases are for the same interval, so that their reservations overlap on the core
+    // AS's ingress (a later one would be bought across the first one's leftovers just as well).
     let start = demo::grid_now();
     let (first, price) = demo::buy_transit_from(l, "source", "sink", 1_000_000, start, 600).unwrap();
     assert!(price > aviary_market::U256::ZERO);
@@ -451,6 +451,25 @@ fn market_purchases_survive_an_as_service_restart() {
     let log = std::fs::read_to_string(l.dir.join("logs/1-ff00_0_110-as-service.log")).unwrap();
     assert_eq!(log.matches("reservation delivered").count(), 2, "each request answered once:\n{log}");
     assert!(log.matches("AS reservation service up").count() >= 2, "the service was restarted:\n{log}");
+    // The core AS was paid by pull: its proceeds wait in the market until it withdraws them.
+    let withdraw = |extra: &[&str]| {
+        let out = std::process::Command::new(exe())
+            .args(["market", "withdraw", "--run"])
+            .arg(&l.dir)
+            .arg("--account-key")
+            .arg(core_as.dir.join("account.key"))
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let amount = |text: &str| text.split_whitespace().nth(1).unwrap().parse::<u128>().unwrap();
+    let due = withdraw(&["--dry-run"]);
+    assert!(amount(&due) > 0, "{due}");
+    let paid = withdraw(&[]);
+    assert_eq!(amount(&paid), amount(&due), "{paid}");
+    assert_eq!(amount(&withdraw(&["--dry-run"])), 0, "paid once");
 }
 
 #[test]

@@ -196,8 +196,9 @@ pub fn buy_transit_from(
         wait_for_offers: Duration::from_secs(90),
         wait_for_delivery: Duration::from_secs(60),
     };
-    let plan = buyer::plan(&ledger, &d, &buyer::wants(&path, false), &purchase)?;
-    let (file, _) = buyer::buy(&mut ledger, &d, &market.buyer()?, &plan, (s.ia, t.ia), &purchase)?;
+    let account = market.buyer()?;
+    let plan = buyer::plan(&ledger, &d, Some(account.address()), &buyer::wants(&path, false), &purchase)?;
+    let (file, _) = buyer::buy(&mut ledger, &d, &account, &plan, (s.ia, t.ia), &purchase)?;
     Ok((save_reservations(layout, src, dst, file.reservations)?, plan.total))
 }
 

@@ -21,15 +21,21 @@ sol!(
 );
 sol!(
     #[sol(all_derives)]
+    RefusingSeller,
+    "../../contracts/artifacts/RefusingSeller.json"
+);
+sol!(
+    #[sol(all_derives)]
     TestToken,
     "../../contracts/artifacts/TestToken.json"
 );
 
 /// The artifacts' JSON text (name, artifact), for the error table and anything else that needs
 /// the ABI at run time.
-pub const ARTIFACTS: [(&str, &str); 4] = [
+pub const ARTIFACTS: [(&str, &str); 5] = [
     ("AsRegistry", include_str!("../../../contracts/artifacts/AsRegistry.json")),
     ("BandwidthAssets", include_str!("../../../contracts/artifacts/BandwidthAssets.json")),
     ("Market", include_str!("../../../contracts/artifacts/Market.json")),
+    ("RefusingSeller", include_str!("../../../contracts/artifacts/RefusingSeller.json")),
     ("TestToken", include_str!("../../../contracts/artifacts/TestToken.json")),
 ];

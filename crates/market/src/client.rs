@@ -1,20 +1,25 @@
 //! The buyer's side of the market (the Hummingbird paper, §4.1, §4.2): find the listings that cover the hops
-//! of a path, plan the cheapest purchase, buy and redeem every hop in one transaction, wait for
-//! the ASes to deliver, and open the sealed reservations.
+//! of a path, plan the cheapest purchase the buyer can pay ([`plan`]), buy and redeem every hop
+//! in one transaction (re-planning without a listing that made it revert), wait for the ASes to
+//! deliver, and open the sealed reservations.
 //!
 //! A hop is one AS with its ingress and egress interface in the direction of travel; it needs
 //! an ingress asset of the first and an egress asset of the second, each covering the wanted
 //! interval and bandwidth. The source and destination ASes have no interface on one side
 //! (0, the AS's inside), so only ASes with two interfaces on the path can be bought.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, B256, U256};
 use aviary_hummingbird::{BuyerKey, Reservation, SealContext};
 
-use crate::contracts::{Asset, Deployment, Listing, PathPurchase};
-use crate::{Account, Ledger, LedgerError};
+use crate::contracts::{token, Asset, Deployment, Listing};
+use crate::{Account, Ledger, LedgerError, Revert};
+
+pub mod plan;
+pub use plan::{plan_affordable, plan_cheapest, Funds, Piece, Plan, PlannedHop, Window};
 
 /// One AS of a path to reserve, interfaces in the direction of travel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,21 +36,12 @@ pub struct Offer {
     pub listing: Listing,
     pub asset: Asset,
     pub payment_token: Address,
+    /// Whether an account is registered for the asset's ISD-AS: without one, nobody would
+    /// deliver the reservation, so the planner skips the offer.
+    pub issuer_registered: bool,
 }
 
 impl Offer {
-    /// Whether this offer can supply `[start, expiry) × bandwidth` on `interface` in the given
-    /// direction of `isd_as`.
-    pub fn covers(&self, isd_as: u64, interface: u16, is_ingress: bool, start: u64, expiry: u64, bw: u64) -> bool {
-        let a = &self.asset;
-        a.isdAs == isd_as
-            && a.interfaceId == interface
-            && a.isIngress == is_ingress
-            && a.startTime <= start
-            && expiry <= a.expiryTime
-            && bw <= a.bandwidth
-    }
-
     /// Price of `[start, expiry) × bw` at the posted price (per kbit/s × s).
     pub fn price(&self, start: u64, expiry: u64, bw: u64) -> U256 {
         U256::from(self.listing.pricePerUnit) * U256::from(bw) * U256::from(expiry.saturating_sub(start))
@@ -60,6 +56,10 @@ pub enum ClientError {
     NotTransit { hop: usize, isd_as: String },
     #[error("the requested interval [{0}, {1}) is empty")]
     EmptyInterval(u64, u64),
+    #[error("the cheapest plan needs {needed} of token {token}, the buyer has {available}")]
+    Unaffordable { token: Address, needed: U256, available: U256 },
+    #[error("the purchase reverted {attempts} times, re-planned each time; last: {last}")]
+    GaveUp { attempts: usize, last: Revert },
     #[error("request {0}: no delivery within {1:?}")]
     Timeout(U256, Duration),
     #[error("request {0}: the sealed reservation does not open: {1}")]
@@ -76,106 +76,43 @@ fn ia_text(isd_as: u64) -> String {
 pub fn open_offers<L: Ledger + ?Sized>(l: &L, d: &Deployment) -> Result<Vec<Offer>, LedgerError> {
     let next = d.next_listing_id(l)?;
     let mut out = Vec::new();
+    let mut registered = BTreeMap::new();
     let mut id = U256::from(1);
     while id < next {
         let listing = d.listing_of(l, id)?;
         if listing.seller != Address::ZERO {
             let asset = d.asset_of(l, U256::from(listing.assetId))?;
             let (_, payment_token) = d.quote(l, id, asset.startTime, asset.expiryTime, asset.bandwidth)?;
-            out.push(Offer { listing_id: id, listing, asset, payment_token });
+            let issuer_registered = match registered.get(&asset.isdAs) {
+                Some(r) => *r,
+                None => *registered.entry(asset.isdAs).or_insert(d.account_of(l, asset.isdAs)? != Address::ZERO),
+            };
+            out.push(Offer { listing_id: id, listing, asset, payment_token, issuer_registered });
         }
         id += U256::from(1);
     }
     Ok(out)
 }
 
-/// The cheapest purchase of every hop, with its price.
-#[derive(Clone, Debug)]
-pub struct Plan {
-    pub hops: Vec<PlannedHop>,
-    pub start: u64,
-    pub expiry: u64,
-    pub bandwidth: u64,
-    /// Total price in the native currency (wei).
-    pub total: U256,
-    /// Total price per ERC-20 token, for hops listed in token-paid marketplaces.
-    pub token_totals: BTreeMap<Address, U256>,
-}
-
-#[derive(Clone, Debug)]
-pub struct PlannedHop {
-    pub want: HopWant,
-    pub ingress: Offer,
-    pub egress: Offer,
-    pub price: U256,
-}
-
-impl Plan {
-    pub fn purchases(&self) -> Vec<PathPurchase> {
-        self.hops
-            .iter()
-            .map(|h| PathPurchase {
-                ingressListingId: h.ingress.listing_id,
-                egressListingId: h.egress.listing_id,
-                startTime: self.start,
-                expiryTime: self.expiry,
-                bandwidth: self.bandwidth,
-            })
-            .collect()
+/// What `buyer` holds of the native currency and of each of `tokens`.
+pub fn funds_of<L: Ledger + ?Sized>(
+    l: &L,
+    buyer: Address,
+    tokens: impl IntoIterator<Item = Address>,
+) -> Result<Funds, LedgerError> {
+    let mut funds = Funds::new();
+    funds.insert(Address::ZERO, l.balance(buyer)?);
+    for t in tokens.into_iter().filter(|t| *t != Address::ZERO) {
+        funds.insert(t, token::balance_of(l, t, buyer)?);
     }
-}
-
-/// Plans the cheapest purchase of `[start, expiry) × bandwidth` (kbit/s) on every hop, from the
-/// offers at hand. Each side of a hop is chosen independently: the cheapest covering listing.
-pub fn plan_cheapest(
-    offers: &[Offer],
-    wants: &[HopWant],
-    start: u64,
-    expiry: u64,
-    bandwidth: u64,
-) -> Result<Plan, ClientError> {
-    if expiry <= start {
-        return Err(ClientError::EmptyInterval(start, expiry));
-    }
-    let mut hops = Vec::new();
-    let mut total = U256::ZERO;
-    let mut token_totals = BTreeMap::new();
-    for (i, w) in wants.iter().enumerate() {
-        if w.ingress == 0 || w.egress == 0 {
-            return Err(ClientError::NotTransit { hop: i, isd_as: ia_text(w.isd_as) });
-        }
-        let cheapest = |interface: u16, is_ingress: bool| {
-            offers
-                .iter()
-                .filter(|o| o.covers(w.isd_as, interface, is_ingress, start, expiry, bandwidth))
-                .min_by_key(|o| (o.price(start, expiry, bandwidth), o.listing_id))
-                .cloned()
-                .ok_or(ClientError::NoOffer {
-                    hop: i,
-                    isd_as: ia_text(w.isd_as),
-                    interface,
-                    dir: if is_ingress { "ingress" } else { "egress" },
-                })
-        };
-        let (ingress, egress) = (cheapest(w.ingress, true)?, cheapest(w.egress, false)?);
-        for o in [&ingress, &egress] {
-            let p = o.price(start, expiry, bandwidth);
-            if o.payment_token == Address::ZERO {
-                total += p;
-            } else {
-                *token_totals.entry(o.payment_token).or_insert(U256::ZERO) += p;
-            }
-        }
-        let price = ingress.price(start, expiry, bandwidth) + egress.price(start, expiry, bandwidth);
-        hops.push(PlannedHop { want: *w, ingress, egress, price });
-    }
-    Ok(Plan { hops, start, expiry, bandwidth, total, token_totals })
+    Ok(funds)
 }
 
 /// Buys and redeems every hop of `plan` in one transaction, the reservations to be sealed to
-/// `key`; returns the redeem request ids in hop order. Either every hop is bought or none.
-/// Token-paid pieces are paid from the buyer's allowance: the market is approved for each
-/// token's total first (an approval stays if the purchase then fails).
+/// `key`; returns the redeem request ids in hop order. Either every hop is bought or none, and
+/// at no more than the plan's total in any token. Token-paid pieces are paid from the buyer's
+/// allowance: the market is approved for each token's total first (an approval stays if the
+/// purchase then fails).
 pub fn buy_path<L: Ledger + ?Sized>(
     l: &mut L,
     d: &Deployment,
@@ -184,10 +121,72 @@ pub fn buy_path<L: Ledger + ?Sized>(
     key: &BuyerKey,
 ) -> Result<Vec<U256>, ClientError> {
     for (token, amount) in &plan.token_totals {
-        crate::contracts::token::approve(l, buyer, *token, d.market, *amount)?;
+        token::approve(l, buyer, *token, d.market, *amount)?;
     }
-    let (ids, _) = d.buy_and_redeem_path(l, buyer, plan.purchases(), B256::from(key.public()), plan.total)?;
+    let key = B256::from(key.public());
+    let (ids, _) = d.buy_and_redeem_path(l, buyer, plan.purchases(), key, plan.limits(), plan.total)?;
     Ok(ids)
+}
+
+/// How often [`buy_cheapest`] re-plans after a reverted purchase before it gives up.
+pub const PURCHASE_ATTEMPTS: usize = 4;
+
+/// Plans the cheapest affordable purchase of `w` on every hop from the open offers, buys it
+/// ([`buy_path`]), and when the purchase reverts, re-reads the offers and re-plans: without
+/// the listing the revert names (sold out, delisted, not coverable), without the token it names
+/// (a payment that failed), or just from fresh offers (a price changed meanwhile). A plan that
+/// fails again unchanged is not retried. Starts from `first` if given (a plan shown to the user).
+pub fn buy_cheapest<L: Ledger + ?Sized>(
+    l: &mut L,
+    d: &Deployment,
+    buyer: &Account,
+    wants: &[HopWant],
+    w: Window,
+    first: Option<Plan>,
+    key: &BuyerKey,
+) -> Result<(Plan, Vec<U256>), ClientError> {
+    let (mut without_listings, mut without_tokens) = (BTreeSet::new(), BTreeSet::new());
+    let mut next = first;
+    let mut last_failed: Option<Vec<crate::contracts::PathPurchase>> = None;
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let plan = match next.take() {
+            Some(plan) => plan,
+            None => {
+                let offers: Vec<Offer> = open_offers(l, d)?
+                    .into_iter()
+                    .filter(|o| !without_listings.contains(&o.listing_id) && !without_tokens.contains(&o.payment_token))
+                    .collect();
+                let funds = funds_of(l, buyer.address(), offers.iter().map(|o| o.payment_token))?;
+                plan_affordable(&offers, wants, w, &funds)?
+            }
+        };
+        let rv = match buy_path(l, d, buyer, &plan, key) {
+            Ok(ids) => return Ok((plan, ids)),
+            Err(ClientError::Ledger(LedgerError::Revert(rv))) => rv,
+            Err(e) => return Err(e),
+        };
+        let purchases = plan.purchases();
+        let named_listing = rv.arg("listingId").and_then(|v| U256::from_str(v).ok());
+        let named_token = rv.arg("token").and_then(|v| Address::from_str(v).ok());
+        let repeated = last_failed.as_ref() == Some(&purchases);
+        if attempt == PURCHASE_ATTEMPTS || (repeated && named_listing.is_none() && named_token.is_none()) {
+            return Err(ClientError::GaveUp { attempts: attempt, last: rv });
+        }
+        match (named_listing, named_token, rv.name.as_str()) {
+            (Some(id), _, _) if plan.listing_ids().contains(&id) => {
+                without_listings.insert(id);
+            }
+            // A raised price is no fault of the listing: plan again at the new prices.
+            (_, _, "PriceAboveLimit" | "PaymentTooLow") => {}
+            (_, Some(token), _) => {
+                without_tokens.insert(token);
+            }
+            _ => {}
+        }
+        last_failed = Some(purchases);
+    }
 }
 
 /// Waits until every request is delivered and opens the reservations (in request order).

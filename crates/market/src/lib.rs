@@ -6,8 +6,9 @@
 //! - [`Ledger`] with two backends: [`EmbeddedLedger`] (revm in this process, the default,
 //!   persisted in a data directory) and [`RpcLedger`] (any EVM node over JSON-RPC).
 //! - [`registration`]: P-256 keys and the signatures an AS registers with.
-//! - [`client`]: the buyer's side: offers along a path, the cheapest plan, atomic purchase,
-//!   waiting for and opening the sealed reservations.
+//! - [`client`]: the buyer's side: offers along a path, the cheapest plan the buyer can pay
+//!   (a hop side may chain several listings), atomic purchase with price limits, re-planning
+//!   after a revert, waiting for and opening the sealed reservations.
 //! - [`SharedLedger`]: the embedded ledger used by several processes through its directory.
 //!
 //! Reverts come back as [`LedgerError::Revert`] with the contract error's name and arguments,

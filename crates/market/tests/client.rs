@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use aviary_hummingbird::{BuyerKey, BwCodec, RedeemRequest, ReservationService, SecretValue, ServiceState};
-use aviary_market::client::{self, ClientError, HopWant};
+use aviary_market::client::{self, ClientError, HopWant, Window};
 use aviary_market::contracts::{deploy_test_token, token};
 use aviary_market::registration::{certify, p256_key_from_seed};
 use aviary_market::{Address, AssetSpec, Deployment, EmbeddedLedger, Ledger, U256};
@@ -55,16 +55,18 @@ fn cheapest_plan_is_bought_atomically_and_opened_by_the_buyer() {
     assert_eq!(offers.len(), 3);
     let want = [HopWant { isd_as: IA, ingress: 1, egress: 2 }];
     let (start, expiry, bw) = (T0 + 60, T0 + 660, 1000);
-    let plan = client::plan_cheapest(&offers, &want, start, expiry, bw).unwrap();
-    assert_eq!(plan.hops[0].ingress.listing_id, cheap_listing);
+    let w = Window { start, expiry, bandwidth: bw };
+    let plan = client::plan_cheapest(&offers, &want, w).unwrap();
+    assert_eq!(plan.hops[0].ingress.len(), 1);
+    assert_eq!(plan.hops[0].ingress[0].offer.listing_id, cheap_listing);
     assert_eq!(plan.total, U256::from(10u64 * 1000 * 600));
     assert_eq!(plan.token_totals[&tok], U256::from(20u64 * 1000 * 600));
     // Hops that cannot be bought are named.
-    let none = client::plan_cheapest(&offers, &[HopWant { isd_as: IA, ingress: 3, egress: 2 }], start, expiry, bw);
+    let none = client::plan_cheapest(&offers, &[HopWant { isd_as: IA, ingress: 3, egress: 2 }], w);
     assert!(matches!(none, Err(ClientError::NoOffer { hop: 0, interface: 3, .. })), "{none:?}");
-    let edge = client::plan_cheapest(&offers, &[HopWant { isd_as: IA, ingress: 0, egress: 2 }], start, expiry, bw);
+    let edge = client::plan_cheapest(&offers, &[HopWant { isd_as: IA, ingress: 0, egress: 2 }], w);
     assert!(matches!(edge, Err(ClientError::NotTransit { .. })));
-    let too_much = client::plan_cheapest(&offers, &want, start, expiry, 6000);
+    let too_much = client::plan_cheapest(&offers, &want, Window { bandwidth: 6000, ..w });
     assert!(matches!(too_much, Err(ClientError::NoOffer { .. })));
 
     // Without tokens the atomic purchase fails and nothing is bought.

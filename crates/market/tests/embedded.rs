@@ -18,6 +18,12 @@ fn market_scenario_on_embedded_ledger() {
 }
 
 #[test]
+fn purchases_cannot_be_blocked_on_embedded_ledger() {
+    let mut ledger = EmbeddedLedger::in_memory();
+    common::attacks::scenarios(&mut ledger);
+}
+
+#[test]
 fn state_survives_reopening_the_data_directory() {
     let dir = fresh_dir("embedded-reopen");
     let mut ledger = EmbeddedLedger::open(&dir).unwrap();

@@ -29,3 +29,9 @@ fn market_scenario_on_hardhat_node() {
     assert_eq!(ledger.balance(to).unwrap(), U256::from(5));
     assert_eq!(ledger.receipt(aviary_market::B256::repeat_byte(1)).unwrap(), None, "unknown hash");
 }
+
+#[test]
+fn purchases_cannot_be_blocked_on_hardhat_node() {
+    let (_node, mut ledger) = HardhatNode::start("attacks");
+    common::attacks::scenarios(&mut ledger);
+}

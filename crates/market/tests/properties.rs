@@ -1,9 +1,10 @@
 //! Contract invariants over random operation sequences on the embedded ledger (issue 4, item 6):
 //! - an AS's issued bandwidth x time is conserved by split, fuse, transfer, list, buy and
-//!   redeem (only delivery removes the volume of the two delivered assets);
+//!   redeem and listing merges (only delivery removes the volume of the two delivered assets);
 //! - only an asset's owner transfers, splits, fuses, lists or redeems it (random callers);
 //!   only the issuing AS delivers; only the seller delists;
 //! - no asset is redeemed twice;
+//! - the market holds exactly the sellers' proceeds (pull payments: buys credit, withdrawals pay);
 //! - a failed transaction changes nothing but the caller's nonce and fee.
 
 mod common;
@@ -89,6 +90,8 @@ enum Op {
     Buy { caller: usize, listing: Sel, k0: u8, k1: u8, frac: u8 },
     Redeem { caller: usize, ingress: Sel, egress: Sel },
     Deliver { caller: usize, request: Sel },
+    Merge { caller: usize, a: Sel, b: Sel },
+    Withdraw { caller: usize },
 }
 
 /// Callers: the two ASes (accounts 1, 2) and two users (3, 4).
@@ -124,6 +127,8 @@ fn op() -> impl Strategy<Value = Op> {
         }),
         (caller(), sel(), sel()).prop_map(|(caller, ingress, egress)| Op::Redeem { caller, ingress, egress }),
         (caller(), sel()).prop_map(|(caller, request)| Op::Deliver { caller, request }),
+        (caller(), sel(), sel()).prop_map(|(caller, a, b)| Op::Merge { caller, a, b }),
+        caller().prop_map(|caller| Op::Withdraw { caller }),
     ]
 }
 
@@ -254,7 +259,8 @@ impl Run {
                 let e = (s + (1 + k1 as u64 % slots.max(1)) * G).min(a.expiryTime.max(s + G));
                 let bw = (a.bandwidth * frac as u64 / 255).max(1);
                 let price = self.dep.quote(&self.l, id, s, e, bw).map_or(U256::ZERO, |q| q.0);
-                let call = Market::buyCall { listingId: id, startTime: s, expiryTime: e, bandwidth: bw };
+                let call =
+                    Market::buyCall { listingId: id, startTime: s, expiryTime: e, bandwidth: bw, maxPrice: price };
                 let r = self.send(me, market, call, price);
                 if r.status {
                     let piece = aviary_market::contracts::first_event::<Market::Purchased>(&r, market).unwrap().assetId;
@@ -278,6 +284,25 @@ impl Run {
                     assert!(self.redeemed.insert(ie), "asset {ie} redeemed twice");
                 }
                 (r, me, x.owner == me && y.owner == me)
+            }
+            Op::Merge { caller, a, b } => {
+                // Anyone may merge; it succeeds only for alike listings, and keeps the volume.
+                let me = addr(caller);
+                let (x, y) = (self.listing(a, None), self.listing(b, None));
+                (
+                    self.send(me, market, Market::mergeListingsCall { listingId: x, otherListingId: y }, U256::ZERO),
+                    me,
+                    true,
+                )
+            }
+            Op::Withdraw { caller } => {
+                let me = addr(caller);
+                let due = self.dep.proceeds_of(&self.l, me, Address::ZERO).unwrap();
+                let before = self.l.balance(me).unwrap();
+                let r = self.send(me, market, Market::withdrawCall { token: Address::ZERO }, U256::ZERO);
+                assert!(r.status, "a withdrawal to an account that accepts payment succeeds");
+                assert_eq!(self.l.balance(me).unwrap(), before + due - r.fee(), "paid what was due");
+                (r, me, true)
             }
             Op::Deliver { caller, request } => {
                 let next = self.dep.next_request_id(&self.l).unwrap();
@@ -307,6 +332,11 @@ impl Run {
                 (r, me, req.isdAs != 0 && issuer == me)
             }
         }
+    }
+
+    /// The sellers' native proceeds, summed.
+    fn proceeds(&self) -> U256 {
+        self.accounts.iter().map(|a| self.dep.proceeds_of(&self.l, a.address(), Address::ZERO).unwrap()).sum()
     }
 
     /// Sum of bandwidth x time over the live (owned or escrowed) assets of each AS.
@@ -350,6 +380,7 @@ proptest! {
                 prop_assert_eq!(market_state(&run.l, &run.dep, None, &who), expected, "failed {:?} changed state", op);
             }
             prop_assert_eq!(run.live_volume(), run.volume.clone(), "volume not conserved after {:?}", op);
+            prop_assert_eq!(run.l.balance(run.dep.market).unwrap(), run.proceeds(), "market balance != proceeds after {:?}", op);
         }
     }
 }

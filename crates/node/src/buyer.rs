@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use aviary_hummingbird::{BuyerKey, BwCodec};
-use aviary_market::client::{self, HopWant, Plan};
-use aviary_market::{Account, Deployment, Ledger};
+use aviary_market::client::{self, HopWant, Plan, Window};
+use aviary_market::{Account, Address, Deployment, Ledger};
 use aviary_scion::IsdAsn;
 
 use crate::api::PathWire;
@@ -30,6 +30,12 @@ pub struct Purchase {
     pub wait_for_delivery: Duration,
 }
 
+impl Purchase {
+    fn window(&self) -> Window {
+        Window { start: self.start, expiry: self.expiry, bandwidth: self.bandwidth_kbps }
+    }
+}
+
 /// The transit ASes of `path` as hops to buy (forward, then reverse if asked).
 pub fn wants(path: &PathWire, reverse: bool) -> Vec<HopWant> {
     let transit = &path.ases[1..path.ases.len().saturating_sub(1)];
@@ -45,12 +51,26 @@ pub fn wants(path: &PathWire, reverse: bool) -> Vec<HopWant> {
     out
 }
 
-/// Plans the cheapest purchase, waiting up to `wait_for_offers` for listings to cover it.
-pub fn plan(ledger: &dyn Ledger, d: &Deployment, wants: &[HopWant], p: &Purchase) -> anyhow::Result<Plan> {
+/// Plans the cheapest purchase, waiting up to `wait_for_offers` for listings to cover it. With
+/// a `buyer`, only what it can pay (the tokens it holds enough of); without, any offer.
+pub fn plan(
+    ledger: &dyn Ledger,
+    d: &Deployment,
+    buyer: Option<Address>,
+    wants: &[HopWant],
+    p: &Purchase,
+) -> anyhow::Result<Plan> {
     let deadline = Instant::now() + p.wait_for_offers;
     loop {
         let offers = client::open_offers(ledger, d)?;
-        match client::plan_cheapest(&offers, wants, p.start, p.expiry, p.bandwidth_kbps) {
+        let planned = match buyer {
+            Some(b) => {
+                let funds = client::funds_of(ledger, b, offers.iter().map(|o| o.payment_token))?;
+                client::plan_affordable(&offers, wants, p.window(), &funds)
+            }
+            None => client::plan_cheapest(&offers, wants, p.window()),
+        };
+        match planned {
             Ok(plan) => return Ok(plan),
             Err(e) if Instant::now() >= deadline => return Err(e.into()),
             Err(_) => std::thread::sleep(Duration::from_millis(200)),
@@ -58,8 +78,9 @@ pub fn plan(ledger: &dyn Ledger, d: &Deployment, wants: &[HopWant], p: &Purchase
     }
 }
 
-/// Buys `plan`, waits for every delivery and opens it. Returns the forward reservation file
-/// (to `dst`) and, for a purchase with `reverse`, the reverse one (to `src`).
+/// Buys `plan` (re-planning if it reverts, see [`client::buy_cheapest`]), waits for every
+/// delivery and opens it. Returns the forward reservation file (to `dst`) and, for a purchase
+/// with `reverse`, the reverse one (to `src`).
 pub fn buy(
     ledger: &mut dyn Ledger,
     d: &Deployment,
@@ -69,7 +90,8 @@ pub fn buy(
     p: &Purchase,
 ) -> anyhow::Result<(ReservationFile, Option<ReservationFile>)> {
     let key = BuyerKey::from_os_rng()?;
-    let requests = client::buy_path(ledger, d, buyer, plan, &key)?;
+    let wants: Vec<HopWant> = plan.hops.iter().map(|h| h.want).collect();
+    let (_, requests) = client::buy_cheapest(ledger, d, buyer, &wants, p.window(), Some(plan.clone()), &key)?;
     let opened = client::await_deliveries(ledger, d, &requests, &key, p.wait_for_delivery)
         .context("the reservations were paid for; an AS did not deliver")?;
     // Each AS decodes its own BW field; every AS here uses the paper's codec.

@@ -38,7 +38,7 @@ use aviary_hummingbird::crypto::MAX_RES_ID;
 use aviary_hummingbird::seal::{self, BuyerKey, SealContext};
 use aviary_hummingbird::{BwCodec, RedeemRequest, ResIdAllocator, ReservationService, ServiceState};
 use aviary_market::bindings::{AsRegistry, BandwidthAssets, Market};
-use aviary_market::contracts::{self, deploy_test_token, token, PathPurchase};
+use aviary_market::contracts::{self, deploy_test_token, token, PathPurchase, PriceLimit};
 use aviary_market::embedded::{Clock, CHAIN_ID, GAS_PRICE};
 use aviary_market::ledger::TX_GAS_CAP;
 use aviary_market::registration::{certify, p256_key_from_seed, Registration};
@@ -174,6 +174,8 @@ pub fn run(quick: bool) -> Result<Vec<GasRow>> {
         let (gas, _) = world.buy_path(hops, B256::repeat_byte(0x42))?;
         rows.push(GasRow::new("Market.buyAndRedeemPath", Some(hops), gas, paper_path(hops)));
     }
+    let gas = world.buy_hop_across_periods(B256::repeat_byte(0x43))?;
+    rows.push(GasRow::new("Market.buyAndRedeemPath (1 hop, each side from 2 listings)", Some(1), gas, None));
 
     rows.push(world.latency("latency buy-and-redeem to delivery (in memory)", reps)?);
     // The same chain as the default ledger keeps it: persisted to a data directory.
@@ -297,7 +299,7 @@ mod tests {
     fn every_state_changing_function_has_a_row() {
         let rows = rows();
         for (contract, artifact) in aviary_market::bindings::ARTIFACTS {
-            if contract == "TestToken" {
+            if contract == "TestToken" || contract == "RefusingSeller" {
                 continue;
             }
             assert!(rows.iter().any(|r| r.call == format!("deploy {contract}")), "deploy {contract}");

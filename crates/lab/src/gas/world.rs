@@ -177,7 +177,7 @@ impl World {
             let (x, _) = self.issue(0, true, IF_INGRESS, s, e)?;
             let (listing, _) = self.list(0, x, PRICE_INGRESS)?;
             let (price, _) = dep.quote(&self.l, listing, start, expiry, bw)?;
-            let (_, r) = dep.buy(&mut self.l, &buyer, listing, start, expiry, bw, price)?;
+            let (_, r) = dep.buy(&mut self.l, &buyer, listing, start, expiry, bw, price, price)?;
             let listed = dep.listed(&r).len();
             ensure!(listed == relisted, "{name}: {listed} remainders re-listed, expected {relisted}");
             rows.push(GasRow::new(name, None, r.gas_used, paper));
@@ -194,8 +194,29 @@ impl World {
         let (price, _) = dep.quote(&self.l, listing, mid.0, mid.1, PIECE_BW)?;
         token::mint(&mut self.l, &buyer, tok, buyer.address(), price)?;
         token::approve(&mut self.l, &buyer, tok, dep.market, price)?;
-        let (_, r) = dep.buy(&mut self.l, &buyer, listing, mid.0, mid.1, PIECE_BW, U256::ZERO)?;
+        let (_, r) = dep.buy(&mut self.l, &buyer, listing, mid.0, mid.1, PIECE_BW, price, U256::ZERO)?;
         rows.push(GasRow::new("Market.buy (split time and bandwidth, ERC-20)", None, r.gas_used, None));
+
+        // Sellers are paid by pull: each withdraws what the purchases above credited to it.
+        let r = contracts::transact(
+            &mut self.l,
+            &as0.account,
+            dep.market,
+            &Market::withdrawCall { token: tok },
+            U256::ZERO,
+        )?;
+        rows.push(GasRow::new("Market.withdraw (ERC-20)", None, r.gas_used, None));
+        let call = Market::withdrawCall { token: Address::ZERO };
+        let r = contracts::transact(&mut self.l, &as0.account, dep.market, &call, U256::ZERO)?;
+        rows.push(GasRow::new("Market.withdraw (native)", None, r.gas_used, None));
+
+        // Two back-to-back listings (two issuing periods) joined into one.
+        let (a, _) = self.issue(0, true, IF_INGRESS, s, e)?;
+        let (b, _) = self.issue(0, true, IF_INGRESS, e, e + 3600)?;
+        let (la, _) = self.list(0, a, PRICE_INGRESS)?;
+        let (lb, _) = self.list(0, b, PRICE_INGRESS)?;
+        let r = dep.merge_listings(&mut self.l, &buyer, la, lb)?;
+        rows.push(GasRow::new("Market.mergeListings (adjacent in time)", None, r.gas_used, None));
         Ok(())
     }
 
@@ -250,8 +271,8 @@ impl World {
             let (li, _) = self.list(k, i, PRICE_INGRESS)?;
             let (lo, _) = self.list(k, o, PRICE_EGRESS)?;
             let hop = PathPurchase {
-                ingressListingId: li,
-                egressListingId: lo,
+                ingressListingIds: vec![li],
+                egressListingIds: vec![lo],
                 startTime: s + 1200,
                 expiryTime: s + 2400,
                 bandwidth: PIECE_BW,
@@ -267,9 +288,40 @@ impl World {
     /// Buy and redeem a fresh path of `hops` hops (worst case); its gas and receipt.
     pub(super) fn buy_path(&mut self, hops: u32, key: B256) -> Result<(u64, Receipt)> {
         let (path, value) = self.list_path(hops)?;
-        let (requests, r) = self.dep.buy_and_redeem_path(&mut self.l, &self.buyer, path, key, value)?;
+        let (requests, r) = self.dep.buy_and_redeem_path(&mut self.l, &self.buyer, path, key, native(value), value)?;
         check_path(&self.dep, hops, &requests, &r)?;
         Ok((r.gas_used, r))
+    }
+
+    /// Buy and redeem one hop whose sides each span two back-to-back listings (the window
+    /// crosses the boundary of two issuing periods): four pieces, two fuses, and the two
+    /// bandwidth remainders of each side merged back into one listing.
+    pub(super) fn buy_hop_across_periods(&mut self, key: B256) -> Result<u64> {
+        let (s, e) = self.window()?;
+        let mut ids = [vec![], vec![]];
+        for (side, (ingress, interface, price)) in
+            [(true, IF_INGRESS, PRICE_INGRESS), (false, IF_EGRESS, PRICE_EGRESS)].into_iter().enumerate()
+        {
+            for (start, expiry) in [(s, e), (e, e + 3600)] {
+                let (asset, _) = self.issue(0, ingress, interface, start, expiry)?;
+                ids[side].push(self.list(0, asset, price)?.0);
+            }
+        }
+        let [ingress, egress] = ids;
+        let hop = PathPurchase {
+            ingressListingIds: ingress,
+            egressListingIds: egress,
+            startTime: e - 300,
+            expiryTime: e + 300,
+            bandwidth: PIECE_BW,
+        };
+        let value = U256::from((PRICE_INGRESS + PRICE_EGRESS) * u128::from(PIECE_BW) * 600);
+        let (requests, r) =
+            self.dep.buy_and_redeem_path(&mut self.l, &self.buyer, vec![hop], key, native(value), value)?;
+        ensure!(requests.len() == 1, "one request for one hop");
+        let merged = contracts::events::<Market::ListingsMerged>(&r, self.dep.market).len();
+        ensure!(merged == 2, "{merged} bandwidth remainders merged, expected 2 (one per side)");
+        Ok(r.gas_used)
     }
 
     /// The latency of buy-and-redeem to delivery over `LATENCY_HOPS` hops, `reps` times.
@@ -285,7 +337,8 @@ impl World {
             let key = B256::from(buyer_key.public());
 
             let t = Instant::now();
-            let (requests, receipt) = dep.buy_and_redeem_path(&mut self.l, &self.buyer, path, key, value)?;
+            let (requests, receipt) =
+                dep.buy_and_redeem_path(&mut self.l, &self.buyer, path, key, native(value), value)?;
             let now = self.l.block_timestamp()?;
             let mut gas = 0;
             let mut delivered = vec![];
@@ -337,6 +390,11 @@ fn deploy(l: &mut EmbeddedLedger, from: &Account, bytecode: &Bytes, arg: Address
 }
 
 /// The gas a transaction used from the fee its sender paid (base fee = gas price, no tip).
+/// A price limit of `value` in the native currency.
+fn native(value: U256) -> Vec<PriceLimit> {
+    vec![PriceLimit { token: Address::ZERO, maxTotal: value }]
+}
+
 pub(super) fn gas_from_fee(fee: U256) -> Result<u64> {
     let price = U256::from(GAS_PRICE);
     ensure!(fee % price == U256::ZERO, "fee {fee} is not a multiple of the gas price");

@@ -2,6 +2,7 @@
 //! integration tests share.
 #![allow(dead_code)]
 
+pub mod attacks;
 pub mod hardhat;
 
 use std::collections::BTreeMap;
@@ -9,7 +10,9 @@ use std::fmt::Debug;
 
 use alloy_sol_types::SolCall;
 use aviary_market::bindings::Market;
-use aviary_market::contracts::{deploy_test_token, request_status, token, Asset, Listing, PathPurchase, RedeemRequest};
+use aviary_market::contracts::{
+    deploy_test_token, request_status, token, Asset, Listing, PathPurchase, PriceLimit, RedeemRequest,
+};
 use aviary_market::registration::{self, certify, p256_key_from_seed};
 use aviary_market::{Account, Address, AssetSpec, Bytes, Deployment, Ledger, LedgerError, Revert, B256, U256};
 
@@ -177,19 +180,33 @@ pub fn scenario<L: Ledger>(l: &mut L) -> World {
     // A sub-rectangle [s+600, s+1200) x 300 at 2 wei per kbit/s x s.
     let (price, pay_token) = dep.quote(l, lx, s + 600, s + 1200, 300).unwrap();
     assert_eq!((price, pay_token), (U256::from(2 * 300 * 600), Address::ZERO));
-    let err = dep.buy(l, buyer, lx, s + 600, s + 1200, 300, price - U256::from(1)).unwrap_err();
+    let err = dep.buy(l, buyer, lx, s + 600, s + 1200, 300, price, price - U256::from(1)).unwrap_err();
     assert_eq!(
         err.to_string(),
         format!("reverted: PaymentTooLow(required={price}, available={})", price - U256::from(1))
     );
-    expect_revert(dep.buy(l, buyer, lx, s + 601, s + 1200, 300, price), "OffGranularity");
-    expect_revert(dep.buy(l, buyer, U256::from(999), s, e, 10, price), "UnknownListing");
+    expect_revert(dep.buy(l, buyer, lx, s + 601, s + 1200, 300, price, price), "OffGranularity");
+    expect_revert(dep.buy(l, buyer, U256::from(999), s, e, 10, price, price), "UnknownListing");
+    // A price above the buyer's limit reverts, however much it sends.
+    let rv =
+        expect_revert(dep.buy(l, buyer, lx, s + 600, s + 1200, 300, price - U256::from(1), price), "PriceAboveLimit");
+    assert_eq!(rv.arg("price"), Some(price.to_string().as_str()));
 
     let (buyer_before, seller_before) = (l.balance(buyer.address()).unwrap(), l.balance(as1.address()).unwrap());
     let overpay = price + U256::from(12345);
-    let (piece, receipt) = dep.buy(l, buyer, lx, s + 600, s + 1200, 300, overpay).unwrap();
+    let (piece, receipt) = dep.buy(l, buyer, lx, s + 600, s + 1200, 300, price, overpay).unwrap();
     assert_eq!(l.balance(buyer.address()).unwrap(), buyer_before - price - receipt.fee(), "excess refunded");
-    assert_eq!(l.balance(as1.address()).unwrap(), seller_before + price);
+    // The seller is paid by pull: credited now, paid when it withdraws.
+    assert_eq!(l.balance(as1.address()).unwrap(), seller_before);
+    assert_eq!(dep.proceeds_of(l, as1.address(), Address::ZERO).unwrap(), price);
+    assert_eq!(l.balance(dep.market).unwrap(), price);
+    expect_revert(dep.merge_listings(l, stranger, lx, lx), "NotMergeable");
+    let before_withdraw = l.balance(as1.address()).unwrap();
+    assert_eq!(dep.withdraw(l, as1, Address::ZERO).unwrap(), price);
+    assert_eq!(dep.withdraw(l, as1, Address::ZERO).unwrap(), U256::ZERO, "paid once");
+    assert!(l.balance(as1.address()).unwrap() > before_withdraw + price - U256::from(10u64.pow(15)));
+    assert_eq!(dep.proceeds_of(l, as1.address(), Address::ZERO).unwrap(), U256::ZERO);
+    assert_eq!(l.balance(dep.market).unwrap(), U256::ZERO);
     let bought = dep.asset_of(l, piece).unwrap();
     assert_eq!(bought.owner, buyer.address());
     assert_eq!((bought.startTime, bought.expiryTime, bought.bandwidth), (s + 600, s + 1200, 300));
@@ -219,13 +236,16 @@ pub fn scenario<L: Ledger>(l: &mut L) -> World {
     let (price, pay_token) = dep.quote(l, ly, s, s + 1800, 500).unwrap();
     assert_eq!((price, pay_token), (U256::from(3 * 500 * 1800), tok));
     token::approve(l, buyer, tok, dep.market, price - U256::from(5)).unwrap();
-    let rv = expect_revert(dep.buy(l, buyer, ly, s, s + 1800, 500, U256::ZERO), "PaymentTooLow");
+    let rv = expect_revert(dep.buy(l, buyer, ly, s, s + 1800, 500, price, U256::ZERO), "PaymentTooLow");
     assert_eq!(rv.arg("available"), Some((price - U256::from(5)).to_string().as_str()));
     token::approve(l, buyer, tok, dep.market, price).unwrap();
     let (t_buyer, t_seller) =
         (token::balance_of(l, tok, buyer.address()).unwrap(), token::balance_of(l, tok, as1.address()).unwrap());
-    let (piece, _) = dep.buy(l, buyer, ly, s, s + 1800, 500, U256::ZERO).unwrap();
+    let (piece, _) = dep.buy(l, buyer, ly, s, s + 1800, 500, price, U256::ZERO).unwrap();
     assert_eq!(token::balance_of(l, tok, buyer.address()).unwrap(), t_buyer - price);
+    assert_eq!(token::balance_of(l, tok, dep.market).unwrap(), price);
+    assert_eq!(dep.proceeds_of(l, as1.address(), tok).unwrap(), price);
+    assert_eq!(dep.withdraw(l, as1, tok).unwrap(), price);
     assert_eq!(token::balance_of(l, tok, as1.address()).unwrap(), t_seller + price);
     assert_eq!(dep.owner_of(l, piece).unwrap(), buyer.address());
 
@@ -238,8 +258,8 @@ pub fn scenario<L: Ledger>(l: &mut L) -> World {
         listings.push(dep.create_listing(l, acct, mp, o, 2).unwrap());
     }
     let hop = |ingress: U256, egress: U256| PathPurchase {
-        ingressListingId: ingress,
-        egressListingId: egress,
+        ingressListingIds: vec![ingress],
+        egressListingIds: vec![egress],
         startTime: s + 1200,
         expiryTime: s + 2400,
         bandwidth: 200,
@@ -247,7 +267,7 @@ pub fn scenario<L: Ledger>(l: &mut L) -> World {
     let hops = vec![hop(listings[0], listings[1]), hop(listings[2], listings[3])];
     let mut total = U256::ZERO;
     for h in &hops {
-        for id in [h.ingressListingId, h.egressListingId] {
+        for &id in h.ingressListingIds.iter().chain(&h.egressListingIds) {
             total += dep.quote(l, id, h.startTime, h.expiryTime, h.bandwidth).unwrap().0;
         }
     }
@@ -260,7 +280,8 @@ pub fn scenario<L: Ledger>(l: &mut L) -> World {
     let too_low = total - U256::from(1);
     for (path, value, name) in [(unknown, total, "UnknownListing"), (hops.clone(), too_low, "PaymentTooLow")] {
         let before = market_state(l, &dep, Some(tok), &who);
-        let call = Market::buyAndRedeemPathCall { hops: path, ephemeralPubKey: key };
+        let limits = vec![PriceLimit { token: Address::ZERO, maxTotal: total }];
+        let call = Market::buyAndRedeemPathCall { hops: path, ephemeralPubKey: key, maxPrices: limits };
         let r = l.send(buyer, dep.market, call.abi_encode().into(), value).unwrap();
         assert!(!r.status);
         assert!(r.logs.is_empty());
@@ -271,8 +292,13 @@ pub fn scenario<L: Ledger>(l: &mut L) -> World {
         assert_eq!(market_state(l, &dep, Some(tok), &who), expected, "{name} changed state");
     }
 
+    let limit = |max: U256| vec![PriceLimit { token: Address::ZERO, maxTotal: max }];
+    let rv =
+        expect_revert(dep.buy_and_redeem_path(l, buyer, hops.clone(), key, limit(too_low), total), "PriceAboveLimit");
+    assert_eq!(rv.arg("limit"), Some(too_low.to_string().as_str()));
+    expect_revert(dep.buy_and_redeem_path(l, buyer, hops.clone(), key, vec![], total), "PriceAboveLimit");
     let before = market_state(l, &dep, Some(tok), &who);
-    let (requests, receipt) = dep.buy_and_redeem_path(l, buyer, hops, key, total).unwrap();
+    let (requests, receipt) = dep.buy_and_redeem_path(l, buyer, hops, key, limit(total), total).unwrap();
     assert_eq!(requests.len(), 2);
     let filed = dep.redeem_requests(&receipt);
     assert_eq!(filed.iter().map(|ev| ev.isdAs).collect::<Vec<_>>(), vec![IA1, IA2]);
@@ -284,10 +310,11 @@ pub fn scenario<L: Ledger>(l: &mut L) -> World {
         assert_eq!(dep.owner_of(l, ev.ingressId).unwrap(), dep.assets, "escrowed");
         assert_eq!(dep.owner_of(l, ev.egressId).unwrap(), dep.assets, "escrowed");
     }
-    let paid = |who: &Account| l.balance(who.address()).unwrap() - before.balances[&who.address()];
-    assert_eq!(paid(as1), U256::from(3 * 200 * 1200));
-    assert_eq!(paid(as2), U256::from(3 * 200 * 1200));
+    let credited = |who: &Account| dep.proceeds_of(l, who.address(), Address::ZERO).unwrap();
+    assert_eq!(credited(as1), U256::from(3 * 200 * 1200));
+    assert_eq!(credited(as2), U256::from(3 * 200 * 1200));
     assert_eq!(before.balances[&buyer.address()] - l.balance(buyer.address()).unwrap(), total + receipt.fee());
+    assert_eq!(l.balance(dep.market).unwrap(), total);
 
     // ---------------------------------------------------------------- delivery
     let (r1, r2) = (requests[0], requests[1]);
