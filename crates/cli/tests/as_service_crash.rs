@@ -65,9 +65,7 @@ impl Run {
         let d = self.market.deployment.deployment();
         let t0 = Instant::now();
         let now = aviary_node::clock::unix_s() / 60 * 60;
-        while client::plan_cheapest(&client::open_offers(&ledger, &d).unwrap(), &[Self::hop()], now, now + 600, 1000)
-            .is_err()
-        {
+        while client::plan_cheapest(&client::open_offers(&ledger, &d).unwrap(), &[Self::hop()], window(now)).is_err() {
             assert!(t0.elapsed() < Duration::from_secs(90), "C's listings within 90 s:\n{}", self.log());
             std::thread::sleep(Duration::from_millis(200));
         }
@@ -79,7 +77,7 @@ impl Run {
         let d = self.market.deployment.deployment();
         let start = aviary_node::clock::unix_s() / 60 * 60;
         let offers = client::open_offers(&ledger, &d).unwrap();
-        let plan = client::plan_cheapest(&offers, &[Self::hop()], start, start + 600, 1000).unwrap();
+        let plan = client::plan_cheapest(&offers, &[Self::hop()], window(start)).unwrap();
         let key = BuyerKey::derive(who.as_bytes());
         let ids = client::buy_path(&mut ledger, &d, &self.market.buyer().unwrap(), &plan, &key).unwrap();
         (ids[0], key)
@@ -213,4 +211,9 @@ fn every_paid_request_is_delivered_once_however_the_service_dies() {
     let mut ids = [first_res_id, second_res_id, third_res_id];
     ids.sort_unstable();
     assert!(ids.windows(2).all(|w| w[0] != w[1]), "{ids:?}");
+}
+
+/// Ten minutes from `start` at 1 Mbit/s.
+fn window(start: u64) -> client::Window {
+    client::Window { start, expiry: start + 600, bandwidth: 1000 }
 }

@@ -51,7 +51,8 @@ impl Setup {
         let d = self.market.deployment.deployment();
         let offers = client::open_offers(&ledger, &d).unwrap();
         let hop = HopWant { isd_as: C.parse::<IsdAsn>().unwrap().to_u64(), ingress: 1, egress: 2 };
-        let plan = client::plan_cheapest(&offers, &[hop], start, start + secs, 1000).unwrap();
+        let window = client::Window { start, expiry: start + secs, bandwidth: 1000 };
+        let plan = client::plan_cheapest(&offers, &[hop], window).unwrap();
         let key = BuyerKey::derive(format!("buyer {start}").as_bytes());
         let ids = client::buy_path(&mut ledger, &d, &self.market.buyer().unwrap(), &plan, &key).unwrap();
         (ids[0], key)
