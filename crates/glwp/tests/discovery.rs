@@ -5,14 +5,31 @@
 //! authenticated refusal; neighbours contradicting themselves and over-rate neighbours are
 //! dropped; malformed messages are dropped with counted reasons and never panic.
 
-mod chain;
-
 use aviary_glwp::discovery::wire::{field, Kind, Message};
 use aviary_glwp::discovery::{DiscoveryDrop, SourceError};
+use aviary_glwp::testbed::discovery::{self as chain, pair, Chain, Failure, HopSpec, FRESHNESS};
 use aviary_glwp::{guarantee, prefix_guarantees, testbed, SourceAllocation};
+use aviary_glwp::{AidMonitor, Router};
 use aviary_qos::{Admission, Verdict};
-use chain::{pair, router, Chain, Failure, HopSpec, NOW, S};
+use aviary_qos::{DuplicateFilter, DuplicateFilterConfig};
 use proptest::prelude::*;
+
+const S: u64 = 1_000_000_000;
+const NOW: u64 = 1_700_000_000 * S;
+
+/// The border router of on-path AS k.
+fn router(k: usize) -> Router {
+    let dups = DuplicateFilter::new(
+        DuplicateFilterConfig {
+            window_ns: FRESHNESS.lifetime_ns + 2 * FRESHNESS.skew_ns,
+            expected_per_window: 10_000,
+            false_positive_rate: 1e-9,
+        },
+        [9; 16],
+    )
+    .unwrap();
+    Router::new(&chain::secret(k), FRESHNESS, AidMonitor::new(64, 9000, 0x1234_5678_9abc_def1), dups)
+}
 
 fn spec() -> impl Strategy<Value = HopSpec> {
     (100_000_000u64..10_000_000_000, 0u64..5_000_000_000, 0u64..5_000_000_000)
@@ -66,7 +83,7 @@ proptest! {
     /// F5: β is GMA's allocation of the hop values, and the data plane accepts the hop keys.
     #[test]
     fn discovery_gives_gma_and_working_hop_keys(specs in specs(), dt in 0u64..S / 2) {
-        let mut chain = Chain::new(&specs, 0);
+        let mut chain = Chain::new(&specs, 0).unwrap();
         let alloc = chain.discover(NOW).unwrap();
         let want = guarantee(&chain.hop_values());
         prop_assert_eq!(u64::from(alloc.beta), want / 1000);
@@ -79,7 +96,7 @@ proptest! {
     /// source.
     #[test]
     fn tampering_is_detected(specs in specs(), step in 0usize..10, pick in any::<prop::sample::Index>(), bit in 0u8..8) {
-        let mut chain = Chain::new(&specs, 0);
+        let mut chain = Chain::new(&specs, 0).unwrap();
         let steps = 2 * (specs.len() - 1);
         let step = step % steps;
         let mut tampered = None;
@@ -98,7 +115,7 @@ proptest! {
     /// Garbage never panics, and every message dropped is counted under a reason.
     #[test]
     fn garbage_is_dropped_and_counted(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
-        let mut chain = Chain::new(&[HopSpec { m_bps: 1 << 30, extra_div_bps: 0, extra_con_bps: 0 }; 3], 0);
+        let mut chain = Chain::new(&[HopSpec { m_bps: 1 << 30, extra_div_bps: 0, extra_con_bps: 0 }; 3], 0).unwrap();
         let (mut fwd, mut back) = (bytes.clone(), bytes.clone());
         let as1 = &mut chain.on_path[0];
         let errors = [as1.forward(&mut fwd, chain::ia(0), NOW).is_err(), as1.backward(&mut back, chain::ia(2), NOW).is_err()];
@@ -112,7 +129,7 @@ proptest! {
 #[test]
 fn a_second_discovery_adds_no_bandwidth() {
     let specs = [HopSpec { m_bps: 2_000_000_000, extra_div_bps: 1, extra_con_bps: 2 }; 4];
-    let mut chain = Chain::new(&specs, 0);
+    let mut chain = Chain::new(&specs, 0).unwrap();
     let first = chain.discover(NOW).unwrap();
     let replayed = chain.carry(chain.request(NOW), NOW, &mut |_, _| {}).unwrap();
     assert_eq!(replayed, first, "a replayed request is answered with the same allocation");
@@ -139,8 +156,8 @@ fn hop_keys_fail_on_another_path() {
     let a = [HopSpec { m_bps: 1_000_000_000, extra_div_bps: 0, extra_con_bps: 0 }; 3];
     let mut b = a;
     b[1].m_bps = 500_000_000;
-    let alloc_a = Chain::new(&a, 0).discover(NOW).unwrap();
-    let alloc_b = Chain::new(&b, 0).discover(NOW).unwrap();
+    let alloc_a = Chain::new(&a, 0).unwrap().discover(NOW).unwrap();
+    let alloc_b = Chain::new(&b, 0).unwrap().discover(NOW).unwrap();
     assert_ne!(alloc_a.beta, alloc_b.beta);
     let forged = SourceAllocation { hop_keys: alloc_a.hop_keys.clone(), ..alloc_b.clone() };
     let mut pkt = forged.packet(&testbed::addresses(chain::ia(0)), NOW, &[0; 10]).unwrap();
@@ -165,13 +182,13 @@ fn a_guarantee_below_tau_is_refused() {
         HopSpec { m_bps: 1_000_000_000, extra_div_bps: 3_000_000_000, extra_con_bps: 0 },
         HopSpec { m_bps: 1_000_000_000, extra_div_bps: 0, extra_con_bps: 0 },
     ];
-    let mut probe = Chain::new(&specs, 0);
+    let mut probe = Chain::new(&specs, 0).unwrap();
     let prelim = prefix_guarantees(&probe.hop_values());
     assert!(probe.discover(NOW).is_ok());
     let tau = prelim[1] - 1;
     let below = prelim.iter().position(|&p| p < tau).unwrap();
     assert_eq!(below, 2);
-    let mut chain = Chain::new(&specs, tau);
+    let mut chain = Chain::new(&specs, tau).unwrap();
     assert_eq!(
         chain.discover(NOW),
         Err(Failure::Source(SourceError::Refused { position: 2, ia: chain::ia(2), preliminary_bps: prelim[2] }))
@@ -191,12 +208,12 @@ fn a_guarantee_below_tau_is_refused() {
 #[test]
 fn a_neighbour_contradicting_itself_is_dropped() {
     let specs = [HopSpec { m_bps: 1_000_000_000, extra_div_bps: 500, extra_con_bps: 500 }; 3];
-    let mut chain = Chain::new(&specs, 0);
+    let mut chain = Chain::new(&specs, 0).unwrap();
     chain.discover(NOW).unwrap();
     // AS 2 (the destination) now announces a larger entry for the same pair.
     let mut changed = specs;
     changed[2].m_bps += 1_000_000;
-    let other = Chain::new(&changed, 0);
+    let other = Chain::new(&changed, 0).unwrap();
     chain.on_path[1] = other.on_path.into_iter().nth(1).unwrap();
     assert_eq!(
         chain.discover(NOW + S),
@@ -210,7 +227,7 @@ fn a_neighbour_contradicting_itself_is_dropped() {
 #[test]
 fn requests_beyond_the_neighbours_rate_are_dropped() {
     let specs = [HopSpec { m_bps: 100_000_000, extra_div_bps: 0, extra_con_bps: 0 }; 3];
-    let mut chain = Chain::new(&specs, 0);
+    let mut chain = Chain::new(&specs, 0).unwrap();
     let req = chain.request(NOW);
     let admitted = (0..40).filter(|_| chain.on_path[0].forward(&mut req.clone(), chain::ia(0), NOW).is_ok()).count();
     let burst = usize::from(chain::RATE.burst_bytes);
@@ -224,7 +241,7 @@ fn requests_beyond_the_neighbours_rate_are_dropped() {
 #[test]
 fn malformed_messages_are_dropped_with_named_reasons() {
     let specs = [HopSpec { m_bps: 1_000_000_000, extra_div_bps: 0, extra_con_bps: 0 }; 3];
-    let mut chain = Chain::new(&specs, 0);
+    let mut chain = Chain::new(&specs, 0).unwrap();
     let req = chain.request(NOW);
     let src = chain::ia(0);
     let as1 = &mut chain.on_path[0];

@@ -259,6 +259,39 @@ fn glwp_row(effort: Effort) -> Row {
     row("glwp validation, router (8 on-path ASes)", 1, 100, Some(280.0), ns)
 }
 
+/// GLWP discovery (Alg. 1) on a path of 5 ASes: the CPU time of one on-path AS's GLWP
+/// service, forward and return processing together (the destination does both at once), the
+/// mean over the 4 on-path ASes. The source's request and check are not included. The paper
+/// gives no figure (it leaves the discovery implementation to future work). Requests are
+/// 3 ms apart, so every neighbour's rate limit admits them.
+fn glwp_discovery_row(effort: Effort) -> Row {
+    use aviary_glwp::testbed::discovery::{Chain, HopSpec};
+
+    const ASES: usize = 5;
+    const GAP_NS: u64 = 3_000_000;
+    let spec = HopSpec { m_bps: 1_000_000_000, extra_div_bps: 500_000_000, extra_con_bps: 250_000_000 };
+    let mut chain = Chain::new(&[spec; ASES], 0).expect("the benchmark's matrices are valid");
+    let n = (effort.packets / 100).clamp(10, 2_000);
+    let mut now = u64::from(T0) * S;
+    let mut len = 0;
+    let ns = (0..effort.repeats)
+        .map(|_| {
+            let mut busy = std::time::Duration::ZERO;
+            for _ in 0..n {
+                now += GAP_NS;
+                let request = chain.request(now);
+                len = request.len();
+                let t = Instant::now();
+                let back = chain.through_on_path(black_box(request), now, &mut |_, _| {});
+                busy += t.elapsed();
+                assert!(back.is_ok(), "benchmark discovery failed: {back:?}");
+            }
+            busy.as_nanos() as f64 / (n * (ASES as u64 - 1)) as f64
+        })
+        .fold(f64::INFINITY, f64::min);
+    row("glwp discovery, per on-path AS", 1, len, None, ns)
+}
+
 /// All rows of the table.
 pub fn run(effort: Effort) -> Vec<Row> {
     let now = u64::from(T0) * S + 200_000_000;
@@ -281,6 +314,7 @@ pub fn run(effort: Effort) -> Vec<Row> {
         }
     }
     rows.push(glwp_row(effort));
+    rows.push(glwp_discovery_row(effort));
     rows
 }
 
