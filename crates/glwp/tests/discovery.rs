@@ -271,3 +271,31 @@ fn malformed_messages_are_dropped_with_named_reasons() {
     assert_eq!(as1.stats.total_drops(), 12);
     assert_eq!(as1.stats.iter().filter(|&(_, n)| n > 0).count(), 10);
 }
+
+/// Line 31: an AS announcing an entry above its divergent, even with valid MACs, is caught by
+/// the next AS, which computes with the values.
+#[test]
+fn impossible_hop_values_are_refused_by_the_next_as() {
+    use aviary_glwp::discovery::crypto::{hop_values_mac, xor_into};
+    use aviary_glwp::discovery::wire::Announced;
+    use aviary_glwp::discovery::DiscoveryKeys;
+
+    let specs = [HopSpec { m_bps: 1_000_000_000, extra_div_bps: 0, extra_con_bps: 0 }; 4];
+    let mut chain = Chain::new(&specs, 0).unwrap();
+    let mut msg = chain.request(NOW);
+    chain.on_path[0].forward(&mut msg, chain::ia(0), NOW).unwrap();
+    // AS 1 lies after the fact: it rewrites its own values and authenticates them to all.
+    let mut m = Message::new_checked(&mut msg[..]).unwrap();
+    let honest = m.hop_values(1);
+    let keys = chain::keys(1, 4);
+    let (src, ts, aid) = (m.src(), m.ts_pkt(), m.aid());
+    let forged = Announced { div_bps: 1, ..honest };
+    for b in [0, 2, 3] {
+        let mut auth = m.auth(b);
+        xor_into(&mut auth, &hop_values_mac(&keys.key_to(chain::ia(b)), src, ts, aid, honest));
+        xor_into(&mut auth, &hop_values_mac(&keys.key_to(chain::ia(b)), src, ts, aid, forged));
+        m.set_auth(b, &auth);
+    }
+    m.set_hop_values(1, forged);
+    assert_eq!(chain.on_path[1].forward(&mut msg, chain::ia(1), NOW), Err(DiscoveryDrop::ImpossibleHopValues));
+}

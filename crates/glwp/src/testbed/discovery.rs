@@ -60,6 +60,21 @@ fn matrix(spec: HopSpec, (i, j): (InterfaceId, InterfaceId)) -> Result<Allocatio
     AllocationMatrix::new([e(i, j, spec.m_bps), e(i, OFF_PATH, spec.extra_div_bps), e(OFF_PATH, j, spec.extra_con_bps)])
 }
 
+/// The DRKey keys of AS k in a chain of `l` ASes: its own, and every other AS's Level-1 key to
+/// it, as if fetched.
+pub fn keys(k: usize, l: usize) -> DrkeyKeys {
+    let epoch = Epoch::new(1_600_000_000, 1_900_000_000).unwrap_or_else(|_| unreachable!("begin < end"));
+    let issuer = |m: usize| {
+        DrkeyKeys::new(format!("master {m}").as_bytes(), epoch)
+            .unwrap_or_else(|_| unreachable!("the master secret is not empty"))
+    };
+    let mut keys = issuer(k);
+    for m in (0..l).filter(|&m| m != k) {
+        keys.insert_fetched(ia(m), issuer(m).issue(ia(k)));
+    }
+    keys
+}
+
 /// Where a discovery ended without an allocation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Failure {
@@ -84,13 +99,6 @@ impl Chain {
     /// `min_guarantee_bps`.
     pub fn new(specs: &[HopSpec], min_guarantee_bps: u64) -> Result<Self, MatrixError> {
         let l = specs.len();
-        let epoch = Epoch::new(1_600_000_000, 1_900_000_000).unwrap_or_else(|_| unreachable!("begin < end"));
-        let issued: Vec<DrkeyKeys> = (0..l)
-            .map(|k| {
-                DrkeyKeys::new(format!("master {k}").as_bytes(), epoch)
-                    .unwrap_or_else(|_| unreachable!("the master secret is not empty"))
-            })
-            .collect();
         let mut source = None;
         let mut on_path = Vec::with_capacity(l.saturating_sub(1));
         for k in 0..l {
@@ -102,10 +110,7 @@ impl Chain {
             if k + 1 < l {
                 neighbours.insert(j, ia(k + 1));
             }
-            let mut keys = issued[k].clone();
-            for (m, other) in issued.iter().enumerate().filter(|&(m, _)| m != k) {
-                keys.insert_fetched(ia(m), other.issue(ia(k)));
-            }
+            let keys = keys(k, l);
             let config = AsConfig {
                 ia: ia(k),
                 secret: secret(k),
