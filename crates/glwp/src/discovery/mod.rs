@@ -130,7 +130,7 @@ pub fn beta_kbps(guarantee_bps: u64) -> u32 {
 }
 
 /// What one AS's GLWP service knows of itself.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct AsConfig {
     pub ia: IsdAsn,
     /// `K_k`, the secret only this AS knows; hop keys are MACs under it.
@@ -141,6 +141,19 @@ pub struct AsConfig {
     pub params: DiscoveryParams,
     /// How many interface pairs of each neighbour the consistency checks remember.
     pub remembered_pairs: usize,
+}
+
+impl std::fmt::Debug for AsConfig {
+    // Without the secret.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AsConfig")
+            .field("ia", &self.ia)
+            .field("matrix", &self.matrix)
+            .field("neighbours", &self.neighbours)
+            .field("params", &self.params)
+            .field("remembered_pairs", &self.remembered_pairs)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Why an [`AsConfig`] cannot run.
@@ -182,5 +195,53 @@ impl AsConfig {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_line_up_with_reasons() {
+        assert_eq!(DiscoveryDrop::ALL.len(), DiscoveryDrop::LABELS.len());
+        let mut stats = DiscoveryStats::default();
+        for (i, d) in DiscoveryDrop::ALL.iter().enumerate() {
+            assert_eq!(*d as usize, i);
+            stats.count(*d);
+        }
+        assert!(stats.iter().all(|(_, n)| n == 1));
+        assert_eq!(stats.total_drops(), DiscoveryDrop::ALL.len() as u64);
+    }
+
+    #[test]
+    fn the_secret_stays_out_of_debug_output() {
+        let config = AsConfig {
+            ia: IsdAsn::new(1, 1),
+            secret: [0xab; 16],
+            matrix: AllocationMatrix::default(),
+            neighbours: BTreeMap::new(),
+            params: DiscoveryParams {
+                freshness: Freshness { lifetime_ns: 1, skew_ns: 1 },
+                validity_s: 1,
+                min_guarantee_bps: 0,
+            },
+            remembered_pairs: 1,
+        };
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("171") && !shown.contains("secret"), "{shown}");
+    }
+
+    #[test]
+    fn beta_and_expiry_round_down_and_saturate() {
+        assert_eq!(beta_kbps(1_999), 1);
+        assert_eq!(beta_kbps(u64::MAX), u32::MAX);
+        let p = DiscoveryParams {
+            freshness: Freshness { lifetime_ns: 1, skew_ns: 1 },
+            validity_s: 100,
+            min_guarantee_bps: 0,
+        };
+        assert_eq!(p.ts_exp(5_999_999_999), 105);
+        assert_eq!(p.ts_exp(u64::MAX), u32::MAX);
     }
 }
