@@ -101,7 +101,7 @@ impl Chain {
         let l = specs.len();
         let mut source = None;
         let mut on_path = Vec::with_capacity(l.saturating_sub(1));
-        for k in 0..l {
+        for (k, &spec) in specs.iter().enumerate() {
             let (i, j) = pair(k, l);
             let mut neighbours = BTreeMap::new();
             if k > 0 {
@@ -114,7 +114,7 @@ impl Chain {
             let config = AsConfig {
                 ia: ia(k),
                 secret: secret(k),
-                matrix: matrix(specs[k], (i, j))?,
+                matrix: matrix(spec, (i, j))?,
                 neighbours,
                 params: DiscoveryParams { freshness: FRESHNESS, validity_s: VALIDITY_S, min_guarantee_bps },
                 remembered_pairs: 64,
