@@ -7,13 +7,15 @@
 //! any matrix (the proof is in [`allocation`]). [`Topology`] checks paths against links and
 //! matrices, sums the load of a set of paths on each interface pair, and lists every loop-free
 //! path with a bound on the work. [`header`] is the transmission header (Table I),
-//! [`hop_key`] its hop keys and hop authenticators, [`packet`] the header carried as a SCION
+//! [`hop_key`](mod@hop_key) its hop keys and hop authenticators, [`packet`] the header carried as a SCION
 //! path type, and [`router`] the validation at an on-path AS's border router (Alg. 2) with
-//! its traffic [`monitor`] and duplicate suppression.
+//! its traffic [`monitor`] and duplicate suppression. [`discovery`] is Alg. 1: the messages
+//! between the ASes' GLWP services that gather the hop values and return the hop keys.
 //!
 //! Pure logic: no I/O, no clocks.
 
 pub mod allocation;
+pub mod discovery;
 mod enumerate;
 pub mod header;
 pub mod hop_key;

@@ -59,7 +59,7 @@ pub struct Freshness {
 
 impl Freshness {
     /// Line 11: `now − ts_pkt ∈ [−ε, L + ε]`.
-    fn check_packet(self, ts_pkt_ns: u64, now_ns: u64) -> Result<(), GlwpDrop> {
+    pub(crate) fn check_packet(self, ts_pkt_ns: u64, now_ns: u64) -> Result<(), GlwpDrop> {
         if ts_pkt_ns > now_ns.saturating_add(self.skew_ns) {
             return Err(GlwpDrop::TimestampFuture);
         }

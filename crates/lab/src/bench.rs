@@ -17,6 +17,7 @@ use aviary_qos::Verdict;
 use aviary_scion::ScionView;
 use serde::Serialize;
 
+mod glwp;
 mod pathval;
 mod zlane;
 
@@ -218,51 +219,6 @@ fn source_row(flyovers: usize, payload: usize, effort: Effort) -> Row {
     )
 }
 
-/// GLWP validation at on-path AS 1 of 8 (the paper's Fig. 4 and 5 path), distinct packets
-/// 300 ns apart (β at the monitor's maximum, so none is overuse), with duplicate suppression
-/// and the monitor; each repeat starts from a fresh router. Restoring the hop pointer byte is
-/// included.
-fn glwp_row(effort: Effort) -> Row {
-    use aviary_glwp::{testbed, AidMonitor, Freshness};
-    use aviary_qos::{DuplicateFilter, DuplicateFilterConfig};
-
-    const GAP_NS: u64 = 300;
-    let secret = [0x11; 16];
-    let path: Vec<(u16, u16)> =
-        (0..9u16).map(|k| (if k == 0 { 0 } else { 2 * k }, if k == 8 { 0 } else { 2 * k + 1 })).collect();
-    let source = testbed::allocation(testbed::SRC_IA, &path, (1, u32::MAX, T0 + 3600), &[secret; 8]);
-    let addresses = testbed::addresses(testbed::SRC_IA);
-    let t0 = u64::from(T0) * S;
-    let n = effort.packets.min(1 << 16);
-    let body = vec![0x5a; 100];
-    let mut pkts: Vec<Vec<u8>> = (0..n).map(|i| source.packet(&addresses, t0 + i * GAP_NS, &body).unwrap()).collect();
-    let hp_at =
-        ScionView::new_checked(&pkts[0][..]).unwrap().path_range().start + aviary_glwp::header::field::HOP_POINTER;
-    let freshness = Freshness { lifetime_ns: S / 2, skew_ns: S };
-    let dups = DuplicateFilter::new(
-        DuplicateFilterConfig { window_ns: 5 * S / 2, expected_per_window: 1 << 20, false_positive_rate: 1e-6 },
-        [7; 16],
-    )
-    .unwrap();
-    let fresh = aviary_glwp::Router::new(&secret, freshness, AidMonitor::new(1024, u16::MAX, 9), dups);
-    let ns = (0..effort.repeats)
-        .map(|_| {
-            let mut router = fresh.clone();
-            let t = Instant::now();
-            for (i, pkt) in pkts.iter_mut().enumerate() {
-                pkt[hp_at] = 0;
-                let v = router.process(black_box(pkt), 2, t0 + i as u64 * GAP_NS);
-                debug_assert!(matches!(v, Verdict::Forward { .. }), "{v:?}");
-                black_box(v);
-            }
-            let ns = t.elapsed().as_nanos() as f64 / n as f64;
-            assert_eq!(router.stats.forwarded, n, "benchmark packets not all forwarded: {:?}", router.stats);
-            ns
-        })
-        .fold(f64::INFINITY, f64::min);
-    row("glwp validation, router (8 on-path ASes)", 1, 100, Some(280.0), ns)
-}
-
 /// All rows of the table.
 pub fn run(effort: Effort) -> Vec<Row> {
     let now = u64::from(T0) * S + 200_000_000;
@@ -284,7 +240,7 @@ pub fn run(effort: Effort) -> Vec<Row> {
             rows.push(source_row(flyovers, payload, effort));
         }
     }
-    rows.push(glwp_row(effort));
+    rows.extend(glwp::rows(effort));
     rows.extend(zlane::rows(effort));
     rows.extend(pathval::rows(effort));
     rows

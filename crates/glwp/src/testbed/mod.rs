@@ -1,7 +1,9 @@
 //! Allocations made directly from the on-path ASes' secrets, as discovery would hand them to a
 //! source, and the addresses of two hosts: for tests, benchmarks and fuzzing. A deployment
 //! never holds several ASes' secrets in one place; discovery seals each AS's hop key to the
-//! source.
+//! source. [`discovery`] runs that discovery on a chain of ASes in memory.
+
+pub mod discovery;
 
 use std::net::Ipv4Addr;
 
