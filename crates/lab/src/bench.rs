@@ -1,6 +1,6 @@
 //! Per-packet cost of the data plane on one core, beside the figures of the Hummingbird paper
-//! (Tables 3 and 4: DPDK on a 2.1 GHz Xeon) and the GLWP paper (§VII: the same kind of
-//! machine).
+//! (Tables 3 and 4: DPDK on a 2.1 GHz Xeon), the GLWP paper (§VII: the same kind of
+//! machine) and the Z-Lane paper (Table 3, the same kind of machine; rows in [`zlane`]).
 //!
 //! Each row processes the same packet repeatedly. Routers mutate packets (CurrHF, SegID,
 //! MAC write-back), so before each run the path header is restored from a template: a
@@ -15,6 +15,8 @@ use aviary_hummingbird::{Router, RouterParams, Source};
 use aviary_qos::Verdict;
 use aviary_scion::ScionView;
 use serde::Serialize;
+
+mod zlane;
 
 /// Batch size of the batched rows.
 pub const BATCH: usize = 32;
@@ -281,6 +283,7 @@ pub fn run(effort: Effort) -> Vec<Row> {
         }
     }
     rows.push(glwp_row(effort));
+    rows.extend(zlane::rows(effort));
     rows
 }
 

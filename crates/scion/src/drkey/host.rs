@@ -125,6 +125,18 @@ impl From<IpAddr> for HostAddr {
     }
 }
 
+/// The source or destination host of an address header, as DRKey derives keys for it.
+impl From<&crate::wire::header::HostAddr> for HostAddr {
+    fn from(h: &crate::wire::header::HostAddr) -> Self {
+        use crate::wire::header::HostAddr as Wire;
+        match *h {
+            Wire::V4(a) => HostAddr::Ipv4(a),
+            Wire::V6(a) => HostAddr::from(a),
+            Wire::Svc(s) => HostAddr::Svc(s),
+        }
+    }
+}
+
 impl FromStr for HostAddr {
     type Err = DrkeyError;
 

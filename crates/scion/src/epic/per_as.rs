@@ -18,6 +18,7 @@
 use thiserror::Error;
 
 use super::hvf::{cbc_mac, first_hvf, hvf_eq, MacInput};
+use crate::aes::Aes128;
 use crate::drkey::{prf, AsHostKey, HostHostKey, Level1Key};
 use crate::wire::epic::HVF_LEN;
 use crate::wire::epic_per_as::PerAsPathView;
@@ -36,6 +37,31 @@ pub fn source_hvf(v: &[u8; 16]) -> [u8; HVF_LEN] {
 /// The field the source AS's gateway writes over `V_i[0:4]` (App. C).
 pub fn gateway_hvf(as_key: &Level1Key, source_hvf: &[u8; HVF_LEN]) -> [u8; HVF_LEN] {
     first_hvf(&prf(as_key.as_bytes(), source_hvf))
+}
+
+/// A gateway's Level-1 key `K_{A_i→A_0}` for one on-path AS, expanded once: the gateway
+/// writes [`gateway_hvf`] for every hop of every authorized packet, so the key schedule
+/// stays off the per-packet path.
+#[derive(Clone, Copy)]
+pub struct GatewayKey(Aes128);
+
+impl GatewayKey {
+    pub fn new(as_key: &Level1Key) -> Self {
+        Self(Aes128::new(as_key.as_bytes()))
+    }
+
+    /// [`gateway_hvf`] under this key: the CBC-MAC of one zero-padded block is its cipher.
+    pub fn hvf(&self, source_hvf: &[u8; HVF_LEN]) -> [u8; HVF_LEN] {
+        let mut block = [0u8; 16];
+        block[..HVF_LEN].copy_from_slice(source_hvf);
+        first_hvf(&self.0.encrypt(&block))
+    }
+}
+
+impl std::fmt::Debug for GatewayKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("GatewayKey(..)")
+    }
 }
 
 /// The field an AS writes back once it verified HVF i: `V_i[4:8]`.
@@ -108,5 +134,19 @@ pub fn verify_at_destination<T: AsRef<[u8]>>(
         Ok(())
     } else {
         Err(DestinationError::BadDvf)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_expanded_gateway_key_writes_the_gateway_field() {
+        for seed in 0..16u8 {
+            let key = Level1Key::from_bytes([seed.wrapping_mul(37); 16]);
+            let hvf = [seed, 1, 2, seed ^ 0xff];
+            assert_eq!(GatewayKey::new(&key).hvf(&hvf), gateway_hvf(&key, &hvf));
+        }
     }
 }

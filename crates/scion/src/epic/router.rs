@@ -184,7 +184,7 @@ impl HopExtension for Epic {
             }
             Fields::PerAs { hvf_off, next_hvf_off, qos, src_ia, src_host, counter } => {
                 let keys = self.keys.as_ref().ok_or(DropReason::UnsupportedPathType)?;
-                let host = drkey_host(&src_host);
+                let host = DrkeyHost::from(&src_host);
                 let key = keys.as_host(src_ia, &host);
                 // The current hop field's HVF and, at a crossover, the next one's: all are
                 // checked before any is overwritten, so a dropped packet keeps its fields.
@@ -213,14 +213,5 @@ impl HopExtension for Epic {
             }
         }
         Ok(Admission::AUTHENTICATED)
-    }
-}
-
-/// The host as DRKey derives keys for it (IPv4-mapped IPv6 counts as IPv4).
-fn drkey_host(h: &HostAddr) -> DrkeyHost {
-    match *h {
-        HostAddr::V4(a) => DrkeyHost::Ipv4(a),
-        HostAddr::V6(a) => DrkeyHost::from_ip(a.into()),
-        HostAddr::Svc(s) => DrkeyHost::Svc(s),
     }
 }

@@ -1,0 +1,271 @@
+//! The Z-Lane gateway of a source AS (the Z-Lane paper, §4.4 and App. C), sans I/O: hosts send
+//! their per-AS EPIC packets (path type 253, validation fields under their own DRKey keys, QoS
+//! flag clear) through it; it forwards them to the AS's router.
+//!
+//! For every packet, in the order of the paper's Table 3:
+//! 1. **Parse and verify.** The packet must be per-AS EPIC from this AS at its first hop field,
+//!    with a fresh timestamp, and its source must be who it claims: the gateway holds the AS's
+//!    secrets, so it recomputes `V_0`, the validation field of the AS's own hop field under the
+//!    host's key `K_{A_0→A_0:H_S}` (which only that host was given), and compares HVF 0. A
+//!    spoofed source host fails here and is dropped before it is charged to anyone. Replays of
+//!    a verified packet (which would drain their host's rate) are dropped as duplicates,
+//!    unless `suppress_duplicates` is off (the routers still drop them further on).
+//! 2. **Look up the host's bucket**: the token bucket of the host's rate group ([`config`]).
+//! 3. **Check the rate.** A packet beyond it leaves without the QoS flag (cleared if the host
+//!    set it), or is dropped, by [`OverRatePolicy`]; its HVFs stay the host's, so routers
+//!    treat it as authenticated best effort.
+//! 4. **Authorize** a packet within it: set the flag and replace every HVF i with
+//!    `CBC-MAC_{K_{A_i→A_0}}(HVF i)[0:4]` ([`GatewayKey`]), keyed with the Level-1 key AS A_i
+//!    issued to this AS, which no host knows; AS A_i checks that form ([`hvf_matches`]).
+//!    [`PathKeys`] tells which AS owns each hop field. A path the gateway has no keys for
+//!    leaves without the flag (counted as `no_path_keys`): it cannot be authorized.
+//!
+//! [`hvf_matches`]: aviary_scion::epic::per_as::hvf_matches
+
+pub mod config;
+mod hosts;
+pub mod path_keys;
+#[cfg(test)]
+mod security_tests;
+#[cfg(test)]
+mod tests;
+
+use aviary_qos::{mechanism_drops, DuplicateFilterConfigError};
+use aviary_scion::drkey::{DrkeyError, EpochSchedule, HostAddr as DrkeyHost, IssuerKeyring, Protocol};
+use aviary_scion::epic::hvf::{hvf_eq, MacInput};
+use aviary_scion::epic::per_as::{hop_validation, source_hvf, GatewayKey};
+use aviary_scion::epic::timestamp::{verify_timestamp, StaleTimestamp};
+use aviary_scion::epic::EpicDuplicates;
+use aviary_scion::mac::{mac_input, HopMacKey};
+use aviary_scion::wire::epic_per_as::PerAsPathView;
+use aviary_scion::wire::path::MAX_HOPS;
+use aviary_scion::{path_type, HostAddr, IsdAsn, ScionView};
+use thiserror::Error;
+
+pub use config::{GatewayConfig, GatewayConfigError, OverRatePolicy, Prefix, RatePlan};
+pub use hosts::HostCounters;
+pub use path_keys::{PathKeyError, PathKeys};
+
+use hosts::HostTable;
+
+const NS_PER_S: u64 = 1_000_000_000;
+/// Packets per 4 s freshness span the duplicate filter is sized for, and its false positive
+/// rate (a false positive drops one legitimate packet); as the routers'.
+const DUPLICATES_PER_WINDOW: u64 = 250_000;
+const DUPLICATE_FALSE_POSITIVE_RATE: f64 = 1e-6;
+
+mechanism_drops! {
+    /// Why the gateway dropped a packet.
+    pub enum GatewayDrop {
+        MalformedHeader => "malformed_header",
+        NotPerAsEpic => "not_per_as_epic",
+        MalformedPath => "malformed_path",
+        NotFirstHop => "not_first_hop",
+        ForeignSource => "foreign_source",
+        TimestampFuture => "epic_timestamp_future",
+        TimestampExpired => "epic_timestamp_expired",
+        BadSourceHvf => "bad_source_hvf",
+        Duplicate => "duplicate",
+        OverRate => "over_rate",
+    }
+}
+
+impl From<StaleTimestamp> for GatewayDrop {
+    fn from(e: StaleTimestamp) -> Self {
+        match e {
+            StaleTimestamp::Future => GatewayDrop::TimestampFuture,
+            StaleTimestamp::Expired => GatewayDrop::TimestampExpired,
+        }
+    }
+}
+
+/// What to do with a packet after the gateway.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GatewayVerdict {
+    /// Within its host's rate: flagged and re-authenticated; forward to the router.
+    Authorized,
+    /// Forward to the router without the flag (over-rate, or a path without keys).
+    Unflagged,
+    Drop(GatewayDrop),
+}
+
+/// Why a gateway cannot start.
+#[derive(Debug, Error)]
+pub enum GatewayError {
+    #[error(transparent)]
+    Config(#[from] GatewayConfigError),
+    #[error("drkey: {0}")]
+    Drkey(#[from] DrkeyError),
+    #[error("duplicate filter: {0}")]
+    Duplicates(#[from] DuplicateFilterConfigError),
+}
+
+/// The gateway of one AS.
+pub struct Gateway {
+    ia: IsdAsn,
+    policy: OverRatePolicy,
+    mac_key: HopMacKey,
+    keyring: IssuerKeyring,
+    path_keys: PathKeys,
+    hosts: HostTable,
+    duplicates: Option<EpicDuplicates>,
+    drops: [u64; GatewayDrop::ALL.len()],
+    no_path_keys: u64,
+}
+
+impl Gateway {
+    /// The gateway of AS `ia`, keyed from the AS's `master_secret` (its hop-field key and
+    /// DRKey secret value, to verify sources; its own Level-1 key, for its own hop fields),
+    /// with the rates of `config`; `now_ns` picks the first DRKey epoch. Other ASes' keys and
+    /// the topology's links go into [`Gateway::path_keys_mut`].
+    pub fn new(ia: IsdAsn, master_secret: &[u8], config: &GatewayConfig, now_ns: u64) -> Result<Self, GatewayError> {
+        let plan = config.plan()?;
+        let protocol = Protocol(config.drkey_protocol);
+        let keyring = IssuerKeyring::new(master_secret, protocol, EpochSchedule::SCION_DEFAULT, now_ns / NS_PER_S)?;
+        // The filter's hash key: a Level-1 key to an ISD-AS no AS has, as the routers'.
+        let dup_key = *keyring.current().level1(IsdAsn::new(0, 0)).as_bytes();
+        let duplicates = config
+            .suppress_duplicates
+            .then(|| EpicDuplicates::new(DUPLICATES_PER_WINDOW, DUPLICATE_FALSE_POSITIVE_RATE, dup_key))
+            .transpose()?;
+        let mut path_keys = PathKeys::new();
+        path_keys.set_key(ia, &keyring.current().level1(ia));
+        Ok(Self {
+            ia,
+            policy: config.over_rate,
+            mac_key: HopMacKey::from_master_secret(master_secret),
+            keyring,
+            path_keys,
+            hosts: HostTable::new(&plan, config.burst_bytes),
+            duplicates,
+            drops: [0; GatewayDrop::ALL.len()],
+            no_path_keys: 0,
+        })
+    }
+
+    pub fn ia(&self) -> IsdAsn {
+        self.ia
+    }
+
+    /// The DRKey epoch's schedule and protocol the gateway's own keys follow.
+    pub fn keyring(&self) -> &IssuerKeyring {
+        &self.keyring
+    }
+
+    /// The topology's links and the Level-1 keys other ASes issued to this one.
+    pub fn path_keys_mut(&mut self) -> &mut PathKeys {
+        &mut self.path_keys
+    }
+
+    /// Every host seen so far and its counters.
+    pub fn hosts(&self) -> impl Iterator<Item = (&HostAddr, &HostCounters)> {
+        self.hosts.iter()
+    }
+
+    pub fn host(&self, host: &HostAddr) -> Option<&HostCounters> {
+        self.hosts.get(host)
+    }
+
+    /// `(label, count)` of every drop reason.
+    pub fn drops(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        GatewayDrop::LABELS.iter().copied().zip(self.drops.iter().copied())
+    }
+
+    /// Packets forwarded without the flag because a hop field's AS had no key.
+    pub fn no_path_keys(&self) -> u64 {
+        self.no_path_keys
+    }
+
+    /// Processes a batch received at `now_ns`, one verdict per packet; authorized packets
+    /// are changed in place.
+    pub fn process_batch(&mut self, pkts: &mut [&mut [u8]], now_ns: u64, verdicts: &mut [GatewayVerdict]) {
+        if let Ok(true) = self.keyring.advance(now_ns / NS_PER_S) {
+            let own = self.keyring.current().level1(self.ia);
+            self.path_keys.set_key(self.ia, &own);
+        }
+        for (pkt, v) in pkts.iter_mut().zip(verdicts.iter_mut()) {
+            *v = self.process(pkt, now_ns);
+        }
+    }
+
+    fn process(&mut self, pkt: &mut [u8], now_ns: u64) -> GatewayVerdict {
+        match self.authorize(pkt, now_ns) {
+            Ok(v) => v,
+            Err(d) => {
+                self.drops[d as usize] += 1;
+                GatewayVerdict::Drop(d)
+            }
+        }
+    }
+
+    fn authorize(&mut self, pkt: &mut [u8], now_ns: u64) -> Result<GatewayVerdict, GatewayDrop> {
+        let pkt_len = pkt.len();
+        let view = ScionView::new_checked(&*pkt).map_err(|_| GatewayDrop::MalformedHeader)?;
+        if view.path_type() != path_type::EPIC_PER_AS {
+            return Err(GatewayDrop::NotPerAsEpic);
+        }
+        let (src_ia, src_host, payload_len, range) =
+            (view.src_ia(), view.src_host(), view.payload_len(), view.path_range());
+        if src_ia != self.ia {
+            return Err(GatewayDrop::ForeignSource);
+        }
+        let mut path = PerAsPathView::new_checked(&mut pkt[range]).map_err(|_| GatewayDrop::MalformedPath)?;
+
+        // 1. The source: V_0 under the host's key, over this AS's own hop field.
+        let standard = path.standard();
+        let meta = standard.meta();
+        if meta.curr_hf != 0 || meta.curr_inf != 0 {
+            return Err(GatewayDrop::NotFirstHop);
+        }
+        let (info, hop) = (standard.info(0), standard.hop(0));
+        let id = path.pkt_id();
+        verify_timestamp(info.timestamp, id.epic_ts, now_ns)?;
+        let block = mac_input(info.seg_id, info.timestamp, hop.exp_time, hop.cons_ingress, hop.cons_egress);
+        let sigma = self.mac_key.cmac_block(&block);
+        let input = MacInput::new(info.timestamp, id, src_ia, &src_host, payload_len);
+        let keys = self.keyring.current();
+        let epoch = keys.epoch().begin_s;
+        let host_key =
+            self.hosts.key(&src_host, epoch).unwrap_or_else(|| keys.as_host(src_ia, &DrkeyHost::from(&src_host)));
+        if !hvf_eq(&path.hvf(0), &source_hvf(&hop_validation(&host_key, &input, &sigma))) {
+            return Err(GatewayDrop::BadSourceHvf);
+        }
+        if let Some(d) = &mut self.duplicates {
+            if !d.first_seen(src_ia, &src_host, info.timestamp, id, now_ns) {
+                return Err(GatewayDrop::Duplicate);
+            }
+        }
+
+        // 2 and 3. The host's bucket.
+        let (within, counters) = self.hosts.charge(src_host, (epoch, host_key), pkt_len, now_ns);
+        if !within {
+            counters.over_rate_packets += 1;
+            counters.over_rate_bytes += pkt_len as u64;
+            path.set_qos(false);
+            return match self.policy {
+                OverRatePolicy::Unflagged => Ok(GatewayVerdict::Unflagged),
+                OverRatePolicy::Drop => {
+                    counters.dropped_packets += 1;
+                    Err(GatewayDrop::OverRate)
+                }
+            };
+        }
+
+        // 4. Every hop field's AS-level field.
+        let mut keys: [Option<&GatewayKey>; MAX_HOPS] = [None; MAX_HOPS];
+        if self.path_keys.resolve(src_ia, &path.standard(), &mut keys).is_err() {
+            self.no_path_keys += 1;
+            path.set_qos(false);
+            return Ok(GatewayVerdict::Unflagged);
+        }
+        counters.compliant_packets += 1;
+        counters.compliant_bytes += pkt_len as u64;
+        for (i, key) in keys[..path.num_hvfs()].iter().enumerate() {
+            let key = key.expect("resolved for every hop field");
+            let field = key.hvf(&path.hvf(i));
+            path.set_hvf(i, field);
+        }
+        path.set_qos(true);
+        Ok(GatewayVerdict::Authorized)
+    }
+}

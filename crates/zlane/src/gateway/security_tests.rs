@@ -1,0 +1,115 @@
+//! The gateway and the source AS's router together against the paper's attackers (§4.4,
+//! §5.4): an end host above its rate, a host key leaked to another AS, another AS spoofing
+//! the source AS.
+
+use aviary_qos::{Admission, Context, DropReason, LinkState, Processor, RateBound, SeededRandom, Verdict};
+use aviary_scion::epic::per_as::gateway_hvf;
+use aviary_scion::wire::epic_per_as::PerAsPathView;
+use aviary_scion::{AsForwarding, ScionView};
+
+use super::tests::{config, one, PAYLOAD};
+use super::*;
+use crate::classes::{RateConfig, RouterClass, ZlaneConfig};
+use crate::router::ZlaneRouter;
+use crate::testbed::{Net, IF_NEXT, PROTOCOL};
+
+const S: u64 = 1_000_000_000;
+const NOW: u64 = 1_750_000_000 * S;
+
+/// The Z-Lane router of AS 0 of `net`, guaranteeing AS 0 `as_bps` on its 100 Mbit/s link.
+struct SourceRouter {
+    router: ZlaneRouter,
+    links: [LinkState; 1],
+    random: SeededRandom,
+}
+
+impl SourceRouter {
+    fn new(net: &Net, as_bps: u64) -> Self {
+        let a = &net.ases[0];
+        let zcfg = ZlaneConfig {
+            ases: net.ases.iter().map(|a| a.ia).collect(),
+            isds: vec![],
+            rates: [(a.ia.to_string(), RateConfig::Bps(as_bps))].into(),
+            burst_bytes: 15_000,
+            drkey_protocol: PROTOCOL,
+        };
+        let fwd = AsForwarding::new(a.ia, a.mac_key.clone(), [IF_NEXT]);
+        let router = ZlaneRouter::new(fwd, &a.master_secret, zcfg, [(IF_NEXT, RateBound::Ppm(500_000))], NOW).unwrap();
+        let links = [LinkState { id: IF_NEXT, up: true, rate_bps: 100_000_000, ..Default::default() }];
+        Self { router, links, random: SeededRandom::new(1) }
+    }
+
+    fn admit(&mut self, pkt: &mut [u8], now: u64) -> Result<Admission, DropReason> {
+        let mut ctx = Context { now_ns: now, ingress: 0, links: &self.links, random: &mut self.random };
+        let mut v = [Verdict::Deliver];
+        self.router.process_batch(&mut ctx, &mut [pkt], &mut v);
+        match v[0] {
+            Verdict::Forward { admission, .. } => Ok(admission),
+            Verdict::Drop(r) => Err(r),
+            Verdict::Deliver => panic!("delivered at the source AS"),
+        }
+    }
+}
+
+#[test]
+fn a_host_above_its_gateway_rate_cannot_drain_its_as_guarantee() {
+    let mut net = Net::new(2, NOW);
+    // The AS hands out what the router guarantees it: 800 kbit/s, 400 each.
+    let mut gw = net
+        .gateway(&config(&[("10.0.0.1", None), ("10.0.0.2", None)], 800_000, OverRatePolicy::Unflagged), NOW)
+        .unwrap();
+    let mut router = SourceRouter::new(&net, 800_000);
+    let g = RouterClass::Guaranteed.admission();
+    let len = net.packet(Net::host(1), PAYLOAD, NOW).len() as u64;
+    // Host 1 floods at 8 Mbit/s; host 2 sends 300 kbit/s, within its rate.
+    let (flood_gap, fair_gap) = (len * 8 * S / 8_000_000, len * 8 * S / 300_000);
+    let (mut now, mut next_fair, mut flood_g, mut fair) = (NOW, NOW, 0u64, 0u64);
+    while now < NOW + S {
+        let mut pkt = net.packet(Net::host(1), PAYLOAD, now);
+        one(&mut gw, &mut pkt, now);
+        if router.admit(&mut pkt, now) == Ok(g) {
+            flood_g += len;
+        }
+        if next_fair <= now {
+            let mut pkt = net.packet(Net::host(2), PAYLOAD, now);
+            assert_eq!(one(&mut gw, &mut pkt, now), GatewayVerdict::Authorized);
+            assert_eq!(router.admit(&mut pkt, now), Ok(g), "the fair host keeps G");
+            fair += 1;
+            next_fair += fair_gap;
+        }
+        now += flood_gap;
+    }
+    assert!(fair > 30);
+    assert!(flood_g <= 400_000 / 8 + 3_000 + len, "the flooding host held to its rate: {flood_g} bytes");
+}
+
+#[test]
+fn a_leaked_host_key_or_a_spoofed_source_as_gets_no_g() {
+    let mut net = Net::new(2, NOW);
+    let mut router = SourceRouter::new(&net, 800_000);
+    let range = ScionView::new_checked(&net.packet(Net::host(1), PAYLOAD, NOW)[..]).unwrap().path_range();
+    // Another AS holding host 1's keys seals valid host-level packets: authenticated best
+    // effort at most.
+    let mut leaked = net.packet(Net::host(1), PAYLOAD, NOW);
+    assert_eq!(router.admit(&mut leaked, NOW), Ok(RouterClass::Authenticated.admission()));
+    // With the flag it set itself, over the host's fields: dropped.
+    let mut flagged = net.packet(Net::host(1), PAYLOAD, NOW + 1);
+    PerAsPathView::new_checked(&mut flagged[range.clone()]).unwrap().set_qos(true);
+    assert_eq!(router.admit(&mut flagged, NOW + 1), Err(DropReason::BadHvf));
+    // AS 1 authorizes a packet that claims AS 0 as its source with the Level-1 key AS 0 gave
+    // AS 1 (the only one it has): AS 0's router checks K_{AS0→AS0}, so it is dropped.
+    let k_to_as1 = net.ases[0].drkey.level1(net.ases[1].ia);
+    let mut spoofed = net.packet(Net::host(1), PAYLOAD, NOW + 2);
+    let mut view = PerAsPathView::new_checked(&mut spoofed[range]).unwrap();
+    for i in 0..view.num_hvfs() {
+        let h = view.hvf(i);
+        view.set_hvf(i, gateway_hvf(&k_to_as1, &h));
+    }
+    view.set_qos(true);
+    assert_eq!(router.admit(&mut spoofed, NOW + 2), Err(DropReason::BadHvf));
+    // AS 0's gateway itself refuses packets of another AS's hosts.
+    let mut gw = net.gateway(&config(&[("10.0.0.1", None)], 800_000, OverRatePolicy::Unflagged), NOW).unwrap();
+    let mut foreign = net.packet(Net::host(1), PAYLOAD, NOW + 3);
+    ScionView::new_checked(&mut foreign[..]).unwrap().set_src_ia(net.ases[1].ia);
+    assert_eq!(one(&mut gw, &mut foreign, NOW + 3), GatewayVerdict::Drop(GatewayDrop::ForeignSource));
+}
