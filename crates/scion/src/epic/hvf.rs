@@ -28,6 +28,13 @@ pub struct MacInput {
     len: usize,
 }
 
+/// An empty input, to fill arrays before their packets are parsed.
+impl Default for MacInput {
+    fn default() -> Self {
+        Self { buf: [0; MAX_INPUT], len: 0 }
+    }
+}
+
 impl MacInput {
     pub fn new(info_ts: u32, pkt_id: PktId, src_ia: IsdAsn, src_host: &HostAddr, payload_len: u16) -> Self {
         let mut buf = [0u8; MAX_INPUT];

@@ -31,12 +31,13 @@ mod security_tests;
 mod tests;
 
 use aviary_qos::{mechanism_drops, DuplicateFilterConfigError};
-use aviary_scion::drkey::{DrkeyError, EpochSchedule, HostAddr as DrkeyHost, IssuerKeyring, Protocol};
+use aviary_scion::drkey::{AsHostKey, DrkeyError, EpochSchedule, HostAddr as DrkeyHost, IssuerKeyring, Protocol};
 use aviary_scion::epic::hvf::{hvf_eq, MacInput};
-use aviary_scion::epic::per_as::{hop_validation, source_hvf, GatewayKey};
+use aviary_scion::epic::per_as::{hop_validations, source_hvf, GatewayKey};
 use aviary_scion::epic::timestamp::{verify_timestamp, StaleTimestamp};
 use aviary_scion::epic::EpicDuplicates;
 use aviary_scion::mac::{mac_input, HopMacKey};
+use aviary_scion::wire::epic::PktId;
 use aviary_scion::wire::epic_per_as::PerAsPathView;
 use aviary_scion::wire::path::MAX_HOPS;
 use aviary_scion::{path_type, HostAddr, IsdAsn, ScionView};
@@ -87,6 +88,29 @@ pub enum GatewayVerdict {
     /// Forward to the router without the flag (over-rate, or a path without keys).
     Unflagged,
     Drop(GatewayDrop),
+}
+
+/// Packets whose source checks run side by side.
+const STAGE: usize = 32;
+
+/// What parsing a packet found for its source check.
+#[derive(Clone, Copy, Debug)]
+struct Parsed {
+    input: MacInput,
+    host_key: AsHostKey,
+    /// The start of the host key's epoch.
+    epoch: u32,
+    src_host: HostAddr,
+    info_ts: u32,
+    id: PktId,
+}
+
+impl Parsed {
+    /// A placeholder for the slots of a stage that no packet fills.
+    fn empty() -> Self {
+        let (host_key, src_host) = (AsHostKey::from_bytes([0; 16]), HostAddr::Svc(0));
+        Self { input: MacInput::default(), host_key, epoch: 0, src_host, info_ts: 0, id: PktId::default() }
+    }
 }
 
 /// Why a gateway cannot start.
@@ -177,41 +201,70 @@ impl Gateway {
     }
 
     /// Processes a batch received at `now_ns`, one verdict per packet; authorized packets
-    /// are changed in place.
+    /// are changed in place. The source checks of up to [`STAGE`] packets run side by side.
     pub fn process_batch(&mut self, pkts: &mut [&mut [u8]], now_ns: u64, verdicts: &mut [GatewayVerdict]) {
         if let Ok(true) = self.keyring.advance(now_ns / NS_PER_S) {
             let own = self.keyring.current().level1(self.ia);
             self.path_keys.set_key(self.ia, &own);
         }
-        for (pkt, v) in pkts.iter_mut().zip(verdicts.iter_mut()) {
-            *v = self.process(pkt, now_ns);
+        for (pkts, verdicts) in pkts.chunks_mut(STAGE).zip(verdicts.chunks_mut(STAGE)) {
+            self.process_stage(pkts, now_ns, verdicts);
         }
     }
 
-    fn process(&mut self, pkt: &mut [u8], now_ns: u64) -> GatewayVerdict {
-        match self.authorize(pkt, now_ns) {
-            Ok(v) => v,
-            Err(d) => {
-                self.drops[d as usize] += 1;
-                GatewayVerdict::Drop(d)
+    fn process_stage(&mut self, pkts: &mut [&mut [u8]], now_ns: u64, verdicts: &mut [GatewayVerdict]) {
+        // 1. Parse, and gather what the source check needs: the packets that pass are
+        //    `live[..n]`, their hop fields' CMAC input, MAC input and host key.
+        let mut live = [0usize; STAGE];
+        let mut parsed = [Parsed::empty(); STAGE];
+        let mut sigmas = [[0u8; 16]; STAGE];
+        let mut n = 0;
+        for (j, pkt) in pkts.iter().enumerate() {
+            match self.parse(pkt, now_ns) {
+                Ok((p, sigma_input)) => {
+                    (live[n], parsed[n], sigmas[n]) = (j, p, sigma_input);
+                    n += 1;
+                }
+                Err(d) => verdicts[j] = self.dropped(d),
             }
         }
+        // 2. σ_0 of every packet under the AS's one hop-field key, interleaved.
+        self.mac_key.macs(&mut sigmas[..n]);
+        // 3. V_0 of every packet under its host's key, the chains side by side.
+        let mut keys = [AsHostKey::from_bytes([0; 16]); STAGE];
+        let mut inputs = [MacInput::default(); STAGE];
+        for i in 0..n {
+            keys[i] = parsed[i].host_key;
+            inputs[i] = parsed[i].input.with_authenticator(&sigmas[i]);
+        }
+        let mut v0 = [[0u8; 16]; STAGE];
+        hop_validations(&keys[..n], &inputs[..n], &mut v0[..n]);
+        // 4. Compare, charge and authorize, packet by packet.
+        for i in 0..n {
+            let j = live[i];
+            verdicts[j] = match self.authorize(pkts[j], &parsed[i], &v0[i], now_ns) {
+                Ok(v) => v,
+                Err(d) => self.dropped(d),
+            };
+        }
     }
 
-    fn authorize(&mut self, pkt: &mut [u8], now_ns: u64) -> Result<GatewayVerdict, GatewayDrop> {
-        let pkt_len = pkt.len();
-        let view = ScionView::new_checked(&*pkt).map_err(|_| GatewayDrop::MalformedHeader)?;
+    fn dropped(&mut self, d: GatewayDrop) -> GatewayVerdict {
+        self.drops[d as usize] += 1;
+        GatewayVerdict::Drop(d)
+    }
+
+    /// Stage 1: the checks before the source's, and the CMAC input of the AS's hop field.
+    fn parse(&self, pkt: &[u8], now_ns: u64) -> Result<(Parsed, [u8; 16]), GatewayDrop> {
+        let view = ScionView::new_checked(pkt).map_err(|_| GatewayDrop::MalformedHeader)?;
         if view.path_type() != path_type::EPIC_PER_AS {
             return Err(GatewayDrop::NotPerAsEpic);
         }
-        let (src_ia, src_host, payload_len, range) =
-            (view.src_ia(), view.src_host(), view.payload_len(), view.path_range());
+        let (src_ia, src_host) = (view.src_ia(), view.src_host());
         if src_ia != self.ia {
             return Err(GatewayDrop::ForeignSource);
         }
-        let mut path = PerAsPathView::new_checked(&mut pkt[range]).map_err(|_| GatewayDrop::MalformedPath)?;
-
-        // 1. The source: V_0 under the host's key, over this AS's own hop field.
+        let path = PerAsPathView::new_checked(view.path()).map_err(|_| GatewayDrop::MalformedPath)?;
         let standard = path.standard();
         let meta = standard.meta();
         if meta.curr_hf != 0 || meta.curr_inf != 0 {
@@ -220,24 +273,44 @@ impl Gateway {
         let (info, hop) = (standard.info(0), standard.hop(0));
         let id = path.pkt_id();
         verify_timestamp(info.timestamp, id.epic_ts, now_ns)?;
-        let block = mac_input(info.seg_id, info.timestamp, hop.exp_time, hop.cons_ingress, hop.cons_egress);
-        let sigma = self.mac_key.cmac_block(&block);
-        let input = MacInput::new(info.timestamp, id, src_ia, &src_host, payload_len);
         let keys = self.keyring.current();
         let epoch = keys.epoch().begin_s;
         let host_key =
             self.hosts.key(&src_host, epoch).unwrap_or_else(|| keys.as_host(src_ia, &DrkeyHost::from(&src_host)));
-        if !hvf_eq(&path.hvf(0), &source_hvf(&hop_validation(&host_key, &input, &sigma))) {
+        let parsed = Parsed {
+            input: MacInput::new(info.timestamp, id, src_ia, &src_host, view.payload_len()),
+            host_key,
+            epoch,
+            src_host,
+            info_ts: info.timestamp,
+            id,
+        };
+        let sigma_input = mac_input(info.seg_id, info.timestamp, hop.exp_time, hop.cons_ingress, hop.cons_egress);
+        Ok((parsed, sigma_input))
+    }
+
+    /// Stage 4: the source check against `v0`, the host's bucket and the gateway's fields.
+    fn authorize(
+        &mut self,
+        pkt: &mut [u8],
+        p: &Parsed,
+        v0: &[u8; 16],
+        now_ns: u64,
+    ) -> Result<GatewayVerdict, GatewayDrop> {
+        let pkt_len = pkt.len();
+        let range = ScionView::new_checked(&*pkt).map_err(|_| GatewayDrop::MalformedHeader)?.path_range();
+        let mut path = PerAsPathView::new_checked(&mut pkt[range]).map_err(|_| GatewayDrop::MalformedPath)?;
+        if !hvf_eq(&path.hvf(0), &source_hvf(v0)) {
             return Err(GatewayDrop::BadSourceHvf);
         }
         if let Some(d) = &mut self.duplicates {
-            if !d.first_seen(src_ia, &src_host, info.timestamp, id, now_ns) {
+            if !d.first_seen(self.ia, &p.src_host, p.info_ts, p.id, now_ns) {
                 return Err(GatewayDrop::Duplicate);
             }
         }
 
         // 2 and 3. The host's bucket.
-        let (within, counters) = self.hosts.charge(src_host, (epoch, host_key), pkt_len, now_ns);
+        let (within, counters) = self.hosts.charge(p.src_host, (p.epoch, p.host_key), pkt_len, now_ns);
         if !within {
             counters.over_rate_packets += 1;
             counters.over_rate_bytes += pkt_len as u64;
@@ -253,7 +326,7 @@ impl Gateway {
 
         // 4. Every hop field's AS-level field.
         let mut keys: [Option<&GatewayKey>; MAX_HOPS] = [None; MAX_HOPS];
-        if self.path_keys.resolve(src_ia, &path.standard(), &mut keys).is_err() {
+        if self.path_keys.resolve(self.ia, &path.standard(), &mut keys).is_err() {
             self.no_path_keys += 1;
             path.set_qos(false);
             return Ok(GatewayVerdict::Unflagged);
