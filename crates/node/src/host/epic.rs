@@ -105,6 +105,7 @@ impl EpicSealer {
                     burst_bytes: aviary_zlane::gateway::config::DEFAULT_BURST_BYTES,
                     over_rate: Default::default(),
                     drkey_protocol: secrets.drkey_protocol,
+                    // Every packet reaches this gateway once, fresh from the sealer.
                     suppress_duplicates: false,
                     hosts: vec![HostRateConfig { prefix: src.to_string(), rate_bps: Some(rate) }],
                 };
