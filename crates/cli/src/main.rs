@@ -98,6 +98,22 @@ enum LabCommand {
         #[arg(long, default_value = "aviary-zlane-model")]
         dir: PathBuf,
     },
+    /// Table 4 of the Z-Lane paper on real processes: a protected AS at its guarantee through
+    /// one border router flooded at four times its egress capacity, under Z-Lane and under FIFO.
+    Zlane {
+        /// 3 instead of 8 seconds of protected traffic per policy.
+        #[arg(long)]
+        quick: bool,
+        /// Print the report as one JSON object (`runs`: one per router policy).
+        #[arg(long)]
+        json: bool,
+        /// Run directory: one subdirectory per policy with configs and logs, and report.html.
+        #[arg(long, default_value = "aviary-zlane")]
+        dir: PathBuf,
+        /// First port of the runs; each AS uses 100 ports from here.
+        #[arg(long, default_value_t = 34000)]
+        port_base: u16,
+    },
 }
 
 #[derive(Subcommand)]
@@ -323,6 +339,18 @@ fn run() -> Result<()> {
             } else {
                 print!("{}", aviary_lab::zlane_model::table(&report));
                 println!("\nreport: {}", html.display());
+            }
+        }
+        Command::Lab { command: LabCommand::Zlane { quick, json, dir, port_base } } => {
+            let exe = std::env::current_exe()?;
+            let duration_ms = if quick { 3_000 } else { 8_000 };
+            let opts = aviary_lab::zlane_lab::ZlaneLabOptions { exe, dir, port_base, duration_ms, progress: true };
+            let report = aviary_lab::zlane_lab::run(&opts)?;
+            if json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                print!("{}", aviary_lab::zlane_lab::table(&report));
+                println!("\nreport: {}", report.report_html);
             }
         }
         Command::Bench { json, quick } => {

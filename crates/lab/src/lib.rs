@@ -13,4 +13,5 @@ pub mod pathval_attack;
 pub mod pathval_report;
 pub mod report;
 pub mod resid;
+pub mod zlane_lab;
 pub mod zlane_model;

@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use crate::api::{Grant, PathWire};
 
 pub mod drkey;
+pub mod epic;
 pub mod metrics;
 pub mod packet;
 pub mod pathval;

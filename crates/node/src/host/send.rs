@@ -18,6 +18,7 @@ use anyhow::{bail, Context};
 use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
+use super::epic::EpicSealer;
 use super::metrics::{serve_sender_metrics, SenderProgress};
 use super::packet::{FlowSpec, Forgery, PacketFactory};
 use super::{unix_ns, write_json, ReservationFile, ScionAddr};
@@ -116,6 +117,15 @@ pub struct SendOptions {
     /// How late `--attack replay` sends its copies.
     #[arg(long, default_value_t = 2000)]
     pub replay_delay_ms: u64,
+    /// Send per-AS EPIC (Z-Lane), sealed with keys derived from the on-path ASes' master
+    /// secrets listed in this JSON file: a test network's traffic generator
+    /// (see `aviary_node::host::epic`).
+    #[arg(long, conflicts_with_all = ["reservation", "attack"])]
+    pub epic_secrets: Option<PathBuf>,
+    /// Pass the EPIC packets through the source AS's Z-Lane gateway with this rate for the
+    /// host: within it they carry the QoS flag.
+    #[arg(long, requires = "epic_secrets", value_parser = clap::value_parser!(u64).range(1..))]
+    pub gateway_rate_bps: Option<u64>,
     /// Serve Prometheus metrics on this address (`/metrics`) while sending.
     #[arg(long)]
     pub metrics: Option<SocketAddr>,
@@ -265,6 +275,12 @@ fn plan(
     let forgery = (opts.attack == Some(Attack::Forge)).then_some(opts.forge);
     let ases: Vec<String> = path.ases.iter().map(|a| a.ia.to_string()).collect();
     tracing::info!(flow = %spec.name, path = %ases.join(" > "), reserved_hops = on_path.len(), "path chosen");
+    if let Some(secrets) = &opts.epic_secrets {
+        let src = (spec.src_ia, spec.src.ip());
+        let dst = (spec.dst.ia, spec.dst.host.ip());
+        let sealer = EpicSealer::new(secrets, path, src, dst, opts.gateway_rate_bps, unix_ns())?;
+        return Ok((PacketFactory::per_as_epic(spec, path, sealer)?, path.expiry));
+    }
     Ok((PacketFactory::new(spec, path, &on_path, forgery)?, path.expiry))
 }
 
