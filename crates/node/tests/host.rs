@@ -32,7 +32,12 @@ fn path_wire(chain: &Chain) -> PathWire {
         .zip(&chain.ases)
         .map(|(h, a)| AsOnRoute { ia: a.ia, ingress: h.ingress, egress: h.egress })
         .collect();
-    PathWire { ases, path: hex::encode(chain.path.to_bytes().unwrap()), expiry: u64::from(u32::MAX) }
+    PathWire {
+        ases,
+        path: hex::encode(chain.path.to_bytes().unwrap()),
+        expiry: u64::from(u32::MAX),
+        sigmas: Vec::new(),
+    }
 }
 
 /// Reservations of `bps` on the AS hops `hops`, each granted with its AS's own key.
