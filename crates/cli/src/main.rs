@@ -134,6 +134,13 @@ enum Command {
         #[arg(long)]
         config: PathBuf,
     },
+    /// Z-Lane gateway of one AS: verifies its hosts' per-AS EPIC packets, flags those within
+    /// each host's rate and forwards them to the AS's router.
+    ZlaneGateway {
+        /// Gateway config (TOML).
+        #[arg(long)]
+        config: PathBuf,
+    },
     /// Control service of one AS: hop fields, paths for hosts, reservations for the operator.
     Control {
         /// Control-service config (TOML).
@@ -215,6 +222,7 @@ fn run() -> Result<()> {
     match command {
         Command::Router { config } => aviary_node::router::run(&config)?,
         Command::Control { config } => aviary_node::control::run(&config)?,
+        Command::ZlaneGateway { config } => aviary_node::gateway::run(&config)?,
         Command::Run { topology, dir, port_base, market, health, give_up_after } => {
             let health = health.unwrap_or_else(|| ([127, 0, 0, 1], port_base.saturating_sub(1)).into());
             run_topology(&topology, &dir, port_base, market, health, give_up_after)?

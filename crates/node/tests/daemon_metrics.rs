@@ -303,6 +303,7 @@ fn sender_and_sink_show_their_flow_while_they_run() {
         // No router: the sender's packets go straight to the sink.
         router: sink_addr,
         control: control_service(vec![path.clone()]),
+        zlane_gateway: None,
     };
     let (sink_metrics, send_metrics) = (free_tcp_addr(), free_tcp_addr());
     let sink_cfg = host("sink", chain.dst_ia());

@@ -271,6 +271,7 @@ fn sink_over_loopback_counts_what_arrives_and_survives_garbage() {
         addr: "127.0.0.1".parse().unwrap(),
         router: "127.0.0.1:9".parse().unwrap(),
         control: "127.0.0.1:9".parse().unwrap(),
+        zlane_gateway: None,
     };
     let opts = SinkOptions { listen_port: port, duration_ms: Some(1000), report: None, bin_ms: 100, metrics: None };
     let sink = thread::spawn(move || run_sink(&cfg, &opts).unwrap());
@@ -378,6 +379,7 @@ fn a_reserved_flow_end_to_end_over_loopback() {
         addr: localhost,
         router: net.addr,
         control: control_service(vec![path_wire(&chain)]),
+        zlane_gateway: None,
     };
 
     let sink_opts = SinkOptions {
@@ -461,6 +463,7 @@ fn send_options_parse_and_bad_combinations_are_refused() {
         addr: "127.0.0.1".parse().unwrap(),
         router: "127.0.0.1:9".parse().unwrap(),
         control: "127.0.0.1:9".parse().unwrap(),
+        zlane_gateway: None,
     };
     let e = run_sender(&cfg, &o).unwrap_err().to_string();
     assert!(e.contains("needs --reservation"), "{e}");

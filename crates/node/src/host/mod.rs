@@ -32,6 +32,7 @@ pub mod metrics;
 pub mod packet;
 pub mod pathval;
 pub mod payload;
+pub mod per_as_epic;
 pub mod scmp;
 pub mod send;
 pub mod sink;

@@ -10,6 +10,8 @@ use std::net::{IpAddr, SocketAddr};
 
 use anyhow::{bail, Context};
 use aviary_hummingbird::{as_hops, build_path, HbirdPathView, ResInfo, Reservation, Source};
+use aviary_scion::wire::epic::PktId;
+use aviary_scion::wire::epic_per_as::PerAsPath;
 use aviary_scion::wire::header::path_type;
 use aviary_scion::wire::udp::{self, UDP_HEADER_LEN};
 use aviary_scion::{HostAddr, IsdAsn, ScionHeader, ScionView};
@@ -17,6 +19,7 @@ use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
 use super::payload::{PayloadHeader, MAX_FLOW_NAME};
+use super::per_as_epic::PerAsSealer;
 use super::ScionAddr;
 use crate::api::PathWire;
 
@@ -73,6 +76,7 @@ pub struct PacketFactory {
     name: String,
     source: Option<Source>,
     forger: Option<Forger>,
+    epic: Option<PerAsSealer>,
 }
 
 impl PacketFactory {
@@ -106,23 +110,7 @@ impl PacketFactory {
                 (path_type::HUMMINGBIRD, build_path(&sp, &infos, base)?.to_bytes()?)
             }
         };
-        let header = ScionHeader {
-            traffic_class: 0,
-            flow_id: u32::from(spec.src.port()),
-            next_hdr: udp::PROTOCOL_UDP,
-            path_type: ptype,
-            dst_ia: spec.dst.ia,
-            src_ia: spec.src_ia,
-            dst_host: host_addr(spec.dst.host.ip()),
-            src_host: host_addr(spec.src.ip()),
-            path: path_bytes,
-        };
-        let need = header.len() + UDP_HEADER_LEN + PayloadHeader::len_for(&spec.name);
-        if spec.size < need || spec.size > usize::from(u16::MAX) {
-            bail!("packet size {} must be between {need} (the headers on this path) and 65535", spec.size);
-        }
-        let payload = vec![0; spec.size - header.len() - UDP_HEADER_LEN];
-        let template = udp::packet_to_vec(&header, spec.src.port(), spec.dst.host.port(), &payload)?;
+        let (template, payload_off) = template(spec, ptype, path_bytes)?;
         let ordered: Vec<Reservation> = reservations.iter().map(|(_, r)| *r).collect();
         let source = (!ordered.is_empty()).then(|| Source::new(&template, &ordered)).transpose()?;
         let forger = match forgery {
@@ -136,13 +124,25 @@ impl PacketFactory {
                 Some(Forger { forgery, wrong_key: Source::new(&template, &fake)?, flyovers: flyover_lines(&template) })
             }
         };
+        Ok(Self { buf: template.clone(), payload_off, template, name: spec.name.clone(), source, forger, epic: None })
+    }
+
+    /// The factory of a per-AS EPIC flow (Z-Lane) on `path`, sealed by `sealer`.
+    pub fn per_as_epic(spec: &FlowSpec, path: &PathWire, sealer: PerAsSealer) -> anyhow::Result<Self> {
+        if spec.name.len() > MAX_FLOW_NAME {
+            bail!("flow name {:?} is longer than {MAX_FLOW_NAME} bytes", spec.name);
+        }
+        let sp = path.standard_path()?.context("per-AS EPIC needs a path with at least one AS hop")?;
+        let unsealed = PerAsPath::unsealed(PktId::default(), sp).to_bytes()?;
+        let (template, payload_off) = template(spec, path_type::EPIC_PER_AS, unsealed)?;
         Ok(Self {
             buf: template.clone(),
-            payload_off: header.len() + UDP_HEADER_LEN,
+            payload_off,
             template,
             name: spec.name.clone(),
-            source,
-            forger,
+            source: None,
+            forger: None,
+            epic: Some(sealer),
         })
     }
 
@@ -153,6 +153,10 @@ impl PacketFactory {
         buf.copy_from_slice(&self.template);
         PayloadHeader { flow: &self.name, seq, sent_ns: now_ns }.emit(&mut buf[self.payload_off..])?;
         udp::set_checksum(buf)?;
+        if let Some(sealer) = &mut self.epic {
+            sealer.seal(buf, now_ns)?;
+            return Ok(buf);
+        }
         let Some(source) = &mut self.source else { return Ok(buf) };
         match &mut self.forger {
             None => source.stamp(buf, now_ns).context("cannot stamp the reserved path")?,
@@ -183,6 +187,28 @@ impl Forger {
         }
         Ok(())
     }
+}
+
+/// The flow's packet of its exact size on a path of type `ptype`, and its payload offset.
+fn template(spec: &FlowSpec, ptype: u8, path: Vec<u8>) -> anyhow::Result<(Vec<u8>, usize)> {
+    let header = ScionHeader {
+        traffic_class: 0,
+        flow_id: u32::from(spec.src.port()),
+        next_hdr: udp::PROTOCOL_UDP,
+        path_type: ptype,
+        dst_ia: spec.dst.ia,
+        src_ia: spec.src_ia,
+        dst_host: host_addr(spec.dst.host.ip()),
+        src_host: host_addr(spec.src.ip()),
+        path,
+    };
+    let need = header.len() + UDP_HEADER_LEN + PayloadHeader::len_for(&spec.name);
+    if spec.size < need || spec.size > usize::from(u16::MAX) {
+        bail!("packet size {} must be between {need} (the headers on this path) and 65535", spec.size);
+    }
+    let payload = vec![0; spec.size - header.len() - UDP_HEADER_LEN];
+    let template = udp::packet_to_vec(&header, spec.src.port(), spec.dst.host.port(), &payload)?;
+    Ok((template, header.len() + UDP_HEADER_LEN))
 }
 
 fn host_addr(ip: IpAddr) -> HostAddr {

@@ -116,6 +116,7 @@ mod tests {
             addr: "127.0.1.10".parse().unwrap(),
             router: "127.0.1.1:49000".parse().unwrap(),
             control: "127.0.1.1:49002".parse().unwrap(),
+            zlane_gateway: None,
         };
         let opts = PathvalSendOptions {
             dst: "1-ff00:0:115,127.0.5.10:40000".parse().unwrap(),

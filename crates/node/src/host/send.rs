@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::metrics::{serve_sender_metrics, SenderProgress};
 use super::packet::{FlowSpec, Forgery, PacketFactory};
+use super::per_as_epic::PerAsSealer;
 use super::{unix_ns, write_json, ReservationFile, ScionAddr};
 use crate::api::fetch_paths;
 use crate::config::HostConfig;
@@ -119,6 +120,21 @@ pub struct SendOptions {
     /// Serve Prometheus metrics on this address (`/metrics`) while sending.
     #[arg(long)]
     pub metrics: Option<SocketAddr>,
+    /// Send per-AS EPIC (Z-Lane, path type 253), sealed with the host's DRKey keys and the
+    /// path's hop authenticators from its AS's control service, to the AS's Z-Lane gateway
+    /// (the router if the AS has none), QoS flag clear.
+    #[arg(long, conflicts_with_all = ["reservation", "attack"])]
+    pub epic: bool,
+    /// The DRKey protocol of EPIC's keys (the routers' `zlane.drkey_protocol`).
+    #[arg(long, default_value_t = 42, requires = "epic")]
+    pub drkey_protocol: u16,
+    /// Send EPIC straight to the router, past the AS's gateway.
+    #[arg(long, requires = "epic")]
+    pub via_router: bool,
+    /// Set the QoS flag on EPIC packets, as only the gateway may (a host trying to get the
+    /// guarantee without it; routers drop such packets).
+    #[arg(long, requires = "epic")]
+    pub epic_set_flag: bool,
 }
 
 impl SendOptions {
@@ -265,6 +281,11 @@ fn plan(
     let forgery = (opts.attack == Some(Attack::Forge)).then_some(opts.forge);
     let ases: Vec<String> = path.ases.iter().map(|a| a.ia.to_string()).collect();
     tracing::info!(flow = %spec.name, path = %ases.join(" > "), reserved_hops = on_path.len(), "path chosen");
+    if opts.epic {
+        let dst = (opts.dst.ia, opts.dst.host.ip());
+        let sealer = PerAsSealer::fetch(cfg, path, dst, opts.drkey_protocol, opts.epic_set_flag)?;
+        return Ok((PacketFactory::per_as_epic(spec, path, sealer)?, path.expiry));
+    }
     Ok((PacketFactory::new(spec, path, &on_path, forgery)?, path.expiry))
 }
 
@@ -273,7 +294,8 @@ fn refresh_time(expiry_s: u64, now_s: u64) -> u64 {
     expiry_s.saturating_sub(PATH_REFRESH_MARGIN_S).max(now_s + 1)
 }
 
-/// Sends one flow from the host `cfg` through its AS's border router; writes the report to
+/// Sends one flow from the host `cfg` through its AS's border router (per-AS EPIC through its
+/// Z-Lane gateway); writes the report to
 /// `--report` if given. A SIGTERM or SIGINT ends the flow early, with its report.
 pub fn run_sender(cfg: &HostConfig, opts: &SendOptions) -> anyhow::Result<SenderReport> {
     let reservation = opts.reservation.as_deref().map(ReservationFile::load).transpose()?;
@@ -304,6 +326,11 @@ pub fn run_sender(cfg: &HostConfig, opts: &SendOptions) -> anyhow::Result<Sender
         .map(|addr| serve_sender_metrics(addr, &cfg.name, &opts.flow, kind, progress.clone()))
         .transpose()?;
 
+    // Per-AS EPIC goes through the AS's Z-Lane gateway, if it has one.
+    let next_hop = match cfg.zlane_gateway {
+        Some(gw) if opts.epic && !opts.via_router => gw,
+        _ => cfg.router,
+    };
     let stop = crate::signals::stop_flag();
     let start = Instant::now();
     let mut k = 0;
@@ -335,11 +362,11 @@ pub fn run_sender(cfg: &HostConfig, opts: &SendOptions) -> anyhow::Result<Sender
             }
         }
         let lateness_ns = (start.elapsed().as_nanos() as u64).saturating_sub(schedule.due(k));
-        gen.slot(now, |pkt| match socket.send_to(pkt, cfg.router) {
+        gen.slot(now, |pkt| match socket.send_to(pkt, next_hop) {
             Ok(_) => progress.sent(pkt.len(), lateness_ns),
             Err(e) => {
                 if progress.send_errors.fetch_add(1, Ordering::Relaxed) == 0 {
-                    tracing::warn!("sending to {}: {e}", cfg.router);
+                    tracing::warn!("sending to {next_hop}: {e}");
                 }
             }
         })?;
