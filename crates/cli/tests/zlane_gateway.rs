@@ -138,4 +138,7 @@ fn hosts_through_the_gateway_get_g_within_their_rate_only() {
     assert!(bad >= 40, "111 dropped {bad} self-flagged packets as bad_hvf");
     let direct = format!("host=\"{}\"", net.layout.hosts["direct"].addr);
     assert_eq!(sample(&gateway_metrics(&net), "aviary_zlane_gateway_host_packets_total", &[&direct]), 0);
+    let dir = net.layout.dir.clone();
+    drop(net);
+    let _ = std::fs::remove_dir_all(dir);
 }

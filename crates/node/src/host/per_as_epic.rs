@@ -38,6 +38,8 @@ pub struct PerAsSealer {
     dst_key: HostHostKey,
     counter: u32,
     set_flag: bool,
+    /// Unix seconds at which the first of the keys' DRKey epochs ends.
+    keys_expire: u64,
 }
 
 impl PerAsSealer {
@@ -54,10 +56,12 @@ impl PerAsSealer {
         let sigmas = path.sigma_bytes(sp.hops.len()).context("the control service's path")?;
         let owners = hop_owners(&sp, path)?;
         let me = DrkeyHost::from_ip(cfg.addr);
-        let key = |kind, src_ia, dst_ia, src_host, dst_host| -> anyhow::Result<[u8; 16]> {
+        let mut keys_expire = u64::MAX;
+        let mut key = |kind, src_ia, dst_ia, src_host, dst_host| -> anyhow::Result<[u8; 16]> {
             let req =
                 HostKeyRequest { kind, protocol: Protocol(protocol), src_ia, dst_ia, src_host, dst_host, at: None };
             let reply = fetch_host_key(cfg, &req)?;
+            keys_expire = keys_expire.min(u64::from(reply.epoch.end));
             hex::decode(&reply.key).ok().and_then(|k| k.try_into().ok()).context("a DRKey key is not 16 bytes of hex")
         };
         let mut by_as: Vec<(IsdAsn, AsHostKey)> = Vec::new();
@@ -87,7 +91,13 @@ impl PerAsSealer {
             dst_key,
             counter: 0,
             set_flag,
+            keys_expire,
         })
+    }
+
+    /// Unix seconds at which a key's DRKey epoch ends: the flow needs new keys then.
+    pub fn keys_expire(&self) -> u64 {
+        self.keys_expire
     }
 
     /// Stamps a fresh packet ID into `pkt` (per-AS EPIC, payload final) and seals it.

@@ -284,7 +284,9 @@ fn plan(
     if opts.epic {
         let dst = (opts.dst.ia, opts.dst.host.ip());
         let sealer = PerAsSealer::fetch(cfg, path, dst, opts.drkey_protocol, opts.epic_set_flag)?;
-        return Ok((PacketFactory::per_as_epic(spec, path, sealer)?, path.expiry));
+        // Paths and keys are fetched again before either expires.
+        let expiry = path.expiry.min(sealer.keys_expire() + PATH_REFRESH_MARGIN_S);
+        return Ok((PacketFactory::per_as_epic(spec, path, sealer)?, expiry));
     }
     Ok((PacketFactory::new(spec, path, &on_path, forgery)?, path.expiry))
 }
