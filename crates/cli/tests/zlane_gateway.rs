@@ -138,6 +138,34 @@ fn hosts_through_the_gateway_get_g_within_their_rate_only() {
     assert!(bad >= 40, "111 dropped {bad} self-flagged packets as bad_hvf");
     let direct = format!("host=\"{}\"", net.layout.hosts["direct"].addr);
     assert_eq!(sample(&gateway_metrics(&net), "aviary_zlane_gateway_host_packets_total", &[&direct]), 0);
+
+    // Junk on the gateway's socket is dropped with its reason, and the gateway goes on.
+    let gw_addr = net.layout.ases[&"1-ff00:0:111".parse().unwrap()].zlane_gateway.as_ref().unwrap().listen;
+    let junk = std::net::UdpSocket::bind("127.0.2.99:0").unwrap();
+    for pkt in [&[0u8; 3][..], &[0xff; 200][..], &[0u8; 3000][..]] {
+        junk.send_to(pkt, gw_addr).unwrap();
+    }
+    let start = Instant::now();
+    loop {
+        let gw = gateway_metrics(&net);
+        let drops = |r: &str| sample(&gw, "aviary_zlane_gateway_drops_total", &[&format!("reason=\"{r}\"")]);
+        if drops("malformed_header") == 2 && drops("truncated") == 1 {
+            break;
+        }
+        let (m, t) = (drops("malformed_header"), drops("truncated"));
+        assert!(start.elapsed() < Duration::from_secs(5), "{m} malformed, {t} truncated");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    wait_ok(send(&net, "within", 200_000, 500, &[]), "within, after the junk");
+    std::thread::sleep(Duration::from_millis(500));
+    let after = host("within", "compliant");
+    let now = sample(
+        &gateway_metrics(&net),
+        "aviary_zlane_gateway_host_packets_total",
+        &[&format!("host=\"{}\"", net.layout.hosts["within"].addr), "outcome=\"compliant\""],
+    );
+    assert!(now > after, "the gateway still flags: {after} then {now}");
+
     let dir = net.layout.dir.clone();
     drop(net);
     let _ = std::fs::remove_dir_all(dir);
