@@ -385,6 +385,9 @@ fn run_topology(
             a.router.management,
             a.control.listen
         );
+        if let Some(g) = &a.zlane_gateway {
+            println!("  {:<16} zlane gateway {} (hosts' per-AS EPIC, to the router)", "", g.listen);
+        }
     }
     for (name, h) in &l.hosts {
         println!("  host {name:<12} {},{}  config {}", h.ia, h.addr, l.host_config_path(name).display());
@@ -394,7 +397,7 @@ fn run_topology(
     }
     println!("  metrics (GET /metrics; all listed in {}):", l.dir.join(aviary_node::runner::METRICS_TARGETS).display());
     for (role, ia, addr) in l.metrics_targets() {
-        println!("    {:<16} {:<10} http://{addr}/metrics", ia.to_string(), role.name());
+        println!("    {:<16} {:<13} http://{addr}/metrics", ia.to_string(), role.name());
     }
     println!("  health: http://{health}/v1/status (200 when every process is up, else 503)");
     println!("logs in {}; Ctrl-C stops every process", l.dir.join("logs").display());
