@@ -150,6 +150,13 @@ enum Command {
         #[arg(long)]
         config: PathBuf,
     },
+    /// Z-Lane gateway of one AS: verifies its hosts' per-AS EPIC packets, flags those within
+    /// each host's rate and forwards them to the AS's router.
+    ZlaneGateway {
+        /// Gateway config (TOML).
+        #[arg(long)]
+        config: PathBuf,
+    },
     /// Control service of one AS: hop fields, paths for hosts, reservations for the operator.
     Control {
         /// Control-service config (TOML).
@@ -231,6 +238,7 @@ fn run() -> Result<()> {
     match command {
         Command::Router { config } => aviary_node::router::run(&config)?,
         Command::Control { config } => aviary_node::control::run(&config)?,
+        Command::ZlaneGateway { config } => aviary_node::gateway::run(&config)?,
         Command::Run { topology, dir, port_base, market, health, give_up_after } => {
             let health = health.unwrap_or_else(|| ([127, 0, 0, 1], port_base.saturating_sub(1)).into());
             run_topology(&topology, &dir, port_base, market, health, give_up_after)?
@@ -405,6 +413,9 @@ fn run_topology(
             a.router.management,
             a.control.listen
         );
+        if let Some(g) = &a.zlane_gateway {
+            println!("  {:<16} zlane gateway {} (hosts' per-AS EPIC, to the router)", "", g.listen);
+        }
     }
     for (name, h) in &l.hosts {
         println!("  host {name:<12} {},{}  config {}", h.ia, h.addr, l.host_config_path(name).display());
@@ -414,7 +425,7 @@ fn run_topology(
     }
     println!("  metrics (GET /metrics; all listed in {}):", l.dir.join(aviary_node::runner::METRICS_TARGETS).display());
     for (role, ia, addr) in l.metrics_targets() {
-        println!("    {:<16} {:<10} http://{addr}/metrics", ia.to_string(), role.name());
+        println!("    {:<16} {:<13} http://{addr}/metrics", ia.to_string(), role.name());
     }
     println!("  health: http://{health}/v1/status (200 when every process is up, else 503)");
     println!("logs in {}; Ctrl-C stops every process", l.dir.join("logs").display());

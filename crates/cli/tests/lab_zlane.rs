@@ -56,10 +56,10 @@ fn the_protected_as_keeps_its_guarantee_under_zlane_and_not_under_fifo() {
     }
     let (zlane, fifo) = (&runs[0], &runs[1]);
     assert!(zlane.1 >= 0.95, "Z-Lane: the protected AS kept {:.3} of its guarantee", zlane.1);
-    // FIFO shares the link among all arrivals: in proportion, the protected AS would keep a
-    // quarter; drop-tail favours its smooth low-rate flow over the floods, so it keeps more
-    // (docs/zlane.md), but far from all.
-    assert!(fifo.1 <= 0.8, "FIFO: the protected AS kept {:.3} of its guarantee", fifo.1);
+    // FIFO shares the link among all arrivals in proportion: with 4x the capacity offered, the
+    // protected AS keeps about a quarter (the senders are jittered, so no flow locks another
+    // out of the drop-tail queue by its phase).
+    assert!(fifo.1 <= 0.5, "FIFO: the protected AS kept {:.3} of its guarantee", fifo.1);
     // Under Z-Lane, G forwards what it is offered up to its bound (20 %), and U, with the
     // unused shares of R and N, gets what is left over, never more than the link minus G and A.
     let class = |c: &str| *zlane.2.iter().find(|r| r.0 == c).unwrap();

@@ -4,6 +4,8 @@
 //!   hop field to a segment under construction, like a beacon passing through the AS.
 //! - `GET /v1/paths?dst=ISD-AS` (host to its own AS): complete standard paths.
 //! - `POST /v1/reservations` (AS operator, bearer token): grant a Hummingbird reservation.
+//! - `GET /v1/drkey/level1?issuer=..` (the AS's infrastructure, bearer token): a Level-1 key
+//!   another AS issued to this one, for the AS's Z-Lane gateway.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -23,6 +25,11 @@ pub struct HopWire {
     pub cons_egress: u16,
     /// 6 bytes, hex.
     pub mac: String,
+    /// σ, the hop field's full 16-byte CMAC (its first 6 bytes are `mac`), hex: the
+    /// authenticator EPIC's validation fields are keyed with, disseminated with the segment
+    /// as SCION disseminates EPIC's hop authenticators. Empty from an AS that left it out.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub sigma: String,
 }
 
 /// A segment under construction: hop fields in construction order, each with its AS.
@@ -69,6 +76,10 @@ pub struct PathWire {
     pub path: String,
     /// Unix seconds after which a hop field of the path has expired.
     pub expiry: u64,
+    /// σ_i of every hop field of `path`, in the path's order, 16 bytes hex each (see
+    /// [`HopWire::sigma`]); what a host needs for EPIC's validation fields.
+    #[serde(default)]
+    pub sigmas: Vec<String>,
 }
 
 impl PathWire {
@@ -78,6 +89,23 @@ impl PathWire {
         }
         let raw = hex::decode(&self.path).context("path is not hex")?;
         Ok(Some(StandardPath::parse(&raw).map_err(|e| anyhow::anyhow!("bad path: {e}"))?))
+    }
+
+    /// [`Self::sigmas`] as bytes, one per hop field of a path of `hops` hop fields.
+    pub fn sigma_bytes(&self, hops: usize) -> anyhow::Result<Vec<[u8; 16]>> {
+        if self.sigmas.len() != hops {
+            bail!("the path has {hops} hop fields but {} hop authenticators (sigmas)", self.sigmas.len());
+        }
+        self.sigmas
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                hex::decode(s)
+                    .ok()
+                    .and_then(|b| b.try_into().ok())
+                    .with_context(|| format!("sigmas[{i}]: not 16 bytes of hex"))
+            })
+            .collect()
     }
 }
 
@@ -142,6 +170,20 @@ pub fn request_reservation(control: SocketAddr, token: &str, req: &ReservationRe
     let url = format!("http://{control}/v1/reservations");
     let r = agent().post(&url).set("Authorization", &format!("Bearer {token}")).send_json(req);
     check(&format!("reservation at {control}"), r)
+}
+
+/// `K_{issuer→A}` from AS A's own control service, for A's infrastructure (its Z-Lane
+/// gateway): `GET /v1/drkey/level1?issuer=..&protocol=..&at=..` with the operator token.
+pub fn fetch_infrastructure_level1(
+    control: SocketAddr,
+    token: &str,
+    issuer: IsdAsn,
+    protocol: u16,
+    at: u64,
+) -> anyhow::Result<Level1Reply> {
+    let url = format!("http://{control}/v1/drkey/level1?issuer={issuer}&protocol={protocol}&at={at}");
+    let r = agent().get(&url).set("Authorization", &format!("Bearer {token}")).call();
+    check(&format!("Level-1 key of {issuer} from {control}"), r)
 }
 
 /// A DRKey epoch, `[begin, end)` in Unix seconds.

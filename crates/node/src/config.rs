@@ -239,9 +239,13 @@ pub struct HostConfig {
     pub router: SocketAddr,
     /// The AS's control service.
     pub control: SocketAddr,
+    /// The AS's Z-Lane gateway, where the host sends its per-AS EPIC packets (`host send
+    /// --epic`); its other traffic goes to the router directly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zlane_gateway: Option<SocketAddr>,
 }
 
-fn resolve(base: &Path, p: &Path) -> PathBuf {
+pub(crate) fn resolve(base: &Path, p: &Path) -> PathBuf {
     if p.is_absolute() {
         p.to_path_buf()
     } else {
@@ -249,7 +253,7 @@ fn resolve(base: &Path, p: &Path) -> PathBuf {
     }
 }
 
-fn base_dir(file: &Path) -> PathBuf {
+pub(crate) fn base_dir(file: &Path) -> PathBuf {
     file.parent().map(Path::to_path_buf).unwrap_or_default()
 }
 

@@ -10,6 +10,8 @@ pub mod clock;
 pub mod config;
 pub mod control;
 pub mod files;
+#[cfg(target_os = "linux")]
+pub mod gateway;
 pub mod host;
 pub mod metrics;
 pub mod reservable;

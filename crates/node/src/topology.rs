@@ -27,11 +27,18 @@
 //! `attack`, `[[as.router.pathval.route]]`) makes it a pathval router; the topology's tables
 //! are checked as a whole ([`aviary_pathval::plan`]) and the runner fills in each trusted
 //! router's upstream and next trusted nodes.
+//!
+//! `[as.zlane_gateway]` starts a Z-Lane gateway for the AS (the table is the gateway's
+//! `[zlane_gateway]`, see `aviary_zlane::gateway::config`); its hosts then send their per-AS
+//! EPIC packets to it. The AS's router must be a Z-Lane router. A `prefix` of its
+//! `[[as.zlane_gateway.hosts]]` may name a host of the AS (`prefix = "protected"`), which the
+//! runner replaces with the address it gives that host.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use aviary_zlane::classes::ZlaneConfig;
+use aviary_zlane::gateway::GatewayConfig;
 use std::path::Path;
 
 use aviary_hummingbird::RouterParams;
@@ -132,6 +139,9 @@ pub struct AsEntry {
     /// AS's router config (and the Hummingbird codec and ResID bound into its control service's).
     #[serde(default, skip_serializing_if = "RouterSettings::is_default")]
     pub router: RouterSettings,
+    /// Starts a Z-Lane gateway for this AS with this `[zlane_gateway]` table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zlane_gateway: Option<GatewayConfig>,
 }
 
 /// The per-mechanism tables and the traffic classes of one AS's router, as a topology states
@@ -284,6 +294,12 @@ impl Topology {
             }
         }
         self.pathval_plan(file)?;
+        for (i, a) in self.ases.iter().enumerate() {
+            if a.zlane_gateway.is_some() && a.router.zlane.is_none() {
+                let why = "a Z-Lane gateway needs a Z-Lane router in its AS (an [as.router.zlane] table)";
+                return Err(err(format!("as[{i}].zlane_gateway"), why.into()));
+            }
+        }
         let mut names = BTreeSet::new();
         for (i, h) in self.hosts.iter().enumerate() {
             let valid = !h.name.is_empty() && h.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');

@@ -292,6 +292,7 @@ fn sender_and_sink_show_their_flow_while_they_run() {
         ases,
         path: hex::encode(chain.path.to_bytes().unwrap()),
         expiry: u64::from(u32::MAX),
+        sigmas: Vec::new(),
     };
     let sink_port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let sink_addr: SocketAddr = format!("127.0.0.1:{sink_port}").parse().unwrap();
@@ -302,6 +303,7 @@ fn sender_and_sink_show_their_flow_while_they_run() {
         // No router: the sender's packets go straight to the sink.
         router: sink_addr,
         control: control_service(vec![path.clone()]),
+        zlane_gateway: None,
     };
     let (sink_metrics, send_metrics) = (free_tcp_addr(), free_tcp_addr());
     let sink_cfg = host("sink", chain.dst_ia());

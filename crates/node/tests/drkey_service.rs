@@ -370,3 +370,29 @@ fn malformed_requests_get_errors_and_the_service_survives() {
     // Still serving.
     assert!(level1_from_a(&run, &run.tls_of(B), B, 0).is_ok());
 }
+
+#[test]
+fn the_gateway_gets_level1_keys_from_its_own_as_with_the_operator_token_only() {
+    use aviary_node::api::fetch_infrastructure_level1;
+    let run = Run::start("infra", 45200);
+    let token = run.layout.ases[&ia(A)].operator_token().unwrap();
+    let control = run.control(A).listen;
+    let e = epoch_now();
+    // Protocol 42 has no keys of its own: its keys derive from protocol 0's Level-1 keys.
+    for (issuer, p) in [(B, 42u16), (A, 42), (B, 1)] {
+        let r = fetch_infrastructure_level1(control, &token, ia(issuer), p, now()).unwrap();
+        let want = IssuerKeys::new(&run.secret(issuer), Protocol(p), e).unwrap().level1(ia(A));
+        assert_eq!(r.key, hex::encode(want.as_bytes()), "K_{{{issuer}→A}} for protocol {p}");
+        assert_eq!((r.issuer, r.subject), (ia(issuer), ia(A)));
+        assert_eq!((r.epoch.begin, r.epoch.end), (e.begin_s, e.end_s));
+    }
+    // The next epoch's key, for prefetching.
+    let next = EpochSchedule::SCION_DEFAULT.next(e).unwrap();
+    let r = fetch_infrastructure_level1(control, &token, ia(B), 42, u64::from(next.begin_s)).unwrap();
+    assert_eq!((r.epoch.begin, r.epoch.end), (next.begin_s, next.end_s));
+    // Without the token, or with another, a host gets nothing.
+    for bad in ["", "not-the-token"] {
+        let err = fetch_infrastructure_level1(control, bad, ia(B), 42, now()).unwrap_err().to_string();
+        assert!(err.contains("HTTP 401"), "{err}");
+    }
+}

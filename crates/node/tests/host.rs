@@ -32,7 +32,12 @@ fn path_wire(chain: &Chain) -> PathWire {
         .zip(&chain.ases)
         .map(|(h, a)| AsOnRoute { ia: a.ia, ingress: h.ingress, egress: h.egress })
         .collect();
-    PathWire { ases, path: hex::encode(chain.path.to_bytes().unwrap()), expiry: u64::from(u32::MAX) }
+    PathWire {
+        ases,
+        path: hex::encode(chain.path.to_bytes().unwrap()),
+        expiry: u64::from(u32::MAX),
+        sigmas: Vec::new(),
+    }
 }
 
 /// Reservations of `bps` on the AS hops `hops`, each granted with its AS's own key.
@@ -266,6 +271,7 @@ fn sink_over_loopback_counts_what_arrives_and_survives_garbage() {
         addr: "127.0.0.1".parse().unwrap(),
         router: "127.0.0.1:9".parse().unwrap(),
         control: "127.0.0.1:9".parse().unwrap(),
+        zlane_gateway: None,
     };
     let opts = SinkOptions { listen_port: port, duration_ms: Some(1000), report: None, bin_ms: 100, metrics: None };
     let sink = thread::spawn(move || run_sink(&cfg, &opts).unwrap());
@@ -373,6 +379,7 @@ fn a_reserved_flow_end_to_end_over_loopback() {
         addr: localhost,
         router: net.addr,
         control: control_service(vec![path_wire(&chain)]),
+        zlane_gateway: None,
     };
 
     let sink_opts = SinkOptions {
@@ -456,6 +463,7 @@ fn send_options_parse_and_bad_combinations_are_refused() {
         addr: "127.0.0.1".parse().unwrap(),
         router: "127.0.0.1:9".parse().unwrap(),
         control: "127.0.0.1:9".parse().unwrap(),
+        zlane_gateway: None,
     };
     let e = run_sender(&cfg, &o).unwrap_err().to_string();
     assert!(e.contains("needs --reservation"), "{e}");

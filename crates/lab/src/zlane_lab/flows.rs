@@ -6,25 +6,22 @@ use std::path::Path;
 /// How a flow's packets are authenticated, which decides their class at a Z-Lane router.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Sending {
-    /// Per-AS EPIC through the AS's gateway (its core, run in the sender until the gateway
-    /// has a process), which sets the QoS flag within the host's rate: G up to the origin's
-    /// guarantee at the router, A above it.
+    /// Per-AS EPIC through the AS's gateway process, which sets the QoS flag within the host's
+    /// rate: G up to the origin's guarantee at the router, A above it.
     Gateway,
-    /// Per-AS EPIC under the host's own keys, no gateway: A.
+    /// Per-AS EPIC from an AS without a gateway: authenticated, never flagged: A.
     Epic,
     /// Standard SCION: U.
     Standard,
 }
 
 impl Sending {
-    /// The `aviary host send` flags of this way of sending: EPIC sealed with the ASes' secrets
-    /// listed in `secrets`, through an in-process gateway that flags up to the flow's rate.
-    fn args(self, secrets: &Path, rate_bps: u64) -> Vec<String> {
-        let secrets = ["--epic-secrets".to_owned(), secrets.display().to_string()];
+    /// The `aviary host send` flags of this way of sending (`aviary run` points the hosts of an
+    /// AS with a gateway at it).
+    fn args(self) -> &'static [&'static str] {
         match self {
-            Sending::Gateway => [&secrets[..], &["--gateway-rate-bps".to_owned(), rate_bps.to_string()]].concat(),
-            Sending::Epic => secrets.to_vec(),
-            Sending::Standard => Vec::new(),
+            Sending::Gateway | Sending::Epic => &["--epic"],
+            Sending::Standard => &[],
         }
     }
 }
@@ -69,19 +66,12 @@ impl Flow {
         (capacity_bps as f64 * self.share_of_capacity) as u64
     }
 
-    /// The sender's flags for this flow to `dst` (`ISD-AS,IP:PORT`); `secrets` is the
-    /// `--epic-secrets` file of the run.
-    pub fn send_args(
-        &self,
-        dst: String,
-        capacity_bps: u64,
-        duration_ms: u64,
-        report: &Path,
-        secrets: &Path,
-    ) -> Vec<String> {
-        let rate = self.rate_bps(capacity_bps);
-        let mut args = send_args(self.name, dst, rate, duration_ms, report);
-        args.extend(self.sending.args(secrets, rate));
+    /// The sender's flags for this flow to `dst` (`ISD-AS,IP:PORT`). Every flow is jittered:
+    /// strictly periodic senders lock each other out of a drop-tail queue in phase-dependent
+    /// ways, which made the FIFO run swing between runs.
+    pub fn send_args(&self, dst: String, capacity_bps: u64, duration_ms: u64, report: &Path) -> Vec<String> {
+        let mut args = send_args(self.name, dst, self.rate_bps(capacity_bps), duration_ms, report);
+        args.extend(self.sending.args().iter().chain(&["--pattern", "jittered"]).map(|a| a.to_string()));
         args
     }
 }

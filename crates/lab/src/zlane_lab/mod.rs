@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use aviary_node::host::epic::EpicSecretsFile;
 use aviary_node::host::{SenderReport, SinkReport};
 use aviary_node::runner::{Network, RunLayout};
 use aviary_node::topology::Topology;
@@ -191,20 +190,19 @@ fn run_policy(
     let sink = l.host("sink")?;
     let dst = format!("{},{}:{SINK_PORT}", sink.ia, sink.addr);
     let report = |name: &str| l.dir.join(format!("{name}.json"));
-    let secrets = write_epic_secrets(l, topology)?;
     let attack_ms = dur + 2 * ATTACK_MARGIN_MS;
     let sink_proc = start_host(exe, l, "sink", "sink", &sink_args(SINK_PORT, attack_ms + 1500, &report("sink")))?;
     std::thread::sleep(Duration::from_millis(300));
     let mut senders = Vec::new();
     for f in ATTACK {
-        let args = f.send_args(dst.clone(), capacity, attack_ms, &report(f.name), &secrets);
+        let args = f.send_args(dst.clone(), capacity, attack_ms, &report(f.name));
         senders.push((f.name, start_host(exe, l, f.name, f.name, &args)?));
     }
     progress(opts.progress, &format!("{}: attack at {} Mbit/s", policy.name(), attack_bps(capacity) / 1_000_000));
     std::thread::sleep(Duration::from_millis(ATTACK_MARGIN_MS));
     let before = metrics::class_bytes(&metrics::scrape(router)?, CONGESTED_INTERFACE);
     let started = Instant::now();
-    let args = PROTECTED.send_args(dst, capacity, dur, &report(PROTECTED.name), &secrets);
+    let args = PROTECTED.send_args(dst, capacity, dur, &report(PROTECTED.name));
     senders.push((PROTECTED.name, start_host(exe, l, PROTECTED.name, PROTECTED.name, &args)?));
     std::thread::sleep(Duration::from_millis(dur));
     let after = metrics::class_bytes(&metrics::scrape(router)?, CONGESTED_INTERFACE);
@@ -237,19 +235,6 @@ fn run_policy(
     progress(opts.progress, &format!("{}: stopping the network", policy.name()));
     drop(net);
     Ok(PolicyRun { policy, protected_share: flows[0].goodput_bps as f64 / guarantee as f64, classes, flows })
-}
-
-/// The senders' `--epic-secrets` file: every AS's master secret file and the routers' DRKey
-/// protocol. The senders stand in for hosts and gateways that would get σ and their keys from
-/// their ASes (docs/zlane.md).
-fn write_epic_secrets(l: &RunLayout, topology: &Topology) -> anyhow::Result<PathBuf> {
-    let ia: IsdAsn = CONGESTED_AS.parse()?;
-    let router = &topology.as_entry(ia).context("zlane.toml has no congested AS")?.router;
-    let drkey_protocol = router.zlane.as_ref().context("the congested router is no Z-Lane router")?.drkey_protocol;
-    let ases = l.ases.values().map(|a| (a.ia.to_string(), a.dir.join(&a.router.master_secret_file))).collect();
-    let file = l.dir.join("epic-secrets.json");
-    std::fs::write(&file, serde_json::to_string_pretty(&EpicSecretsFile { drkey_protocol, ases })?)?;
-    Ok(file)
 }
 
 fn attack_bps(capacity: u64) -> u64 {

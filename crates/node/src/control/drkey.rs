@@ -10,6 +10,9 @@
 //!   the asking host at the destination) need `K_{B→A}`, fetched from B's service over TLS
 //!   and cached per epoch (bounded).
 //!
+//! - **Level 1, to its own infrastructure** (`GET /v1/drkey/level1?issuer=..&protocol=..`
+//!   on the same API, with the AS's operator token): `K_{B→A}` for the AS's Z-Lane gateway.
+//!
 //! Which keys are served when: the key of the epoch that contains the requested time, if
 //! that epoch is the current one, the next one, or the previous one during the first
 //! `grace_s` seconds of the current one ([`EpochSchedule::accepted_at`]).
@@ -267,6 +270,29 @@ impl DrkeyService {
         }
         cache.insert((issuer, protocol, epoch), key);
         Ok((key, epoch))
+    }
+
+    /// `K_{issuer→self}` for `protocol`'s keys at `at`, for this AS's own infrastructure (its
+    /// Z-Lane gateway re-authenticates packets with it, the Z-Lane paper's App. C). The caller
+    /// must have checked that the asker is infrastructure: hosts must never see it. The key
+    /// is of the protocol whose secret value `protocol`'s keys derive from (0 for protocols
+    /// without their own).
+    pub fn level1_for_infrastructure(
+        &self,
+        issuer: IsdAsn,
+        protocol: Protocol,
+        at: u64,
+        now: u64,
+    ) -> Result<Level1Reply, DrkeyServiceError> {
+        let sv_protocol = Derivation::for_protocol(protocol).sv_protocol(protocol);
+        let (key, epoch) = self.level1_to_self(issuer, self.ia, sv_protocol, at, now)?;
+        Ok(Level1Reply {
+            issuer,
+            subject: self.ia,
+            protocol: sv_protocol.0,
+            epoch: EpochWire { begin: epoch.begin_s, end: epoch.end_s },
+            key: hex::encode(key.as_bytes()),
+        })
     }
 
     /// Number of cached Level-1 keys of other ASes.

@@ -18,6 +18,7 @@ const ENDPOINTS: &[&str] = &[
     "/v1/drkey/as-host",
     "/v1/drkey/host-as",
     "/v1/drkey/host-host",
+    "/v1/drkey/level1",
     "/v1/status",
     "/metrics",
 ];

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Context};
 use aviary_hummingbird::{BwCodec, ResInfo, Reservation, SecretValue};
+use aviary_scion::mac::mac_input;
 use aviary_scion::wire::path::hop_expiry_ns;
 use aviary_scion::{combine_from, HopMacKey, IsdAsn};
 use tiny_http::{Header, Method, Request, Response, Server};
@@ -167,6 +168,9 @@ impl ControlService {
                     let grant = granted.map_err(|e| Failure(e.status(), e.to_string()))?;
                     Ok(serde_json::to_string(&grant)?)
                 }
+                (Method::Get, "/v1/drkey/level1") => {
+                    self.authorise(&req).and_then(|_| self.infrastructure_level1(query))
+                }
                 (Method::Get, p) if p.starts_with("/v1/drkey/") => self.host_drkey(&req, p, query),
                 (Method::Get, "/metrics") => Ok(self.metrics_text()),
                 (Method::Get, "/v1/status") => Ok(serde_json::json!({ "ia": self.ia }).to_string()),
@@ -220,6 +224,25 @@ impl ControlService {
         Ok(serde_json::to_string(&reply)?)
     }
 
+    /// `GET /v1/drkey/level1?issuer=ISD-AS&protocol=N[&at=UNIX_S]` (operator token): the
+    /// Level-1 key `issuer` issued to this AS, for the AS's infrastructure (its gateway).
+    fn infrastructure_level1(&self, query: &str) -> Result<String, Failure> {
+        let (svc, _) = self.drkey.as_ref().ok_or_else(|| Failure(503, "this AS runs no DRKey service".into()))?;
+        let q = http1::query_params(query, &["issuer", "protocol", "at"]).map_err(|e| Failure(400, e))?;
+        let get = |name: &str| q.get(name).ok_or_else(|| Failure(400, format!("missing query parameter {name}")));
+        let issuer: IsdAsn = get("issuer")?.parse().map_err(|e| Failure(400, format!("issuer: {e}")))?;
+        let protocol: u16 = get("protocol")?.parse().map_err(|e| Failure(400, format!("protocol: {e}")))?;
+        let now = unix_s();
+        let at = match q.get("at") {
+            Some(t) => t.parse().map_err(|e| Failure(400, format!("at: {e}")))?,
+            None => now,
+        };
+        let reply = svc
+            .level1_for_infrastructure(issuer, aviary_scion::drkey::Protocol(protocol), at, now)
+            .map_err(|e| Failure(e.status(), e.to_string()))?;
+        Ok(serde_json::to_string(&reply)?)
+    }
+
     fn authorise(&self, req: &Request) -> Result<(), Failure> {
         let given = req
             .headers()
@@ -265,7 +288,12 @@ impl ControlService {
             return Err(Failure(400, format!("interface {} does not lead downstream", r.cons_egress)));
         }
         let mut seg = r.segment.to_segment()?;
+        let beta = seg.beta(seg.hops.len());
         let hop = *seg.push_hop(&self.mac_key, self.exp_time, r.cons_ingress, r.cons_egress);
+        // σ: the full CMAC whose first bytes are the hop field's MAC, as this AS's routers
+        // recompute it from the hop field (under the SegID β of its position).
+        let sigma =
+            self.mac_key.cmac_block(&mac_input(beta, seg.timestamp, hop.exp_time, hop.cons_ingress, hop.cons_egress));
         let mut out = r.segment;
         out.hops.push(HopWire {
             ia: self.ia,
@@ -273,6 +301,7 @@ impl ControlService {
             cons_ingress: hop.cons_ingress,
             cons_egress: hop.cons_egress,
             mac: hex::encode(hop.mac),
+            sigma: hex::encode(sigma),
         });
         Ok(out)
     }
@@ -334,7 +363,7 @@ impl ControlService {
                     .unwrap_or(0);
                 (hex::encode(p.to_bytes().map_err(|e| Failure(500, e.to_string()))?), expiry)
             };
-            out.push(PathWire { ases: route.ases(), path, expiry });
+            out.push(PathWire { ases: route.ases(), path, expiry, sigmas: path_sigmas(&built, &route.segments) });
         }
         if out.is_empty() {
             let why = last_err.map_or("no route in the topology".to_string(), |e| format!("{e:#}"));
@@ -387,6 +416,23 @@ impl ControlService {
         tracing::info!(res_id, bw, ingress = r.ingress, egress = r.egress, "reservation granted");
         Ok(Grant { ia: self.ia, bandwidth_bps: self.codec.decode_bps(bw), reservation: Reservation { info, ak } })
     }
+}
+
+/// σ of every hop field of a path made of `segments` as `plans` traverse them, in the
+/// path's order (as `combine_from` lays out the hop fields); empty if an AS left σ out.
+fn path_sigmas(segments: &[SegmentWire], plans: &[SegmentPlan]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (seg, plan) in segments.iter().zip(plans) {
+        let mut hops: Vec<_> = seg.hops.get(plan.from..).unwrap_or_default().iter().map(|h| h.sigma.clone()).collect();
+        if !plan.cons_dir() {
+            hops.reverse();
+        }
+        out.extend(hops);
+    }
+    if out.iter().any(String::is_empty) {
+        return Vec::new();
+    }
+    out
 }
 
 /// The DRKey service of a `[drkey]` table: its TLS identity and trust, and a Level-1

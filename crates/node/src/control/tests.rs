@@ -106,3 +106,42 @@ fn operator_grants_and_market_deliveries_share_one_allocator() {
     assert_eq!(store.snapshot().unwrap().resids.held(1).len(), 7);
     std::fs::remove_dir_all(&layout.dir).unwrap();
 }
+
+#[test]
+fn hop_fields_carry_their_full_cmac_in_path_order() {
+    // C (core) then B extend a segment; σ of each is the CMAC its router recomputes, whose
+    // first 6 bytes are the hop field's MAC.
+    let (c, layout) = service("sigma", "1-ff00:0:110");
+    let (b, layout_b) = service("sigma-b", "1-ff00:0:112");
+    let now = unix_s();
+    let seg = c.extend(ExtendRequest { segment: segment(now), cons_ingress: 0, cons_egress: 1 }).unwrap();
+    let seg = b.extend(ExtendRequest { segment: seg, cons_ingress: 1, cons_egress: 0 }).unwrap();
+    let built = seg.to_segment().unwrap();
+    let keys = [layout.dir.join("1-ff00_0_110"), layout_b.dir.join("1-ff00_0_112")];
+    for (k, (hop, dir)) in seg.hops.iter().zip(keys).enumerate() {
+        let secret = read_secret(std::path::Path::new("t"), "f", &dir.join("master.key")).unwrap();
+        let h = &built.hops[k];
+        let block = mac_input(built.beta(k), built.timestamp, h.exp_time, h.cons_ingress, h.cons_egress);
+        let sigma = HopMacKey::from_master_secret(&secret).cmac_block(&block);
+        assert_eq!(hop.sigma, hex::encode(sigma), "hop {k}");
+        assert_eq!(&sigma[..6], &h.mac, "hop {k}");
+    }
+    // Down (in construction order) and up (reversed) as combine_from lays them out.
+    let plan = |from: usize, up: bool| {
+        let hops =
+            seg.hops.iter().map(|h| HopPlan { ia: h.ia, cons_ingress: h.cons_ingress, cons_egress: h.cons_egress });
+        let kind = if up { crate::routes::SegmentKind::Up } else { crate::routes::SegmentKind::Down };
+        SegmentPlan { kind, hops: hops.collect(), from }
+    };
+    let sig: Vec<_> = seg.hops.iter().map(|h| h.sigma.clone()).collect();
+    assert_eq!(path_sigmas(std::slice::from_ref(&seg), &[plan(0, false)]), sig);
+    let reversed: Vec<_> = sig.iter().rev().cloned().collect();
+    assert_eq!(path_sigmas(std::slice::from_ref(&seg), &[plan(0, true)]), reversed);
+    assert_eq!(path_sigmas(std::slice::from_ref(&seg), &[plan(1, false)]), sig[1..]);
+    // An AS that left σ out: no σ for the path, rather than misaligned ones.
+    let mut old = seg.clone();
+    old.hops[0].sigma.clear();
+    assert!(path_sigmas(&[old], &[plan(0, false)]).is_empty());
+    std::fs::remove_dir_all(&layout.dir).unwrap();
+    std::fs::remove_dir_all(&layout_b.dir).unwrap();
+}

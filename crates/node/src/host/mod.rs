@@ -28,11 +28,11 @@ use serde::{Deserialize, Serialize};
 use crate::api::{Grant, PathWire};
 
 pub mod drkey;
-pub mod epic;
 pub mod metrics;
 pub mod packet;
 pub mod pathval;
 pub mod payload;
+pub mod per_as_epic;
 pub mod scmp;
 pub mod send;
 pub mod sink;

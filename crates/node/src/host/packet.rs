@@ -14,12 +14,12 @@ use aviary_scion::wire::epic::PktId;
 use aviary_scion::wire::epic_per_as::PerAsPath;
 use aviary_scion::wire::header::path_type;
 use aviary_scion::wire::udp::{self, UDP_HEADER_LEN};
-use aviary_scion::{IsdAsn, ScionHeader, ScionView};
+use aviary_scion::{HostAddr, IsdAsn, ScionHeader, ScionView};
 use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
-use super::epic::{host_addr, EpicSealer};
 use super::payload::{PayloadHeader, MAX_FLOW_NAME};
+use super::per_as_epic::PerAsSealer;
 use super::ScionAddr;
 use crate::api::PathWire;
 
@@ -76,7 +76,7 @@ pub struct PacketFactory {
     name: String,
     source: Option<Source>,
     forger: Option<Forger>,
-    epic: Option<EpicSealer>,
+    epic: Option<PerAsSealer>,
 }
 
 impl PacketFactory {
@@ -128,12 +128,12 @@ impl PacketFactory {
     }
 
     /// The factory of a per-AS EPIC flow (Z-Lane) on `path`, sealed by `sealer`.
-    pub fn per_as_epic(spec: &FlowSpec, path: &PathWire, sealer: EpicSealer) -> anyhow::Result<Self> {
+    pub fn per_as_epic(spec: &FlowSpec, path: &PathWire, sealer: PerAsSealer) -> anyhow::Result<Self> {
         if spec.name.len() > MAX_FLOW_NAME {
             bail!("flow name {:?} is longer than {MAX_FLOW_NAME} bytes", spec.name);
         }
         let sp = path.standard_path()?.context("per-AS EPIC needs a path with at least one AS hop")?;
-        let unsealed = PerAsPath::unsealed(PktId { epic_ts: 0, counter: 0 }, sp).to_bytes()?;
+        let unsealed = PerAsPath::unsealed(PktId::default(), sp).to_bytes()?;
         let (template, payload_off) = template(spec, path_type::EPIC_PER_AS, unsealed)?;
         Ok(Self {
             buf: template.clone(),
@@ -189,7 +189,7 @@ impl Forger {
     }
 }
 
-/// The flow's packet of its exact size on a path of type `ptype`, with its payload offset.
+/// The flow's packet of its exact size on a path of type `ptype`, and its payload offset.
 fn template(spec: &FlowSpec, ptype: u8, path: Vec<u8>) -> anyhow::Result<(Vec<u8>, usize)> {
     let header = ScionHeader {
         traffic_class: 0,
@@ -198,8 +198,8 @@ fn template(spec: &FlowSpec, ptype: u8, path: Vec<u8>) -> anyhow::Result<(Vec<u8
         path_type: ptype,
         dst_ia: spec.dst.ia,
         src_ia: spec.src_ia,
-        dst_host: host_addr(spec.dst.host.ip()),
-        src_host: host_addr(spec.src.ip()),
+        dst_host: HostAddr::from(spec.dst.host.ip()),
+        src_host: HostAddr::from(spec.src.ip()),
         path,
     };
     let need = header.len() + UDP_HEADER_LEN + PayloadHeader::len_for(&spec.name);

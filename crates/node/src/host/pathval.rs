@@ -46,13 +46,6 @@ pub struct PathvalSendReport {
     pub session_id: String,
 }
 
-fn host_addr(ip: std::net::IpAddr) -> HostAddr {
-    match ip {
-        std::net::IpAddr::V4(a) => HostAddr::V4(a),
-        std::net::IpAddr::V6(a) => HostAddr::V6(a),
-    }
-}
-
 /// The `seq`-th packet of a session: SCION header (empty path), the extension with a zeroed
 /// pathval header carrying `session_id`, and UDP from `src_port` with `payload` bytes.
 pub fn packet(
@@ -69,8 +62,8 @@ pub fn packet(
         path_type: path_type::EMPTY,
         dst_ia: opts.dst.ia,
         src_ia: cfg.ia,
-        dst_host: host_addr(opts.dst.host.ip()),
-        src_host: host_addr(cfg.addr),
+        dst_host: HostAddr::from(opts.dst.host.ip()),
+        src_host: HostAddr::from(cfg.addr),
         path: Vec::new(),
     };
     let udp_len = UDP_HEADER_LEN + opts.payload;
@@ -116,6 +109,7 @@ mod tests {
             addr: "127.0.1.10".parse().unwrap(),
             router: "127.0.1.1:49000".parse().unwrap(),
             control: "127.0.1.1:49002".parse().unwrap(),
+            zlane_gateway: None,
         };
         let opts = PathvalSendOptions {
             dst: "1-ff00:0:115,127.0.5.10:40000".parse().unwrap(),

@@ -143,8 +143,8 @@ impl Prober {
             path_type: if path.is_some() { path_type::SCION } else { path_type::EMPTY },
             dst_ia: dst.ia,
             src_ia: cfg.ia,
-            dst_host: host_addr(dst.ip),
-            src_host: host_addr(cfg.addr),
+            dst_host: HostAddr::from(dst.ip),
+            src_host: HostAddr::from(cfg.addr),
             path: Vec::new(),
         };
         Ok(Self { sock, router: cfg.router, header, path, id })
@@ -184,13 +184,6 @@ impl Prober {
             }
         }
         Ok((Answer::Timeout, None))
-    }
-}
-
-fn host_addr(ip: IpAddr) -> HostAddr {
-    match ip {
-        IpAddr::V4(a) => HostAddr::V4(a),
-        IpAddr::V6(a) => HostAddr::V6(a),
     }
 }
 

@@ -18,9 +18,9 @@ use anyhow::{bail, Context};
 use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
-use super::epic::EpicSealer;
 use super::metrics::{serve_sender_metrics, SenderProgress};
 use super::packet::{FlowSpec, Forgery, PacketFactory};
+use super::per_as_epic::PerAsSealer;
 use super::{unix_ns, write_json, ReservationFile, ScionAddr};
 use crate::api::fetch_paths;
 use crate::config::HostConfig;
@@ -49,6 +49,9 @@ pub enum Pattern {
     Cbr,
     /// On for `--burst-ms` at twice the rate, then off as long: the same average rate.
     Bursty,
+    /// Constant rate, each packet at a random point of its slot: the same average rate without
+    /// the fixed phase that makes periodic senders lock each other out of a drop-tail queue.
+    Jittered,
 }
 
 /// What an attacking sender does.
@@ -117,18 +120,24 @@ pub struct SendOptions {
     /// How late `--attack replay` sends its copies.
     #[arg(long, default_value_t = 2000)]
     pub replay_delay_ms: u64,
-    /// Send per-AS EPIC (Z-Lane), sealed with keys derived from the on-path ASes' master
-    /// secrets listed in this JSON file: a test network's traffic generator
-    /// (see `aviary_node::host::epic`).
-    #[arg(long, conflicts_with_all = ["reservation", "attack"])]
-    pub epic_secrets: Option<PathBuf>,
-    /// Pass the EPIC packets through the source AS's Z-Lane gateway with this rate for the
-    /// host: within it they carry the QoS flag.
-    #[arg(long, requires = "epic_secrets", value_parser = clap::value_parser!(u64).range(1..))]
-    pub gateway_rate_bps: Option<u64>,
     /// Serve Prometheus metrics on this address (`/metrics`) while sending.
     #[arg(long)]
     pub metrics: Option<SocketAddr>,
+    /// Send per-AS EPIC (Z-Lane, path type 253), sealed with the host's DRKey keys and the
+    /// path's hop authenticators from its AS's control service, to the AS's Z-Lane gateway
+    /// (the router if the AS has none), QoS flag clear.
+    #[arg(long, conflicts_with_all = ["reservation", "attack"])]
+    pub epic: bool,
+    /// The DRKey protocol of EPIC's keys (the routers' `zlane.drkey_protocol`).
+    #[arg(long, default_value_t = 42, requires = "epic")]
+    pub drkey_protocol: u16,
+    /// Send EPIC straight to the router, past the AS's gateway.
+    #[arg(long, requires = "epic")]
+    pub via_router: bool,
+    /// Set the QoS flag on EPIC packets, as only the gateway may (a host trying to get the
+    /// guarantee without it; routers drop such packets).
+    #[arg(long, requires = "epic")]
+    pub epic_set_flag: bool,
 }
 
 impl SendOptions {
@@ -189,23 +198,37 @@ struct Schedule {
     rate_bps: u128,
     /// Bursty: the period (on and off phase).
     period_ns: Option<u64>,
+    /// Jittered: the seed of each packet's offset in its slot.
+    jitter_seed: Option<u64>,
 }
 
 impl Schedule {
-    fn new(size: usize, rate_bps: u64, pattern: Pattern, burst_ms: u64) -> Self {
+    fn new(size: usize, rate_bps: u64, pattern: Pattern, burst_ms: u64, seed: u64) -> Self {
         let period_ns = (pattern == Pattern::Bursty).then_some(2 * burst_ms * MS);
-        Self { bit_ns: size as u128 * 8 * u128::from(NS), rate_bps: u128::from(rate_bps), period_ns }
+        let jitter_seed = (pattern == Pattern::Jittered).then_some(seed);
+        Self { bit_ns: size as u128 * 8 * u128::from(NS), rate_bps: u128::from(rate_bps), period_ns, jitter_seed }
     }
 
     /// Packet `k` of the constant-rate stream is due at `k · interval`; the bursty pattern
-    /// moves the packets of each period into its first half at twice the rate.
+    /// moves the packets of each period into its first half at twice the rate; the jittered
+    /// one moves packet `k` to a random point of `[k, k + 1) · interval`, so due times still
+    /// increase and the rate is the same over any whole number of slots.
     fn due(&self, k: u64) -> u64 {
-        let t = u64::try_from(u128::from(k) * self.bit_ns / self.rate_bps).unwrap_or(u64::MAX);
+        let offset = self.jitter_seed.map_or(0, |seed| (self.bit_ns * u128::from(mix(seed ^ k) >> 32)) >> 32);
+        let t = u64::try_from((u128::from(k) * self.bit_ns + offset) / self.rate_bps).unwrap_or(u64::MAX);
         match self.period_ns {
             None => t,
             Some(p) => t / p * p + t % p / 2,
         }
     }
+}
+
+/// SplitMix64's finaliser: a well-spread 64-bit value for each input.
+fn mix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// The packets of a flow at each send slot (sans-IO: the caller gives the time and sends).
@@ -275,11 +298,12 @@ fn plan(
     let forgery = (opts.attack == Some(Attack::Forge)).then_some(opts.forge);
     let ases: Vec<String> = path.ases.iter().map(|a| a.ia.to_string()).collect();
     tracing::info!(flow = %spec.name, path = %ases.join(" > "), reserved_hops = on_path.len(), "path chosen");
-    if let Some(secrets) = &opts.epic_secrets {
-        let src = (spec.src_ia, spec.src.ip());
-        let dst = (spec.dst.ia, spec.dst.host.ip());
-        let sealer = EpicSealer::new(secrets, path, src, dst, opts.gateway_rate_bps, unix_ns())?;
-        return Ok((PacketFactory::per_as_epic(spec, path, sealer)?, path.expiry));
+    if opts.epic {
+        let dst = (opts.dst.ia, opts.dst.host.ip());
+        let sealer = PerAsSealer::fetch(cfg, path, dst, opts.drkey_protocol, opts.epic_set_flag)?;
+        // Paths and keys are fetched again before either expires.
+        let expiry = path.expiry.min(sealer.keys_expire() + PATH_REFRESH_MARGIN_S);
+        return Ok((PacketFactory::per_as_epic(spec, path, sealer)?, expiry));
     }
     Ok((PacketFactory::new(spec, path, &on_path, forgery)?, path.expiry))
 }
@@ -289,7 +313,8 @@ fn refresh_time(expiry_s: u64, now_s: u64) -> u64 {
     expiry_s.saturating_sub(PATH_REFRESH_MARGIN_S).max(now_s + 1)
 }
 
-/// Sends one flow from the host `cfg` through its AS's border router; writes the report to
+/// Sends one flow from the host `cfg` through its AS's border router (per-AS EPIC through its
+/// Z-Lane gateway); writes the report to
 /// `--report` if given. A SIGTERM or SIGINT ends the flow early, with its report.
 pub fn run_sender(cfg: &HostConfig, opts: &SendOptions) -> anyhow::Result<SenderReport> {
     let reservation = opts.reservation.as_deref().map(ReservationFile::load).transpose()?;
@@ -312,7 +337,9 @@ pub fn run_sender(cfg: &HostConfig, opts: &SendOptions) -> anyhow::Result<Sender
     let (factory, expiry) = plan(cfg, opts, &spec, reservation.as_ref())?;
     let mut refresh_at = refresh_time(expiry, now_s);
     let mut gen = Generator::new(factory, (opts.attack == Some(Attack::Replay)).then_some(opts.replay_delay_ms * MS));
-    let schedule = Schedule::new(opts.size, opts.rate_bps, opts.pattern, opts.burst_ms);
+    // Each flow its own jitter (flows of one name on two hosts still differ by source port).
+    let seed = opts.flow.bytes().fold(u64::from(spec.src.port()), |h, b| mix(h ^ u64::from(b)));
+    let schedule = Schedule::new(opts.size, opts.rate_bps, opts.pattern, opts.burst_ms, seed);
     let end = opts.duration_ms * MS;
     let progress = Arc::new(SenderProgress::default());
     let _metrics = opts
@@ -320,6 +347,11 @@ pub fn run_sender(cfg: &HostConfig, opts: &SendOptions) -> anyhow::Result<Sender
         .map(|addr| serve_sender_metrics(addr, &cfg.name, &opts.flow, kind, progress.clone()))
         .transpose()?;
 
+    // Per-AS EPIC goes through the AS's Z-Lane gateway, if it has one.
+    let next_hop = match cfg.zlane_gateway {
+        Some(gw) if opts.epic && !opts.via_router => gw,
+        _ => cfg.router,
+    };
     let stop = crate::signals::stop_flag();
     let start = Instant::now();
     let mut k = 0;
@@ -351,11 +383,11 @@ pub fn run_sender(cfg: &HostConfig, opts: &SendOptions) -> anyhow::Result<Sender
             }
         }
         let lateness_ns = (start.elapsed().as_nanos() as u64).saturating_sub(schedule.due(k));
-        gen.slot(now, |pkt| match socket.send_to(pkt, cfg.router) {
+        gen.slot(now, |pkt| match socket.send_to(pkt, next_hop) {
             Ok(_) => progress.sent(pkt.len(), lateness_ns),
             Err(e) => {
                 if progress.send_errors.fetch_add(1, Ordering::Relaxed) == 0 {
-                    tracing::warn!("sending to {}: {e}", cfg.router);
+                    tracing::warn!("sending to {next_hop}: {e}");
                 }
             }
         })?;
@@ -392,19 +424,37 @@ mod tests {
     #[test]
     fn constant_rate_schedule_is_exact() {
         // 1000-byte packets at 8 Mbit/s: one per millisecond, without drift.
-        let s = Schedule::new(1000, 8_000_000, Pattern::Cbr, 100);
+        let s = Schedule::new(1000, 8_000_000, Pattern::Cbr, 100, 0);
         assert_eq!(s.due(0), 0);
         assert_eq!(s.due(1), MS);
         assert_eq!(s.due(1_000_000), 1_000_000 * MS);
         // 3 packets per 10 ms: 3333333.3 ns apart, rounded down per packet.
-        let s = Schedule::new(1000, 2_400_000, Pattern::Cbr, 100);
+        let s = Schedule::new(1000, 2_400_000, Pattern::Cbr, 100, 0);
         assert_eq!((s.due(1), s.due(3)), (3_333_333, 10 * MS));
+    }
+
+    #[test]
+    fn jittered_schedule_keeps_the_rate_and_leaves_no_fixed_phase() {
+        // One packet per ms on average: packet k somewhere in [k, k + 1) ms, increasing.
+        let s = Schedule::new(1000, 8_000_000, Pattern::Jittered, 100, 7);
+        let times: Vec<u64> = (0..10_000).map(|k| s.due(k)).collect();
+        assert!(times.windows(2).all(|w| w[0] < w[1]));
+        assert!(times.iter().enumerate().all(|(k, t)| (k as u64 * MS..(k as u64 + 1) * MS).contains(t)));
+        // The phase within the slot is spread evenly: each tenth of a slot gets about 1000.
+        let mut tenths = [0u32; 10];
+        for t in &times {
+            tenths[(t % MS * 10 / MS) as usize] += 1;
+        }
+        assert!(tenths.iter().all(|n| (850..1150).contains(n)), "{tenths:?}");
+        // Another seed, another phase.
+        let other = Schedule::new(1000, 8_000_000, Pattern::Jittered, 100, 8);
+        assert!((0..100).filter(|k| other.due(*k) == s.due(*k)).count() < 5);
     }
 
     #[test]
     fn bursty_schedule_keeps_the_average_rate() {
         // One packet per ms on average, 100 ms on at two per ms, 100 ms off.
-        let s = Schedule::new(1000, 8_000_000, Pattern::Bursty, 100);
+        let s = Schedule::new(1000, 8_000_000, Pattern::Bursty, 100, 0);
         let times: Vec<u64> = (0..1000).map(|k| s.due(k)).collect();
         assert!(times.windows(2).all(|w| w[0] <= w[1]));
         for p in 0..5 {

@@ -7,7 +7,8 @@
 //! <isd-as>/router.toml           router config     <isd-as>/control.toml  control config
 //! <isd-as>/master.key            the AS's secret (only this AS's processes read it)
 //! <isd-as>/pathval-level1.toml   a trusted pathval router's Level-1 keys from other ASes
-//! <isd-as>/operator.token        bearer token for the AS's reservation API
+//! <isd-as>/operator.token        bearer token for the AS's reservation API and its infrastructure
+//! <isd-as>/zlane-gateway.toml    the AS's Z-Lane gateway, if the topology asks for one
 //! <isd-as>/state/                the control service's granted ResIDs
 //! <isd-as>/cs-tls.pem, cs-tls.key the control service's TLS certificate and key (DRKey)
 //! pki/isd-<n>-root.pem, .key     the root certificate and key of ISD n (see [`pki`])
@@ -18,13 +19,15 @@
 //! AS number k (in topology order, from 1) lives on 127.0.k.1 with ports from
 //! `p = port_base + 100·(k−1)`: p the router's internal socket, p+1 its management API
 //! (`/metrics`), p+2 the control service (`/metrics` too), p+3 the control service's DRKey
-//! Level-1 service (TLS), p+4 the AS service's metrics endpoint, p+10... the router's link
-//! sockets; its hosts on 127.0.k.10, 127.0.k.11, ...
+//! Level-1 service (TLS), p+4 the AS service's metrics endpoint, p+5 the Z-Lane gateway's UDP
+//! socket and p+6 its metrics endpoint, p+10... the router's link sockets; its hosts on
+//! 127.0.k.10, 127.0.k.11, ...
 
 pub mod health;
 pub mod market_setup;
 pub mod pki;
 pub mod supervisor;
+pub mod zlane_gateway;
 
 pub use supervisor::{spawn_process, ProcessHealth, ProcessState, RestartPolicy};
 
@@ -46,6 +49,7 @@ use crate::config::{
     Peer, QueueConfig, RouterConfig, TrustRoot,
 };
 use crate::files;
+use crate::gateway::config::ZlaneGatewayConfig;
 use crate::runner::market_setup::MarketLayout;
 use crate::topology::Topology;
 use aviary_pathval::PathvalConfig;
@@ -59,6 +63,7 @@ pub enum Role {
     Router,
     Control,
     AsService,
+    ZlaneGateway,
 }
 
 impl Role {
@@ -67,6 +72,7 @@ impl Role {
             Role::Router => "router",
             Role::Control => "control",
             Role::AsService => "as-service",
+            Role::ZlaneGateway => "zlane-gateway",
         }
     }
 }
@@ -80,6 +86,8 @@ pub struct AsRun {
     pub control: ControlConfig,
     /// The AS service's `/metrics` endpoint (used when the run has a market).
     pub as_service_metrics: SocketAddr,
+    /// The AS's Z-Lane gateway, if the topology asks for one.
+    pub zlane_gateway: Option<ZlaneGatewayConfig>,
 }
 
 impl AsRun {
@@ -173,6 +181,14 @@ impl RunLayout {
             }
         }
         let pathval_plan = topology.pathval_plan(&topology_file.display().to_string())?;
+        // Every host's address: 127.0.k.10, .11, ... in topology order per AS.
+        let mut host_addrs: BTreeMap<String, (IsdAsn, IpAddr)> = BTreeMap::new();
+        let mut per_as: BTreeMap<IsdAsn, u8> = BTreeMap::new();
+        for h in &topology.hosts {
+            let j = per_as.entry(h.ia).or_insert(10);
+            host_addrs.insert(h.name.clone(), (h.ia, ip(index[&h.ia], *j)));
+            *j += 1;
+        }
         let mut ases = BTreeMap::new();
         for a in &topology.ases {
             let k = index[&a.ia];
@@ -244,24 +260,32 @@ impl RunLayout {
                 }),
                 peers: peers.iter().filter(|p| p.ia != a.ia).cloned().collect(),
             };
+            let gateway_addrs = zlane_gateway::GatewayAddrs {
+                listen: SocketAddr::new(ip(k, 1), port(k, 5)),
+                metrics: SocketAddr::new(ip(k, 1), port(k, 6)),
+                router: router.internal,
+                control: control.listen,
+            };
+            let zlane_gateway = zlane_gateway::gateway_config(topology_file, k, a, &host_addrs, gateway_addrs)?;
             write_toml(&as_dir.join("router.toml"), &router)?;
             write_toml(&as_dir.join("control.toml"), &control)?;
+            if let Some(g) = &zlane_gateway {
+                write_toml(&as_dir.join(zlane_gateway::CONFIG_FILE), g)?;
+            }
             let as_service_metrics = SocketAddr::new(ip(k, 1), port(k, 4));
-            ases.insert(a.ia, AsRun { ia: a.ia, dir: as_dir, router, control, as_service_metrics });
+            ases.insert(a.ia, AsRun { ia: a.ia, dir: as_dir, router, control, as_service_metrics, zlane_gateway });
         }
         let mut hosts = BTreeMap::new();
-        let mut per_as: BTreeMap<IsdAsn, u8> = BTreeMap::new();
         for h in &topology.hosts {
-            let k = index[&h.ia];
-            let j = per_as.entry(h.ia).or_insert(10);
+            let a = &ases[&h.ia];
             let cfg = HostConfig {
                 name: h.name.clone(),
                 ia: h.ia,
-                addr: ip(k, *j),
-                router: ases[&h.ia].router.internal,
-                control: ases[&h.ia].control.listen,
+                addr: host_addrs[&h.name].1,
+                router: a.router.internal,
+                control: a.control.listen,
+                zlane_gateway: a.zlane_gateway.as_ref().map(|g| g.listen),
             };
-            *j += 1;
             write_toml(&dir.join("hosts").join(format!("{}.toml", h.name)), &cfg)?;
             hosts.insert(h.name.clone(), cfg);
         }
@@ -278,6 +302,9 @@ impl RunLayout {
             out.push((Role::Control, a.ia, a.control.listen));
             if self.market.is_some() {
                 out.push((Role::AsService, a.ia, a.as_service_metrics));
+            }
+            if let Some(g) = &a.zlane_gateway {
+                out.push((Role::ZlaneGateway, a.ia, g.metrics));
             }
         }
         out
@@ -313,6 +340,10 @@ impl RunLayout {
             }
             for i in &a.router.interfaces {
                 out.push((i.local, false, format!("router {} interface {}", a.ia, i.id)));
+            }
+            if let Some(g) = &a.zlane_gateway {
+                out.push((g.listen, false, format!("Z-Lane gateway {} socket", a.ia)));
+                out.push((g.metrics, true, format!("Z-Lane gateway {} metrics", a.ia)));
             }
         }
         out
@@ -417,7 +448,8 @@ impl Network {
             roles.push(Role::AsService);
         }
         for a in layout.ases.values() {
-            for &role in &roles {
+            let gateway = a.zlane_gateway.is_some().then_some(Role::ZlaneGateway);
+            for &role in roles.iter().chain(&gateway) {
                 let cfg = a.dir.join(format!("{}.toml", role.name()));
                 let args = vec![role.name().to_string(), "--config".into(), cfg.display().to_string()];
                 let log = layout.dir.join("logs").join(format!("{}-{}.log", ia_dir(a.ia), role.name()));
@@ -442,7 +474,10 @@ impl Network {
     pub fn wait_ready(&self, timeout: Duration) -> anyhow::Result<()> {
         let deadline = Instant::now() + timeout;
         for a in self.layout.ases.values() {
-            for (what, addr) in [("router", a.router.management), ("control service", a.control.listen)] {
+            let gateway = a.zlane_gateway.as_ref().map(|g| ("zlane-gateway", g.metrics));
+            for (what, addr) in
+                [("router", a.router.management), ("control service", a.control.listen)].into_iter().chain(gateway)
+            {
                 loop {
                     if ureq::get(&format!("http://{addr}/v1/status")).timeout(Duration::from_millis(500)).call().is_ok()
                     {

@@ -89,6 +89,15 @@ pub enum HostAddr {
     Svc(u16),
 }
 
+impl From<std::net::IpAddr> for HostAddr {
+    fn from(ip: std::net::IpAddr) -> Self {
+        match ip {
+            std::net::IpAddr::V4(a) => HostAddr::V4(a),
+            std::net::IpAddr::V6(a) => HostAddr::V6(a),
+        }
+    }
+}
+
 impl HostAddr {
     /// The 4-bit type/length code (T << 2 | L).
     pub const fn type_len(&self) -> u8 {

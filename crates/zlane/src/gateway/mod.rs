@@ -181,6 +181,11 @@ impl Gateway {
         &mut self.path_keys
     }
 
+    /// The topology's links and the keys in place.
+    pub fn path_keys(&self) -> &PathKeys {
+        &self.path_keys
+    }
+
     /// Every host seen so far and its counters.
     pub fn hosts(&self) -> impl Iterator<Item = (&HostAddr, &HostCounters)> {
         self.hosts.iter()

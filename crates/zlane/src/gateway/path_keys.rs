@@ -63,6 +63,13 @@ impl PathKeys {
         self.keys[i as usize] = Some(GatewayKey::new(key));
     }
 
+    /// Forgets every AS's key (the links stay): at a DRKey epoch change, so that a path
+    /// through an AS whose new key is not there yet goes unflagged instead of carrying fields
+    /// under last epoch's key, which its routers would drop.
+    pub fn clear_keys(&mut self) {
+        self.keys.iter_mut().for_each(|k| *k = None);
+    }
+
     /// Number of ASes with a key.
     pub fn keyed_ases(&self) -> usize {
         self.keys.iter().filter(|k| k.is_some()).count()
