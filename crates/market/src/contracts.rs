@@ -49,6 +49,22 @@ pub struct AssetSpec {
     pub min_bandwidth: u32,
 }
 
+impl AssetSpec {
+    /// The `issue` call of the asset contract for this asset.
+    pub fn issue_call(&self) -> BandwidthAssets::issueCall {
+        BandwidthAssets::issueCall {
+            isdAs: self.isd_as,
+            interfaceId: self.interface_id,
+            isIngress: self.is_ingress,
+            bandwidth: self.bandwidth,
+            startTime: self.start_time,
+            expiryTime: self.expiry_time,
+            timeGranularity: self.time_granularity,
+            minBandwidth: self.min_bandwidth,
+        }
+    }
+}
+
 /// The addresses of a deployment of the contracts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Deployment {
@@ -231,17 +247,7 @@ impl Deployment {
 
     /// Issue an asset; returns its id.
     pub fn issue<L: Ledger + ?Sized>(&self, l: &mut L, from: &Account, a: &AssetSpec) -> Result<U256, LedgerError> {
-        let call = BandwidthAssets::issueCall {
-            isdAs: a.isd_as,
-            interfaceId: a.interface_id,
-            isIngress: a.is_ingress,
-            bandwidth: a.bandwidth,
-            startTime: a.start_time,
-            expiryTime: a.expiry_time,
-            timeGranularity: a.time_granularity,
-            minBandwidth: a.min_bandwidth,
-        };
-        let r = transact(l, from, self.assets, &call, U256::ZERO)?;
+        let r = transact(l, from, self.assets, &a.issue_call(), U256::ZERO)?;
         Ok(first_event::<BandwidthAssets::Issued>(&r, self.assets)?.id)
     }
 

@@ -236,16 +236,17 @@ impl World {
         expiry: u64,
     ) -> Result<(U256, Receipt)> {
         let seller = &self.sellers[k];
-        let call = BandwidthAssets::issueCall {
-            isdAs: seller.ia,
-            interfaceId: interface_id,
-            isIngress: ingress,
+        let call = AssetSpec {
+            isd_as: seller.ia,
+            interface_id,
+            is_ingress: ingress,
             bandwidth: BW,
-            startTime: start,
-            expiryTime: expiry,
-            timeGranularity: GRAN,
-            minBandwidth: MIN_BW,
-        };
+            start_time: start,
+            expiry_time: expiry,
+            time_granularity: GRAN,
+            min_bandwidth: MIN_BW,
+        }
+        .issue_call();
         let r = contracts::transact(&mut self.l, &seller.account, self.dep.assets, &call, U256::ZERO)?;
         let id = contracts::first_event::<BandwidthAssets::Issued>(&r, self.dep.assets)?.id;
         Ok((id, r))

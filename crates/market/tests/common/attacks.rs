@@ -241,17 +241,7 @@ fn seller_refusing_payment<L: Ledger>(l: &mut L) {
     let (s, e) = (f.s, f.s + 3600);
     let mut listings = vec![];
     for (is_ingress, interface) in [(true, 1), (false, 2)] {
-        let a = spec(IA3, interface, is_ingress, s, e);
-        let issue = BandwidthAssets::issueCall {
-            isdAs: a.isd_as,
-            interfaceId: a.interface_id,
-            isIngress: a.is_ingress,
-            bandwidth: a.bandwidth,
-            startTime: a.start_time,
-            expiryTime: a.expiry_time,
-            timeGranularity: a.time_granularity,
-            minBandwidth: a.min_bandwidth,
-        };
+        let issue = spec(IA3, interface, is_ingress, s, e).issue_call();
         let r = exec(l, f.dep.assets, issue.abi_encode()).unwrap();
         let id = events::<BandwidthAssets::Issued>(&r, f.dep.assets)[0].id;
         let list = Market::createListingCall { marketplaceId: f.mp, assetId: id, pricePerUnit: 1 };
