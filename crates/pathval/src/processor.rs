@@ -235,10 +235,10 @@ impl PathvalProcessor {
         };
         let (Some(src_host), Some(dst_host)) = hosts else { return Err(PathvalDrop::BadScionHeader) };
         if dst == self.ia {
-            let k_prev = upstream_key(keys, ctx.ingress)?;
-            let k0n = e2e_key(keys, src_ia, &src_host, &dst_host, None)?;
+            let k_prev = upstream_key(&keys.upstream, ctx.ingress)?;
+            let k0n = e2e_key(&keys.issuer, &keys.level1, &mut keys.e2e, src_ia, (&src_host, &dst_host), None)?;
             self.destination.k0n = k0n;
-            if let Verdict::Drop(d) = self.destination.receive(pkt, &k_prev, now_s) {
+            if let Verdict::Drop(d) = self.destination.receive(pkt, k_prev, now_s) {
                 return Err(d);
             }
             self.counts.accepted += 1;
@@ -249,7 +249,7 @@ impl PathvalProcessor {
             .next
             .iter()
             .find(|(d, e, _)| *d == dst && *e == egress)
-            .map(|(.., k)| k.clone())
+            .map(|(.., k)| k)
             .ok_or(PathvalDrop::NoNextKey)?;
         if ctx.ingress == 0 {
             // Only this AS's hosts have this router as their first node.
@@ -260,12 +260,12 @@ impl PathvalProcessor {
                 let at = locate(pkt)?;
                 PathvalView::new_checked(&pkt[at.header])?.session_id()
             };
-            let k0n = e2e_key(keys, dst, &src_host, &dst_host, Some(dst))?;
-            Source { session_id, k0n }.send(pkt, now_s as u32, &k_next)?;
+            let k0n = e2e_key(&keys.issuer, &keys.level1, &mut keys.e2e, dst, (&src_host, &dst_host), Some(dst))?;
+            Source { session_id, k0n }.send(pkt, now_s as u32, k_next)?;
             self.counts.initialized += 1;
         } else {
-            let k_prev = upstream_key(keys, ctx.ingress)?;
-            if let Verdict::Drop(d) = self.router.process(pkt, &k_prev, &k_next, now_s, ctx.random) {
+            let k_prev = upstream_key(&keys.upstream, ctx.ingress)?;
+            if let Verdict::Drop(d) = self.router.process(pkt, k_prev, k_next, now_s, ctx.random) {
                 return Err(d);
             }
         }
@@ -281,34 +281,36 @@ fn choose(hops: &mut NextHops, dst: IsdAsn, ctx: &Context<'_>) -> Result<u16, Pa
     })
 }
 
-fn upstream_key(keys: &TrustedKeys, ingress: u16) -> Result<LinkKey, PathvalDrop> {
-    keys.upstream.iter().find(|(i, _)| *i == ingress).map(|(_, k)| k.clone()).ok_or(PathvalDrop::UnknownUpstream)
+fn upstream_key(upstream: &[(u16, LinkKey)], ingress: u16) -> Result<&LinkKey, PathvalDrop> {
+    upstream.iter().find(|(i, _)| *i == ingress).map(|(_, k)| k).ok_or(PathvalDrop::UnknownUpstream)
 }
 
 /// `K_{0n}`: at the destination (`issued_by = None`) derived from this AS's secret for the
 /// packet's source; at a source from the Level-1 key the destination AS `issued_by` issued.
+/// (Takes the fields of [`TrustedKeys`] it needs, so that the caller may hold link keys.)
 fn e2e_key(
-    keys: &mut TrustedKeys,
+    issuer: &PathvalIssuer,
+    level1: &[(IsdAsn, Level1Key)],
+    cache: &mut HashMap<(IsdAsn, KeyHostBytes, KeyHostBytes), EndToEndKey>,
     other: IsdAsn,
-    src_host: &KeyHost,
-    dst_host: &KeyHost,
+    (src_host, dst_host): (&KeyHost, &KeyHost),
     issued_by: Option<IsdAsn>,
 ) -> Result<EndToEndKey, PathvalDrop> {
     let id = (other, host_bytes(src_host), host_bytes(dst_host));
-    if let Some(k) = keys.e2e.get(&id) {
+    if let Some(k) = cache.get(&id) {
         return Ok(k.clone());
     }
     let k = match issued_by {
-        None => keys.issuer.end_to_end_key(other, src_host, dst_host),
+        None => issuer.end_to_end_key(other, src_host, dst_host),
         Some(d) => {
-            let (_, l1) = keys.level1.iter().find(|(from, _)| *from == d).ok_or(PathvalDrop::NoNextKey)?;
+            let (_, l1) = level1.iter().find(|(from, _)| *from == d).ok_or(PathvalDrop::NoNextKey)?;
             end_to_end_key_from(l1, src_host, dst_host)
         }
     };
-    if keys.e2e.len() >= E2E_CACHE {
-        keys.e2e.clear();
+    if cache.len() >= E2E_CACHE {
+        cache.clear();
     }
-    keys.e2e.insert(id, k.clone());
+    cache.insert(id, k.clone());
     Ok(k)
 }
 
