@@ -45,8 +45,16 @@ pub(super) struct HostTable {
     /// Groups of a prefix, with their index.
     prefixes: Vec<(u32, Prefix)>,
     buckets: TokenBucketBank,
-    hosts: HashMap<HostAddr, HostEntry, RandomState>,
+    /// Every host seen, by address: its slot in `entries`. Entries are never removed, so a
+    /// slot stays valid.
+    slots: HashMap<HostAddr, u32, RandomState>,
+    entries: Vec<(HostAddr, HostEntry)>,
 }
+
+/// Where a known host's entry is: looked up once per packet, when its key is needed, and used
+/// again when its packet is charged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct HostSlot(u32);
 
 impl HostTable {
     pub fn new(plan: &RatePlan, burst_bytes: u16) -> Self {
@@ -63,30 +71,41 @@ impl HostTable {
                 None => prefixes.push((i as u32, *p)),
             }
         }
-        Self { single, prefixes, buckets, hosts: HashMap::default() }
+        Self { single, prefixes, buckets, slots: HashMap::default(), entries: Vec::new() }
     }
 
-    /// The key of a known host for the epoch starting at `epoch_begin_s`.
-    pub fn key(&self, host: &HostAddr, epoch_begin_s: u32) -> Option<AsHostKey> {
-        self.hosts.get(host).and_then(|e| (e.key.0 == epoch_begin_s).then_some(e.key.1))
+    /// The slot of a known host.
+    pub fn find(&self, host: &HostAddr) -> Option<HostSlot> {
+        self.slots.get(host).map(|i| HostSlot(*i))
     }
 
-    /// Charges `len` bytes of `host`, whose packet verified under `key`, at `now_ns` to its
-    /// group's bucket: whether they are within the rate, and the host's counters (its entry
-    /// is made on its first packet).
+    /// The key of the host in `slot` for the epoch starting at `epoch_begin_s`.
+    pub fn key(&self, slot: HostSlot, epoch_begin_s: u32) -> Option<AsHostKey> {
+        let key = self.entries[slot.0 as usize].1.key;
+        (key.0 == epoch_begin_s).then_some(key.1)
+    }
+
+    /// Charges `len` bytes of `host` (in `slot`, if it was known when its packet was parsed),
+    /// whose packet verified under `key`, at `now_ns` to its group's bucket: whether they are
+    /// within the rate, and the host's counters (its entry is made on its first packet).
     pub fn charge(
         &mut self,
-        host: HostAddr,
+        (host, slot): (HostAddr, Option<HostSlot>),
         key: (u32, AsHostKey),
         len: usize,
         now_ns: u64,
     ) -> (bool, &mut HostCounters) {
-        let (single, prefixes) = (&self.single, &self.prefixes);
-        let entry = self.hosts.entry(host).or_insert_with(|| {
-            let longest = || prefixes.iter().filter(|(_, p)| p.contains(&host)).max_by_key(|(_, p)| p.len());
-            let group = single.get(&host).copied().or_else(|| longest().map(|(i, _)| *i));
-            HostEntry { group, key, counters: HostCounters::default() }
-        });
+        let slot = match slot.or_else(|| self.find(&host)) {
+            Some(s) => s.0 as usize,
+            None => {
+                let longest = self.prefixes.iter().filter(|(_, p)| p.contains(&host)).max_by_key(|(_, p)| p.len());
+                let group = self.single.get(&host).copied().or_else(|| longest.map(|(i, _)| *i));
+                self.slots.insert(host, self.entries.len() as u32);
+                self.entries.push((host, HostEntry { group, key, counters: HostCounters::default() }));
+                self.entries.len() - 1
+            }
+        };
+        let entry = &mut self.entries[slot].1;
         entry.key = key;
         let len = u32::try_from(len).unwrap_or(u32::MAX);
         let within = entry.group.is_some_and(|g| self.buckets.admit(g as usize, len, now_ns));
@@ -94,10 +113,10 @@ impl HostTable {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&HostAddr, &HostCounters)> {
-        self.hosts.iter().map(|(h, e)| (h, &e.counters))
+        self.entries.iter().map(|(h, e)| (h, &e.counters))
     }
 
     pub fn get(&self, host: &HostAddr) -> Option<&HostCounters> {
-        self.hosts.get(host).map(|e| &e.counters)
+        self.find(host).map(|s| &self.entries[s.0 as usize].1.counters)
     }
 }

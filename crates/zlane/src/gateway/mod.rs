@@ -47,7 +47,7 @@ pub use config::{GatewayConfig, GatewayConfigError, OverRatePolicy, Prefix, Rate
 pub use hosts::HostCounters;
 pub use path_keys::{PathKeyError, PathKeys};
 
-use hosts::HostTable;
+use hosts::{HostSlot, HostTable};
 
 const NS_PER_S: u64 = 1_000_000_000;
 /// Packets per 4 s freshness span the duplicate filter is sized for, and its false positive
@@ -96,8 +96,12 @@ const STAGE: usize = 32;
 /// What parsing a packet found for its source check.
 #[derive(Clone, Copy, Debug)]
 struct Parsed {
+    /// Where the per-AS path is in the packet.
+    path: (usize, usize),
     input: MacInput,
     host_key: AsHostKey,
+    /// The host's entry, if it was known.
+    slot: Option<HostSlot>,
     /// The start of the host key's epoch.
     epoch: u32,
     src_host: HostAddr,
@@ -109,7 +113,8 @@ impl Parsed {
     /// A placeholder for the slots of a stage that no packet fills.
     fn empty() -> Self {
         let (host_key, src_host) = (AsHostKey::from_bytes([0; 16]), HostAddr::Svc(0));
-        Self { input: MacInput::default(), host_key, epoch: 0, src_host, info_ts: 0, id: PktId::default() }
+        let (input, id, slot) = (MacInput::default(), PktId::default(), None);
+        Self { path: (0, 0), input, host_key, slot, epoch: 0, src_host, info_ts: 0, id }
     }
 }
 
@@ -280,11 +285,16 @@ impl Gateway {
         verify_timestamp(info.timestamp, id.epic_ts, now_ns)?;
         let keys = self.keyring.current();
         let epoch = keys.epoch().begin_s;
-        let host_key =
-            self.hosts.key(&src_host, epoch).unwrap_or_else(|| keys.as_host(src_ia, &DrkeyHost::from(&src_host)));
+        let slot = self.hosts.find(&src_host);
+        let host_key = slot
+            .and_then(|s| self.hosts.key(s, epoch))
+            .unwrap_or_else(|| keys.as_host(src_ia, &DrkeyHost::from(&src_host)));
+        let range = view.path_range();
         let parsed = Parsed {
+            path: (range.start, range.end),
             input: MacInput::new(info.timestamp, id, src_ia, &src_host, view.payload_len()),
             host_key,
+            slot,
             epoch,
             src_host,
             info_ts: info.timestamp,
@@ -303,8 +313,8 @@ impl Gateway {
         now_ns: u64,
     ) -> Result<GatewayVerdict, GatewayDrop> {
         let pkt_len = pkt.len();
-        let range = ScionView::new_checked(&*pkt).map_err(|_| GatewayDrop::MalformedHeader)?.path_range();
-        let mut path = PerAsPathView::new_checked(&mut pkt[range]).map_err(|_| GatewayDrop::MalformedPath)?;
+        let mut path =
+            PerAsPathView::new_checked(&mut pkt[p.path.0..p.path.1]).map_err(|_| GatewayDrop::MalformedPath)?;
         if !hvf_eq(&path.hvf(0), &source_hvf(v0)) {
             return Err(GatewayDrop::BadSourceHvf);
         }
@@ -315,7 +325,7 @@ impl Gateway {
         }
 
         // 2 and 3. The host's bucket.
-        let (within, counters) = self.hosts.charge(p.src_host, (p.epoch, p.host_key), pkt_len, now_ns);
+        let (within, counters) = self.hosts.charge((p.src_host, p.slot), (p.epoch, p.host_key), pkt_len, now_ns);
         if !within {
             counters.over_rate_packets += 1;
             counters.over_rate_bytes += pkt_len as u64;
