@@ -47,6 +47,15 @@ impl HopKeyInput {
     }
 }
 
+/// PBKDF2 salt of an AS's GLWP secret `K_k` derived from its master secret.
+pub const AS_SECRET_SALT: &[u8] = b"Derive GLWP hop key";
+
+/// `K_k` from the AS's master secret, as SCION derives its other per-AS keys (PBKDF2-HMAC-SHA256,
+/// 1000 iterations): the AS's GLWP service issues hop keys with it and its routers check them.
+pub fn as_secret(master_secret: &[u8]) -> [u8; 16] {
+    aviary_scion::derive_key(master_secret, AS_SECRET_SALT)
+}
+
 /// `HK_k = MAC_{K_k}(Src, AID, β, i_k, j_k, ts_exp)`.
 pub fn hop_key(as_secret: &[u8; 16], input: &HopKeyInput) -> [u8; 16] {
     cmac(as_secret, &input.bytes())
