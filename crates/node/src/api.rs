@@ -245,3 +245,52 @@ pub struct HostKeyReply {
     /// 16 bytes, hex.
     pub key: String,
 }
+
+/// `POST /v1/glwp/discover` on the host API: a GLWP allocation on one of the AS's paths to
+/// `dst` (`path_index` in the order of `/v1/paths`), refused if below `min_bps`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GlwpDiscoverRequest {
+    pub dst: IsdAsn,
+    #[serde(default)]
+    pub path_index: usize,
+    #[serde(default)]
+    pub min_bps: u64,
+}
+
+/// One AS of a GLWP allocation's path: its interface pair, its hop values and, for the
+/// on-path ASes, its hop key (hex; the source's position has none).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GlwpHopWire {
+    pub ia: IsdAsn,
+    pub ingress: u16,
+    pub egress: u16,
+    pub div_bps: u64,
+    pub m_bps: u64,
+    pub con_bps: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hop_key: Option<String>,
+}
+
+/// A discovered GLWP allocation, as the source's service hands it to the host: what a data
+/// sender needs (AID, β, ts_exp, the path's ASes and interface pairs, the hop keys).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GlwpAllocationWire {
+    pub src: IsdAsn,
+    /// AID, 16 hex digits.
+    pub aid: String,
+    /// G(π) in bit/s, from the hop values.
+    pub guarantee_bps: u64,
+    /// β as the transmission header carries it: ⌊G(π) / 1000⌋ kbit/s.
+    pub beta_kbps: u32,
+    /// Unix seconds at which the allocation expires.
+    pub ts_exp: u32,
+    pub hops: Vec<GlwpHopWire>,
+}
+
+/// Runs a GLWP discovery at the control service `control` of the host's AS.
+pub fn glwp_discover(control: SocketAddr, req: &GlwpDiscoverRequest) -> anyhow::Result<GlwpAllocationWire> {
+    let url = format!("http://{control}/v1/glwp/discover");
+    // The service retries lost messages for up to about 3 s.
+    let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(15)).build();
+    check(&format!("GLWP discovery to {}", req.dst), agent.post(&url).send_json(req))
+}

@@ -123,6 +123,10 @@ pub struct Peer {
     /// Its DRKey Level-1 service (TLS with client certificates), if it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drkey: Option<SocketAddr>,
+    /// Its GLWP service (UDP), if it has one: where discovery messages for it go, and the
+    /// only address messages from it are accepted from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub glwp: Option<SocketAddr>,
 }
 
 /// An ISD root certificate the DRKey service trusts: it certifies the control services of
@@ -219,6 +223,9 @@ pub struct ControlConfig {
     /// The DRKey service; without it the service serves no DRKey keys.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drkey: Option<DrkeyConfig>,
+    /// The AS's GLWP service (`crate::control::glwp`); it needs the DRKey service.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub glwp: Option<crate::control::glwp::config::GlwpConfig>,
     #[serde(rename = "peer", default)]
     pub peers: Vec<Peer>,
 }
@@ -414,6 +421,15 @@ impl ControlConfig {
         }
         if c.hummingbird.max_res_id > aviary_hummingbird::crypto::MAX_RES_ID {
             return Err(ConfigError::new(&file, "hummingbird.max_res_id", "ResIDs have 22 bits"));
+        }
+        if let Some(g) = &c.glwp {
+            if g.listen.is_none() {
+                return Err(ConfigError::new(&file, "glwp.listen", "the GLWP service needs a UDP socket"));
+            }
+            if c.drkey.is_none() {
+                let why = "the GLWP service needs the DRKey service (a [drkey] table) for its keys";
+                return Err(ConfigError::new(&file, "glwp", why));
+            }
         }
         let mut seen = std::collections::BTreeSet::new();
         for (i, p) in c.peers.iter().enumerate() {

@@ -46,6 +46,7 @@ use aviary_pathval::{PathvalConfig, PlanAs, TrustedPlan};
 use aviary_scion::IsdAsn;
 use serde::{Deserialize, Serialize};
 
+use crate::control::glwp::config::GlwpConfig;
 use crate::router::classes::ClassTableConfig;
 
 /// A topology or config that cannot be used, with the file and field at fault.
@@ -142,6 +143,10 @@ pub struct AsEntry {
     /// Starts a Z-Lane gateway for this AS with this `[zlane_gateway]` table.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zlane_gateway: Option<GatewayConfig>,
+    /// Runs a GLWP service in the AS's control service with this `[glwp]` table (without
+    /// `listen`, which the runner assigns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub glwp: Option<GlwpConfig>,
 }
 
 /// The per-mechanism tables and the traffic classes of one AS's router, as a topology states
@@ -300,6 +305,9 @@ impl Topology {
                 return Err(err(format!("as[{i}].zlane_gateway"), why.into()));
             }
         }
+        for (i, a) in self.ases.iter().enumerate() {
+            self.check_glwp(file, i, a)?;
+        }
         let mut names = BTreeSet::new();
         for (i, h) in self.hosts.iter().enumerate() {
             let valid = !h.name.is_empty() && h.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
@@ -335,6 +343,36 @@ impl Topology {
             let i = self.ases.iter().position(|a| a.ia == e.ia).unwrap_or(0);
             ConfigError::new(file, format!("as[{i}].router.pathval.{}", e.field), e.message)
         })
+    }
+
+    /// The `[as.glwp]` table of `as[i]`: a valid table whose divergents and convergents stay
+    /// within the capacity of each interface's link, so that allocations never congest a link.
+    fn check_glwp(&self, file: &str, i: usize, a: &AsEntry) -> Result<(), ConfigError> {
+        let Some(g) = &a.glwp else { return Ok(()) };
+        let prefix = format!("as[{i}].glwp");
+        if g.listen.is_some() {
+            return Err(ConfigError::new(
+                file,
+                format!("{prefix}.listen"),
+                "the runner assigns it; a topology does not state it",
+            ));
+        }
+        let links: Vec<(u16, u64)> = self.links_of(a.ia).map(|(l, _, _, link)| (l.ifid, link.capacity_bps)).collect();
+        let ids: Vec<u16> = links.iter().map(|l| l.0).collect();
+        let plan = g.plan(file, &prefix, &ids)?;
+        for (ifid, capacity) in links {
+            for (what, bps) in
+                [("divergent", plan.matrix.divergent_bps(ifid)), ("convergent", plan.matrix.convergent_bps(ifid))]
+            {
+                if bps > capacity {
+                    let msg = format!(
+                        "the {what} of interface {ifid} is {bps} bit/s, above its link's capacity of {capacity} bit/s"
+                    );
+                    return Err(ConfigError::new(file, format!("{prefix}.matrix"), msg));
+                }
+            }
+        }
+        Ok(())
     }
 
     pub fn as_entry(&self, ia: IsdAsn) -> Option<&AsEntry> {
@@ -451,6 +489,26 @@ capacity_bps = 1000
         // A route on an interface the AS does not have.
         let e = parse(&text.replacen("via = [2, 3]", "via = [2, 9]", 1)).unwrap_err();
         assert!(e.field.ends_with("router.pathval.route[0].via"), "{e}");
+    }
+
+    #[test]
+    fn glwp_tables_are_checked_against_the_links() {
+        // `[as.glwp]` after AS 1-ff00:0:111's entry belongs to it.
+        let with = |table: &str| {
+            BASE.replace("capacity_bps = 1000", "capacity_bps = 100_000_000")
+                .replace("ia = \"1-ff00:0:111\"\n", &format!("ia = \"1-ff00:0:111\"\n[as.glwp]\n{table}\n"))
+        };
+        parse(&with("matrix = [[0, 1, 50_000_000], [1, 0, 50_000_000]]")).unwrap();
+        let cases = [
+            ("matrix = [[0, 2, 5]]", "as[1].glwp.matrix[0]"),
+            ("matrix = [[0, 1, 110_000_000], [1, 0, 50_000_000]]", "as[1].glwp.matrix"),
+            ("matrix = [[0, 1, 5]]\nlisten = \"127.0.0.1:1\"", "as[1].glwp.listen"),
+            ("matrix = [[0, 1, 5]]\nburst_bytes = 1", "as[1].glwp.burst_bytes"),
+        ];
+        for (table, field) in cases {
+            let e = parse(&with(table)).unwrap_err();
+            assert_eq!(e.field, field, "{e}");
+        }
     }
 
     #[test]

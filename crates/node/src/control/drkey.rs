@@ -208,7 +208,7 @@ impl DrkeyService {
         at: u64,
         now: u64,
     ) -> Result<Level1Reply, DrkeyServiceError> {
-        if !protocol.is_predefined() {
+        if !has_specific_keys(protocol) {
             return Err(BadRequest(format!(
                 "protocol {protocol} has no protocol-specific keys; its keys derive from the Level-1 keys of protocol 0"
             )));
@@ -225,7 +225,7 @@ impl DrkeyService {
     }
 
     /// `K_{issuer→self}` (local if `issuer` is this AS): from the cache, or fetched.
-    fn level1_to_self(
+    pub(crate) fn level1_to_self(
         &self,
         issuer: IsdAsn,
         subject: IsdAsn,
@@ -344,6 +344,12 @@ impl DrkeyService {
             key: hex::encode(key),
         })
     }
+}
+
+/// Whether `protocol` has Level-1 keys of its own: SCION's predefined protocols, and those of
+/// the mechanisms whose services exchange Level-1 keys between ASes (GLWP discovery).
+pub fn has_specific_keys(protocol: Protocol) -> bool {
+    protocol.is_predefined() || protocol == aviary_glwp::discovery::PROTOCOL
 }
 
 /// The DRKey Level-1 addresses of the peers of a control service.

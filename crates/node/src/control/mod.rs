@@ -16,18 +16,22 @@ use aviary_scion::{combine_from, HopMacKey, IsdAsn};
 use tiny_http::{Header, Method, Request, Response, Server};
 
 pub mod drkey;
+pub mod glwp;
 pub mod http1;
 pub mod level1;
 pub mod tls;
 
 use crate::api::HostKeyKind;
-use crate::api::{self, ExtendRequest, Grant, HopWire, PathWire, PathsReply, ReservationRequest, SegmentWire};
+use crate::api::{
+    self, ExtendRequest, GlwpDiscoverRequest, Grant, HopWire, PathWire, PathsReply, ReservationRequest, SegmentWire,
+};
 use crate::clock::unix_s;
 use crate::config::{read_secret, ControlConfig, DrkeyConfig};
 use crate::resid_store::{Direction, Holder, Leg, Limits, ResIdStore, StoreError};
 use crate::routes::{routes, HopPlan, SegmentPlan};
 use crate::topology::{IfRef, Neighbor, Topology};
 use drkey::{DrkeyService, HostKeyRequest};
+use glwp::GlwpService;
 use level1::TlsFetcher;
 use tls::DrkeyTls;
 
@@ -71,6 +75,8 @@ pub struct ControlService {
     segments: Mutex<HashMap<Vec<HopPlan>, (SegmentWire, u64)>>,
     /// The DRKey service and the socket of its Level-1 (TLS) side, if configured.
     drkey: Option<(Arc<DrkeyService>, SocketAddr)>,
+    /// The AS's GLWP service, if configured (it uses the DRKey service's Level-1 keys).
+    glwp: Option<Arc<GlwpService>>,
     metrics: ControlMetrics,
 }
 
@@ -95,6 +101,12 @@ impl ControlService {
             Some(d) => Some((Arc::new(drkey_service(cfg, d, &secret, cfg_path)?), d.listen)),
             None => None,
         };
+        let glwp = match (&cfg.glwp, &drkey) {
+            (Some(g), Some((d, _))) => {
+                Some(Arc::new(glwp_service(cfg, g, &topology, &secret, d.schedule(), cfg_path)?))
+            }
+            _ => None,
+        };
         Ok(Self {
             ia: cfg.ia,
             mac_key: HopMacKey::from_master_secret(&secret),
@@ -108,6 +120,7 @@ impl ControlService {
             limits,
             segments: Mutex::new(HashMap::new()),
             drkey,
+            glwp,
             metrics: ControlMetrics::default(),
         })
     }
@@ -118,6 +131,10 @@ impl ControlService {
             let bound = level1::spawn(svc.clone(), *addr)
                 .map_err(|e| anyhow!("control service cannot listen on {addr} (drkey.listen): {e}"))?;
             tracing::info!(ia = %self.ia, %bound, "DRKey Level-1 service up");
+            if let Some(g) = &self.glwp {
+                g.start(svc.clone());
+                tracing::info!(ia = %self.ia, listen = ?g.local_addr(), "GLWP service up");
+            }
         }
         let server = Server::http(listen).map_err(|e| anyhow!("control service cannot listen on {listen}: {e}"))?;
         tracing::info!(ia = %self.ia, %listen, "control service up");
@@ -172,6 +189,7 @@ impl ControlService {
                     self.authorise(&req).and_then(|_| self.infrastructure_level1(query))
                 }
                 (Method::Get, p) if p.starts_with("/v1/drkey/") => self.host_drkey(&req, p, query),
+                (Method::Post, "/v1/glwp/discover") => self.glwp_discover(&body),
                 (Method::Get, "/metrics") => Ok(self.metrics_text()),
                 (Method::Get, "/v1/status") => Ok(serde_json::json!({ "ia": self.ia }).to_string()),
                 _ => Err(Failure(404, format!("no such endpoint: {} {path}", req.method()))),
@@ -208,7 +226,30 @@ impl ControlService {
                 None
             }
         };
-        self.metrics.prometheus(self.ia, held.as_deref())
+        let mut text = self.metrics.prometheus(self.ia, held.as_deref());
+        if let Some(g) = &self.glwp {
+            let mut out = crate::metrics::Exposition::new();
+            g.prometheus(&mut out);
+            text += &out.finish();
+        }
+        text
+    }
+
+    /// `POST /v1/glwp/discover`: a GLWP discovery over one of this AS's paths, with this AS's
+    /// GLWP service as the source.
+    fn glwp_discover(&self, body: &str) -> Result<String, Failure> {
+        let glwp = self.glwp.as_ref().ok_or_else(|| Failure(503, "this AS runs no GLWP service".into()))?;
+        let r: GlwpDiscoverRequest = serde_json::from_str(body)?;
+        let paths = self.paths(r.dst)?;
+        let n = paths.len();
+        let path = paths
+            .into_iter()
+            .nth(r.path_index)
+            .ok_or_else(|| Failure(400, format!("path_index {}: there are {n} paths to {}", r.path_index, r.dst)))?;
+        let ases: Vec<IsdAsn> = path.ases.iter().map(|a| a.ia).collect();
+        let pairs: Vec<(u16, u16)> = path.ases.iter().map(|a| (a.ingress, a.egress)).collect();
+        let alloc = glwp.discover(&ases, &pairs, r.min_bps).map_err(|e| Failure(e.status(), e.to_string()))?;
+        Ok(serde_json::to_string(&alloc)?)
     }
 
     /// `GET /v1/drkey/<kind>?...`: a Level-2/3 key for the asking host (see [`drkey`]).
@@ -453,6 +494,32 @@ fn drkey_service(
         configs: tls.client_configs(),
     };
     Ok(DrkeyService::new(cfg.ia, secret, schedule, tls, Box::new(fetcher))?)
+}
+
+/// The GLWP service of a `[glwp]` table: its matrix checked against the AS's links in the
+/// topology, its neighbours from the topology, the other ASes' services from the peers.
+fn glwp_service(
+    cfg: &ControlConfig,
+    g: &glwp::config::GlwpConfig,
+    topology: &Topology,
+    secret: &[u8],
+    schedule: aviary_scion::drkey::EpochSchedule,
+    cfg_path: &std::path::Path,
+) -> anyhow::Result<GlwpService> {
+    let file = cfg_path.display().to_string();
+    let links: Vec<u16> = topology.links_of(cfg.ia).map(|(l, ..)| l.ifid).collect();
+    let plan = g.plan(&file, "glwp", &links)?;
+    let listen = g.listen.ok_or_else(|| crate::topology::ConfigError::new(&file, "glwp.listen", "missing"))?;
+    let setup = glwp::GlwpSetup {
+        ia: cfg.ia,
+        listen,
+        plan,
+        secret: aviary_glwp::hop_key::as_secret(secret),
+        neighbours: topology.links_of(cfg.ia).map(|(l, r, ..)| (l.ifid, r.ia)).collect(),
+        services: cfg.peers.iter().filter_map(|p| Some((p.ia, p.glwp?))).collect(),
+        keys: glwp::keys::SharedKeys::new(secret, schedule)?,
+    };
+    GlwpService::new(setup).with_context(|| format!("{file}: glwp"))
 }
 
 /// Runs a control service from its config file until the process is stopped.

@@ -20,7 +20,8 @@
 //! `p = port_base + 100·(k−1)`: p the router's internal socket, p+1 its management API
 //! (`/metrics`), p+2 the control service (`/metrics` too), p+3 the control service's DRKey
 //! Level-1 service (TLS), p+4 the AS service's metrics endpoint, p+5 the Z-Lane gateway's UDP
-//! socket and p+6 its metrics endpoint, p+10... the router's link sockets; its hosts on
+//! socket and p+6 its metrics endpoint, p+7 the GLWP service's UDP socket (in the control
+//! service, for an AS with `[as.glwp]`), p+10... the router's link sockets; its hosts on
 //! 127.0.k.10, 127.0.k.11, ...
 
 pub mod health;
@@ -48,12 +49,16 @@ use crate::config::{
     write_toml, ControlConfig, DrkeyConfig, GrantConfig, HostConfig, InterfaceConfig, Level1KeyEntry, Level1KeysFile,
     Peer, QueueConfig, RouterConfig, TrustRoot,
 };
+use crate::control::glwp::config::GlwpConfig;
 use crate::files;
 use crate::gateway::config::ZlaneGatewayConfig;
 use crate::runner::market_setup::MarketLayout;
 use crate::topology::Topology;
 use aviary_pathval::PathvalConfig;
 use supervisor::{supervise, ProcState, Supervised};
+
+/// Offset of the GLWP service's UDP port from the AS's port base.
+const GLWP_PORT: usize = 7;
 
 /// File name of the metrics targets in a run directory.
 pub const METRICS_TARGETS: &str = "metrics-targets.json";
@@ -150,6 +155,7 @@ impl RunLayout {
                     ia: a.ia,
                     control: SocketAddr::new(ip(k, 1), port(k, 2)),
                     drkey: Some(SocketAddr::new(ip(k, 1), port(k, 3))),
+                    glwp: a.glwp.is_some().then(|| SocketAddr::new(ip(k, 1), port(k, GLWP_PORT))),
                 }
             })
             .collect();
@@ -258,6 +264,10 @@ impl RunLayout {
                     epoch_duration_s: aviary_scion::drkey::EpochSchedule::DEFAULT_DURATION_S,
                     grace_s: aviary_scion::drkey::EpochSchedule::GRACE_PERIOD_S,
                 }),
+                glwp: a
+                    .glwp
+                    .clone()
+                    .map(|g| GlwpConfig { listen: Some(SocketAddr::new(ip(k, 1), port(k, GLWP_PORT))), ..g }),
                 peers: peers.iter().filter(|p| p.ia != a.ia).cloned().collect(),
             };
             let gateway_addrs = zlane_gateway::GatewayAddrs {
@@ -334,6 +344,9 @@ impl RunLayout {
             out.push((a.control.listen, true, format!("control service {}", a.ia)));
             if let Some(d) = &a.control.drkey {
                 out.push((d.listen, true, format!("DRKey service {}", a.ia)));
+            }
+            if let Some(listen) = a.control.glwp.as_ref().and_then(|g| g.listen) {
+                out.push((listen, false, format!("GLWP service {}", a.ia)));
             }
             if self.market.is_some() {
                 out.push((a.as_service_metrics, true, format!("AS service {} metrics", a.ia)));

@@ -1,0 +1,352 @@
+//! The AS's GLWP service, inside its control service: discovery (the GLWP paper, Alg. 1) as
+//! UDP datagrams between the GLWP services of the ASes on a path, around the sans-IO cores of
+//! `aviary_glwp::discovery` (an [`OnPathAs`] for the requests and responses it forwards, a
+//! [`Source`] for its own hosts' discoveries).
+//!
+//! - **Addressing.** Every GLWP service listens on one UDP socket (`[glwp] listen`; in a run
+//!   port p+7 of its AS) and sends from it. The services of the other ASes are the control
+//!   service's `[[peer]]` entries with a `glwp` address; the neighbour over an interface is the
+//!   AS the topology links it to. Like DRKey's Level-1 exchange, this inter-AS control traffic
+//!   goes directly between control services over the underlay (the loopback in `aviary run`),
+//!   not through the border routers.
+//! - **Who sent a datagram.** Its UDP source address, which must be a peer's configured GLWP
+//!   address (else `unknown_sender`); the cores then check that this AS is the message's
+//!   neighbour on the path (`wrong_neighbour`), and charge the rate limit of the interface the
+//!   request came in on.
+//! - **State.** None per allocation: the cores' neighbour buckets and ledger, and, at the
+//!   source only, the discoveries its own hosts are waiting for, by (AID, ts_pkt), while they
+//!   wait.
+//! - **Loss.** The source retries a discovery with a fresh request (a new ts_pkt) after
+//!   [`ATTEMPT_TIMEOUT`], [`ATTEMPTS`] times in all; a late answer to an abandoned attempt is
+//!   dropped as `unsolicited`.
+
+pub mod config;
+pub mod keys;
+mod metrics;
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::Ordering;
+use std::sync::{mpsc, Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use aviary_glwp::allocation::prefix_guarantees;
+use aviary_glwp::discovery::wire::{Kind, Message, MessageRepr, MAX_ASES};
+use aviary_glwp::discovery::{AsConfig, DiscoveryDrop, OnPathAs, Outcome, RequestError, Source, SourceError};
+use aviary_glwp::{HopValues, InterfaceId};
+use aviary_scion::IsdAsn;
+use thiserror::Error;
+
+use crate::api::{GlwpAllocationWire, GlwpHopWire};
+use crate::clock::unix_ns;
+use crate::control::drkey::DrkeyService;
+use config::GlwpPlan;
+use keys::SharedKeys;
+use metrics::{Counters, TransportDrop};
+
+/// How long the source waits for the answer to one request.
+pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(1);
+/// Requests the source sends for one discovery before it gives up.
+pub const ATTEMPTS: u32 = 3;
+/// How many interface pairs of each neighbour the consistency checks remember.
+const REMEMBERED_PAIRS: usize = 256;
+
+/// Why a host's discovery gave no allocation.
+#[derive(Debug, Error)]
+pub enum DiscoverError {
+    #[error("the path cannot be asked for: {0}")]
+    BadPath(#[from] RequestError),
+    #[error("no GLWP service is known for {0} (it has no [as.glwp] table?)")]
+    NoService(IsdAsn),
+    #[error("cannot send to {to}: {error}")]
+    Send { to: SocketAddr, error: std::io::Error },
+    #[error("no answer after {attempts} attempts of {timeout_ms} ms each (the first hop is {first_hop})")]
+    Timeout { attempts: u32, timeout_ms: u128, first_hop: IsdAsn },
+    #[error("{ia} (position {position} of the path) refused: the preliminary guarantee there is {preliminary_bps} bit/s, below its threshold")]
+    Refused { position: usize, ia: IsdAsn, preliminary_bps: u64 },
+    #[error("{ia} (position {position} of the path) brings the guarantee down to {preliminary_bps} bit/s, below the {min_bps} bit/s asked for")]
+    BelowMinimum { position: usize, ia: IsdAsn, preliminary_bps: u64, min_bps: u64 },
+    #[error("the answer was rejected: {}", .0.label())]
+    Rejected(DiscoveryDrop),
+}
+
+impl DiscoverError {
+    /// The HTTP status of the host API's reply.
+    pub fn status(&self) -> u16 {
+        match self {
+            DiscoverError::BadPath(_) => 400,
+            DiscoverError::Refused { .. } | DiscoverError::BelowMinimum { .. } => 409,
+            DiscoverError::Timeout { .. } => 504,
+            DiscoverError::NoService(_) | DiscoverError::Send { .. } | DiscoverError::Rejected(_) => 502,
+        }
+    }
+}
+
+struct Cores {
+    on_path: OnPathAs<SharedKeys>,
+    source: Source<SharedKeys>,
+}
+
+type Waiters = HashMap<(u64, u64), mpsc::Sender<Vec<u8>>>;
+
+/// One AS's GLWP service.
+pub struct GlwpService {
+    ia: IsdAsn,
+    socket: UdpSocket,
+    cores: Mutex<Cores>,
+    keys: SharedKeys,
+    /// The GLWP service of each peer AS, and the other way round.
+    services: BTreeMap<IsdAsn, SocketAddr>,
+    senders: HashMap<SocketAddr, IsdAsn>,
+    /// The source's discoveries in flight, by (AID, ts_pkt).
+    waiting: Mutex<Waiters>,
+    counters: Counters,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section leaves its state whole: a panic elsewhere does not stop the service.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What the service is made of (the control service checks its config and fetches nothing
+/// before [`GlwpService::start`]).
+pub struct GlwpSetup {
+    pub ia: IsdAsn,
+    pub listen: SocketAddr,
+    pub plan: GlwpPlan,
+    /// `K_k`, the AS's GLWP secret.
+    pub secret: [u8; 16],
+    /// The neighbour AS of each inter-AS interface.
+    pub neighbours: BTreeMap<InterfaceId, IsdAsn>,
+    /// The GLWP services of the other ASes.
+    pub services: BTreeMap<IsdAsn, SocketAddr>,
+    pub keys: SharedKeys,
+}
+
+impl GlwpService {
+    /// Binds the socket and builds the cores; [`Self::start`] runs them.
+    pub fn new(s: GlwpSetup) -> anyhow::Result<Self> {
+        let config = AsConfig {
+            ia: s.ia,
+            secret: s.secret,
+            matrix: s.plan.matrix,
+            neighbours: s.neighbours,
+            params: s.plan.params,
+            remembered_pairs: REMEMBERED_PAIRS,
+        };
+        let on_path = OnPathAs::new(config.clone(), s.plan.rate, s.keys.clone())?;
+        let source = Source::new(config, s.keys.clone())?;
+        let socket = UdpSocket::bind(s.listen).map_err(|e| anyhow::anyhow!("cannot bind {}: {e}", s.listen))?;
+        Ok(Self {
+            ia: s.ia,
+            socket,
+            cores: Mutex::new(Cores { on_path, source }),
+            keys: s.keys,
+            senders: s.services.iter().map(|(ia, addr)| (*addr, *ia)).collect(),
+            services: s.services,
+            waiting: Mutex::default(),
+            counters: Counters::default(),
+        })
+    }
+
+    /// Starts the key fetcher and the receiving thread.
+    pub fn start(self: &Arc<Self>, drkey: Arc<DrkeyService>) {
+        let issuers = self.services.keys().copied().collect();
+        self.keys.spawn_fetcher(drkey, self.ia, issuers);
+        let svc = self.clone();
+        std::thread::spawn(move || svc.receive_loop());
+    }
+
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.socket.local_addr()
+    }
+
+    fn receive_loop(&self) {
+        // One byte more than the longest message, so that a longer datagram is seen as such.
+        let mut buf = vec![0u8; aviary_glwp::discovery::wire::message_len(MAX_ASES) + 1];
+        loop {
+            match self.socket.recv_from(&mut buf) {
+                Ok((n, addr)) => self.receive(&mut buf[..n], addr),
+                Err(e) => {
+                    tracing::debug!("GLWP socket: {e}");
+                    self.counters.transport(TransportDrop::ReceiveError);
+                }
+            }
+        }
+    }
+
+    /// One datagram from `addr`: checked as a message (the cheapest check first), its sender
+    /// identified, then handed to the core its kind and hop pointer name.
+    fn receive(&self, msg: &mut [u8], addr: SocketAddr) {
+        let now = unix_ns();
+        let (kind, hop_pointer, ts_pkt) = match Message::new_checked(&*msg) {
+            Ok(m) => (m.kind(), m.hop_pointer(), m.ts_pkt()),
+            Err(e) => {
+                lock(&self.cores).on_path.stats.count(e.into());
+                return;
+            }
+        };
+        let Some(&from) = self.senders.get(&addr) else {
+            self.counters.transport(TransportDrop::UnknownSender);
+            return;
+        };
+        match (kind, hop_pointer) {
+            (Kind::Request, _) | (Kind::Response, 1..) => {
+                let forward = kind == Kind::Request;
+                self.counters.processed(forward);
+                let outcome = {
+                    let mut cores = lock(&self.cores);
+                    self.keys.select(ts_pkt);
+                    match forward {
+                        true => cores.on_path.forward(msg, from, now),
+                        false => cores.on_path.backward(msg, from, now),
+                    }
+                };
+                if let Ok(outcome) = outcome {
+                    self.send_on(msg, outcome);
+                }
+            }
+            _ => self.to_waiting_source(msg, from),
+        }
+    }
+
+    /// Sends a message on where the core said.
+    fn send_on(&self, msg: &[u8], outcome: Outcome) {
+        let to = match outcome {
+            Outcome::Forward { to, .. } | Outcome::Respond { to, .. } | Outcome::Refuse { to } => to,
+        };
+        let Some(&addr) = self.services.get(&to) else {
+            self.counters.transport(TransportDrop::NoService);
+            return;
+        };
+        if let Err(e) = self.socket.send_to(msg, addr) {
+            tracing::debug!(%to, %addr, "GLWP send: {e}");
+            self.counters.transport(TransportDrop::SendError);
+        }
+    }
+
+    /// A response or refusal for this AS as the source: to the host's discovery waiting for it,
+    /// if it came from the AS that sends it (the first on-path AS, or the refusing one).
+    fn to_waiting_source(&self, msg: &[u8], from: IsdAsn) {
+        let Ok(m) = Message::new_checked(msg) else { return };
+        let drop = if m.src() != self.ia {
+            Some(DiscoveryDrop::NotOnPath)
+        } else if m.nid(m.hop_pointer().max(1)) != from {
+            Some(DiscoveryDrop::WrongNeighbour)
+        } else {
+            None
+        };
+        if let Some(d) = drop {
+            lock(&self.cores).source.stats.count(d);
+            return;
+        }
+        match lock(&self.waiting).remove(&(m.aid(), m.ts_pkt())) {
+            Some(waiter) => {
+                // The host's thread may have given up just now: then the answer is unsolicited.
+                if waiter.send(msg.to_vec()).is_err() {
+                    self.counters.transport(TransportDrop::Unsolicited);
+                }
+            }
+            None => self.counters.transport(TransportDrop::Unsolicited),
+        }
+    }
+
+    /// Discovery for a host of this AS over the path through `ases` with interface pairs
+    /// `pairs` (this AS first), retried on loss; refused below `min_bps`.
+    pub fn discover(
+        &self,
+        ases: &[IsdAsn],
+        pairs: &[(InterfaceId, InterfaceId)],
+        min_bps: u64,
+    ) -> Result<GlwpAllocationWire, DiscoverError> {
+        let first_hop = *ases.get(1).ok_or(RequestError::Shape { ases: ases.len(), pairs: pairs.len() })?;
+        let addr = *self.services.get(&first_hop).ok_or(DiscoverError::NoService(first_hop))?;
+        for _ in 0..ATTEMPTS {
+            let ts_pkt = unix_ns();
+            let request = {
+                let cores = lock(&self.cores);
+                self.keys.select(ts_pkt);
+                cores.source.request(ases, pairs, ts_pkt)?
+            };
+            let aid = Message::new_checked(&request[..]).map(|m| m.aid()).unwrap_or_default();
+            let (tx, rx) = mpsc::channel();
+            lock(&self.waiting).insert((aid, ts_pkt), tx);
+            if let Err(error) = self.socket.send_to(&request, addr) {
+                lock(&self.waiting).remove(&(aid, ts_pkt));
+                return Err(DiscoverError::Send { to: addr, error });
+            }
+            match rx.recv_timeout(ATTEMPT_TIMEOUT) {
+                Ok(answer) => return self.finish(&answer, ts_pkt, min_bps),
+                Err(_) => {
+                    lock(&self.waiting).remove(&(aid, ts_pkt));
+                    tracing::debug!(%first_hop, "GLWP discovery: no answer; trying again");
+                }
+            }
+        }
+        Err(DiscoverError::Timeout { attempts: ATTEMPTS, timeout_ms: ATTEMPT_TIMEOUT.as_millis(), first_hop })
+    }
+
+    /// The source's check of the answer, and the allocation for the host.
+    fn finish(&self, answer: &[u8], ts_pkt: u64, min_bps: u64) -> Result<GlwpAllocationWire, DiscoverError> {
+        let alloc = {
+            let mut cores = lock(&self.cores);
+            self.keys.select(ts_pkt);
+            cores.source.finish(answer, unix_ns())
+        }
+        .map_err(|e| match e {
+            SourceError::Drop(d) => DiscoverError::Rejected(d),
+            SourceError::Refused { position, ia, preliminary_bps } => {
+                DiscoverError::Refused { position, ia, preliminary_bps }
+            }
+        })?;
+        // The source accepted it, so the message is well-formed and every hop value possible.
+        let m = Message::new_checked(answer).map_err(|e| DiscoverError::Rejected(e.into()))?;
+        let repr = MessageRepr::parse(&m);
+        let hop_values: Vec<HopValues> = repr
+            .hop_values
+            .iter()
+            .map(|a| HopValues::new(a.div_bps, a.m_bps, a.con_bps))
+            .collect::<Result<_, _>>()
+            .map_err(|_| DiscoverError::Rejected(DiscoveryDrop::ImpossibleHopValues))?;
+        let prelim = prefix_guarantees(&hop_values);
+        if let Some(position) = prelim.iter().position(|&g| g < min_bps) {
+            return Err(DiscoverError::BelowMinimum {
+                position,
+                ia: repr.ases[position],
+                preliminary_bps: prelim[position],
+                min_bps,
+            });
+        }
+        let hops = repr
+            .ases
+            .iter()
+            .zip(&repr.path)
+            .zip(&repr.hop_values)
+            .enumerate()
+            .map(|(k, ((&ia, &(ingress, egress)), hv))| GlwpHopWire {
+                ia,
+                ingress,
+                egress,
+                div_bps: hv.div_bps,
+                m_bps: hv.m_bps,
+                con_bps: hv.con_bps,
+                hop_key: k.checked_sub(1).and_then(|a| alloc.hop_keys.get(a)).map(hex::encode),
+            })
+            .collect();
+        Ok(GlwpAllocationWire {
+            src: self.ia,
+            aid: format!("{:016x}", alloc.aid),
+            guarantee_bps: prelim.last().copied().unwrap_or(0),
+            beta_kbps: alloc.beta,
+            ts_exp: alloc.ts_exp,
+            hops,
+        })
+    }
+
+    /// The service's families for the control service's `/metrics`.
+    pub fn prometheus(&self, out: &mut crate::metrics::Exposition) {
+        let cores = lock(&self.cores);
+        let fetch_errors = self.keys.fetch_errors.load(Ordering::Relaxed);
+        self.counters.prometheus(out, self.ia, &cores.on_path.stats, &cores.source.stats, fetch_errors);
+    }
+}
