@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 
 use std::path::PathBuf;
 
+mod glwp;
 mod market;
 
 use aviary_lab::{bench, demo, machine};
@@ -185,6 +186,11 @@ enum Command {
         #[arg(long)]
         give_up_after: Option<u32>,
     },
+    /// GLWP guarantees: discover a path's allocation through the ASes' GLWP services.
+    Glwp {
+        #[command(subcommand)]
+        command: glwp::GlwpCommand,
+    },
     /// The bandwidth market as a buyer: offers, and buying reservations for a path.
     Market {
         #[command(subcommand)]
@@ -245,6 +251,7 @@ fn run() -> Result<()> {
         }
         Command::AsService { config } => aviary_node::as_service::run(&config)?,
         Command::Market { command } => market::run(command)?,
+        Command::Glwp { command } => glwp::run(command)?,
         Command::Demo { json, duration_ms, dir, port_base, granted } => {
             let exe = std::env::current_exe()?;
             let opts = demo::DemoOptions { exe, dir, port_base, duration_ms, progress: true, market: !granted };

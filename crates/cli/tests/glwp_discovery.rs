@@ -1,0 +1,222 @@
+//! GLWP discovery on the emulated network (testdata/topologies/glwp.toml): `aviary glwp
+//! discover` from h111 to 2-ff00:0:211 runs Alg. 1 between the GLWP services of 111, 110, 210
+//! and 211, over UDP between their control services. The allocation is GMA's for the
+//! configured matrices, its hop keys pass every on-path AS's router validation, a second
+//! discovery gives the same allocation (F3), a minimum above it fails naming the AS, and
+//! garbage or strangers' datagrams are dropped and counted. Ports 51000-51499.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use aviary_glwp::discovery::wire::{Announced, Kind, MessageRepr};
+use aviary_glwp::{guarantee, prefix_guarantees, testbed, AidMonitor, Freshness, HopValues, Router, SourceAllocation};
+use aviary_node::api::GlwpAllocationWire;
+use aviary_node::runner::{Network, RunLayout};
+use aviary_node::topology::Topology;
+use aviary_qos::{Admission, DuplicateFilter, DuplicateFilterConfig, Verdict};
+use aviary_scion::IsdAsn;
+
+const PORT_BASE: u16 = 51000;
+const PATH_ASES: [&str; 4] = ["1-ff00:0:111", "1-ff00:0:110", "2-ff00:0:210", "2-ff00:0:211"];
+
+fn exe() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_aviary"))
+}
+
+fn topology_file() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies/glwp.toml")
+}
+
+fn ia(s: &str) -> IsdAsn {
+    s.parse().unwrap()
+}
+
+fn discover(net: &Network, extra: &[&str]) -> Output {
+    Command::new(exe())
+        .args(["glwp", "discover", "--host"])
+        .arg(net.layout.host_config_path("h111"))
+        .args(["--dst", "2-ff00:0:211"])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// The first discovery, once the services have fetched each other's keys (until then the
+/// messages are dropped as `no_key` and the CLI reports a timeout).
+fn first_discovery(net: &Network, out: &Path) -> Output {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let o = discover(net, &["--out", out.to_str().unwrap()]);
+        if o.status.success() || Instant::now() > deadline {
+            return o;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+fn metrics(net: &Network, ia_text: &str) -> String {
+    let addr = net.layout.ases[&ia(ia_text)].control.listen;
+    ureq::get(&format!("http://{addr}/metrics")).call().unwrap().into_string().unwrap()
+}
+
+/// The value of the sample of `name` whose line holds every one of `labels`.
+fn sample(text: &str, name: &str, labels: &[&str]) -> u64 {
+    text.lines()
+        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with('{'))
+        .find(|l| labels.iter().all(|x| l.contains(x)))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Waits until `name{labels}` at `ia` reaches `at_least`; its value.
+fn counted(net: &Network, ia_text: &str, name: &str, labels: &[&str], at_least: u64) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let n = sample(&metrics(net, ia_text), name, labels);
+        if n >= at_least || Instant::now() > deadline {
+            return n;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The hop values of AS `ia` for pair `(i, j)` from the topology file, as configured.
+fn configured_hop_values(topo: &Topology, ia: IsdAsn, (i, j): (u16, u16)) -> HopValues {
+    let a = topo.as_entry(ia).unwrap();
+    let links: Vec<u16> = topo.links_of(ia).map(|(l, ..)| l.ifid).collect();
+    let plan = a.glwp.as_ref().unwrap().plan("glwp.toml", "glwp", &links).unwrap();
+    plan.matrix.hop_values(i, j)
+}
+
+/// AS `ia`'s router logic, keyed with the GLWP secret derived from the AS's master secret.
+fn router_of(net: &Network, ia: IsdAsn) -> Router {
+    let text = std::fs::read_to_string(net.layout.ases[&ia].dir.join("master.key")).unwrap();
+    let secret = aviary_glwp::hop_key::as_secret(&hex::decode(text.trim()).unwrap());
+    let fresh = Freshness { lifetime_ns: 1_000_000_000, skew_ns: 1_000_000_000 };
+    let dups = DuplicateFilter::new(
+        DuplicateFilterConfig { window_ns: 3_000_000_000, expected_per_window: 1000, false_positive_rate: 1e-9 },
+        [7; 16],
+    )
+    .unwrap();
+    Router::new(&secret, fresh, AidMonitor::new(64, 9000, 0x5eed), dups)
+}
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+}
+
+#[test]
+fn discovery_across_two_isds() {
+    let dir = std::env::temp_dir().join(format!("aviary-it-glwp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let net = Network::start(&exe(), RunLayout::write(&topology_file(), &dir, PORT_BASE).unwrap()).unwrap();
+    let topo = Topology::load(&topology_file()).unwrap();
+
+    // The allocation, written 0600 for a data sender.
+    let file = dir.join("alloc.json");
+    let o = first_discovery(&net, &file);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "discover failed:\n{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+    let alloc: GlwpAllocationWire = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let ases: Vec<String> = alloc.hops.iter().map(|h| h.ia.to_string()).collect();
+    assert_eq!(ases, PATH_ASES);
+    assert!(stdout.contains(&alloc.aid) && stdout.contains(&alloc.guarantee_bps.to_string()), "{stdout}");
+
+    // β is GMA's allocation of the hop values the topology configures.
+    let hop_values: Vec<HopValues> =
+        alloc.hops.iter().map(|h| configured_hop_values(&topo, h.ia, (h.ingress, h.egress))).collect();
+    for (h, hv) in alloc.hops.iter().zip(&hop_values) {
+        assert_eq!(
+            (h.div_bps, h.m_bps, h.con_bps),
+            (hv.divergent_bps(), hv.entry_bps(), hv.convergent_bps()),
+            "{}",
+            h.ia
+        );
+    }
+    let g = guarantee(&hop_values);
+    assert!(g > 0);
+    assert_eq!(alloc.guarantee_bps, g);
+    assert_eq!(u64::from(alloc.beta_kbps), g / 1000);
+
+    // The hop keys the services issued pass each on-path AS's router validation.
+    let keys: Vec<[u8; 16]> =
+        alloc.hops[1..].iter().map(|h| hex::decode(h.hop_key.as_ref().unwrap()).unwrap().try_into().unwrap()).collect();
+    let source = SourceAllocation {
+        path: alloc.hops.iter().map(|h| (h.ingress, h.egress)).collect(),
+        aid: u64::from_str_radix(&alloc.aid, 16).unwrap(),
+        beta: alloc.beta_kbps,
+        ts_exp: alloc.ts_exp,
+        hop_keys: keys,
+    };
+    let now = now_ns();
+    let mut pkt = source.packet(&testbed::addresses(alloc.src), now, b"guaranteed").unwrap();
+    for (k, h) in alloc.hops.iter().enumerate().skip(1) {
+        let want = if h.egress == 0 { Verdict::Deliver } else { Verdict::forward(h.egress, Admission::GUARANTEED) };
+        assert_eq!(router_of(&net, h.ia).process(&mut pkt, h.ingress, now), want, "router of {} (hop {k})", h.ia);
+    }
+    // Another AS's secret does not validate them.
+    let mut pkt = source.packet(&testbed::addresses(alloc.src), now, b"guaranteed").unwrap();
+    let h1 = &alloc.hops[1];
+    assert_ne!(
+        router_of(&net, ia(PATH_ASES[2])).process(&mut pkt, h1.ingress, now),
+        Verdict::forward(h1.egress, Admission::GUARANTEED)
+    );
+    assert!(
+        counted(&net, PATH_ASES[0], "aviary_glwp_allocations_completed_total", &[PATH_ASES[0]], 1) >= 1,
+        "the source counts the allocation"
+    );
+    for a in &PATH_ASES[1..3] {
+        assert!(counted(&net, a, "aviary_glwp_discovery_messages_total", &["direction=\"forward\""], 1) >= 1, "{a}");
+        assert!(counted(&net, a, "aviary_glwp_discovery_messages_total", &["direction=\"backward\""], 1) >= 1, "{a}");
+    }
+
+    // F3: a second discovery of the same path gives the same AID and β.
+    let o = discover(&net, &["--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let again: GlwpAllocationWire = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!((again.aid.as_str(), again.beta_kbps), (alloc.aid.as_str(), alloc.beta_kbps));
+    assert!(again.hops.iter().all(|h| h.hop_key.is_none()), "--json prints no hop keys");
+
+    // A minimum above the guarantee fails, naming the AS where the guarantee falls below it.
+    let prelim = prefix_guarantees(&hop_values);
+    let at = prelim.iter().position(|&p| p < g + 1).unwrap();
+    let o = discover(&net, &["--min-bps", &(g + 1).to_string()]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(stderr.contains(PATH_ASES[at]) && stderr.contains("below"), "{stderr}");
+
+    // Garbage is dropped as what it is; a well-formed message from an address that is no
+    // peer's GLWP service is dropped before any processing.
+    let target: SocketAddr = net.layout.ases[&ia(PATH_ASES[1])].control.glwp.as_ref().unwrap().listen.unwrap();
+    let stranger = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let truncated =
+        sample(&metrics(&net, PATH_ASES[1]), "aviary_glwp_discovery_drops_total", &["reason=\"truncated\""]);
+    // Three bytes: shorter than any message.
+    stranger.send_to(b"abc", target).unwrap();
+    assert!(
+        counted(&net, PATH_ASES[1], "aviary_glwp_discovery_drops_total", &["reason=\"truncated\""], truncated + 1)
+            > truncated
+    );
+    let request = MessageRepr {
+        kind: Kind::Request,
+        hop_pointer: 1,
+        ts_pkt: now_ns(),
+        aid: 1,
+        ases: vec![ia(PATH_ASES[0]), ia(PATH_ASES[1])],
+        path: vec![(0, 1), (1, 0)],
+        auths: vec![[0; 16]; 2],
+        hop_values: vec![Announced::default(); 2],
+        sealed: vec![[0; 16]; 1],
+    }
+    .to_bytes()
+    .unwrap();
+    stranger.send_to(&request, target).unwrap();
+    assert!(counted(&net, PATH_ASES[1], "aviary_glwp_transport_drops_total", &["reason=\"unknown_sender\""], 1) >= 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
