@@ -43,13 +43,14 @@ fn discover(net: &Network, extra: &[&str]) -> Output {
         .unwrap()
 }
 
-/// The first discovery, once the services have fetched each other's keys (until then the
-/// messages are dropped as `no_key` and the CLI reports a timeout).
-fn first_discovery(net: &Network, out: &Path) -> Output {
+/// A discovery once the services have fetched each other's keys: until then the messages are
+/// dropped as `no_key` and the CLI reports a timeout, so a timeout is tried again.
+fn settled_discovery(net: &Network, extra: &[&str]) -> Output {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let o = discover(net, &["--out", out.to_str().unwrap()]);
-        if o.status.success() || Instant::now() > deadline {
+        let o = discover(net, extra);
+        let timed_out = String::from_utf8_lossy(&o.stderr).contains("no answer after");
+        if !timed_out || Instant::now() > deadline {
             return o;
         }
         std::thread::sleep(Duration::from_millis(500));
@@ -116,7 +117,7 @@ fn discovery_across_two_isds() {
 
     // The allocation, written 0600 for a data sender.
     let file = dir.join("alloc.json");
-    let o = first_discovery(&net, &file);
+    let o = settled_discovery(&net, &["--out", file.to_str().unwrap()]);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "discover failed:\n{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
     {
@@ -218,5 +219,35 @@ fn discovery_across_two_isds() {
     .unwrap();
     stranger.send_to(&request, target).unwrap();
     assert!(counted(&net, PATH_ASES[1], "aviary_glwp_transport_drops_total", &["reason=\"unknown_sender\""], 1) >= 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An on-path AS whose threshold τ is above the preliminary guarantee at it refuses: the
+/// refusal goes from it straight to the source's service, which believes it (its hop values
+/// are authentic) and names it.
+#[test]
+fn an_as_refuses_below_its_threshold() {
+    let dir = std::env::temp_dir().join(format!("aviary-it-glwp-refuse-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let topo = Topology::load(&topology_file()).unwrap();
+    let path = [(0, 1), (1, 2), (2, 1), (1, 0)];
+    let hop_values: Vec<HopValues> =
+        PATH_ASES.iter().zip(path).map(|(a, p)| configured_hop_values(&topo, ia(a), p)).collect();
+    let tau = prefix_guarantees(&hop_values)[2] + 1;
+    let text = std::fs::read_to_string(topology_file()).unwrap();
+    let at_210 = "ia = \"2-ff00:0:210\"\ncore = true\n[as.glwp]\n";
+    assert!(text.contains(at_210));
+    let strict = text.replace(at_210, &format!("{at_210}min_guarantee_bps = {tau}\n"));
+    let file = dir.join("glwp-strict.toml");
+    std::fs::write(&file, strict).unwrap();
+    let net = Network::start(&exe(), RunLayout::write(&file, &dir.join("run"), PORT_BASE + 200).unwrap()).unwrap();
+    let o = settled_discovery(&net, &[]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(stderr.contains("2-ff00:0:210 (position 2 of the path) refused"), "{stderr}");
+    assert!(counted(&net, PATH_ASES[2], "aviary_glwp_discovery_outcomes_total", &["outcome=\"refused\""], 1) >= 1);
+    assert!(counted(&net, PATH_ASES[0], "aviary_glwp_refusals_received_total", &[PATH_ASES[0]], 1) >= 1);
+    drop(net);
     let _ = std::fs::remove_dir_all(&dir);
 }
