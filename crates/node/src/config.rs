@@ -572,6 +572,27 @@ capacity_bps = 1000000
     }
 
     #[test]
+    fn control_glwp_table_needs_a_socket_and_drkey() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/examples/two-machines");
+        let base = std::fs::read_to_string(dir.join("control-110.toml")).unwrap();
+        let load = |glwp: &str| {
+            let f = std::env::temp_dir().join(format!("aviary-cfg-glwp-{}-{}.toml", std::process::id(), glwp.len()));
+            let text = base.replace("[[peer]]", &format!("{glwp}\n[[peer]]"));
+            std::fs::write(&f, text).unwrap();
+            let r = ControlConfig::load(&f);
+            std::fs::remove_file(&f).unwrap();
+            r
+        };
+        let e = load("[glwp]\nmatrix = []").unwrap_err();
+        assert_eq!(e.field, "glwp.listen", "{e}");
+        let e = load("[glwp]\nlisten = \"127.0.0.1:30007\"\nmatrix = []").unwrap_err();
+        assert_eq!(e.field, "glwp", "{e}");
+        assert!(e.message.contains("[drkey]"), "{e}");
+        let e = load("[glwp]\nlisten = \"127.0.0.1:30007\"\nmatrix = [[0, 1]]").unwrap_err();
+        assert!(e.file.ends_with(".toml") && e.field.contains("matrix"), "{e}");
+    }
+
+    #[test]
     fn documented_example_configs_load() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/examples/two-machines");
         for f in ["router-110.toml", "router-111.toml"] {

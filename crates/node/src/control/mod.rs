@@ -103,7 +103,7 @@ impl ControlService {
         };
         let glwp = match (&cfg.glwp, &drkey) {
             (Some(g), Some((d, _))) => {
-                Some(Arc::new(glwp_service(cfg, g, &topology, &secret, d.schedule(), cfg_path)?))
+                Some(Arc::new(GlwpService::from_config(cfg, g, &topology, &secret, d.schedule(), cfg_path)?))
             }
             _ => None,
         };
@@ -494,32 +494,6 @@ fn drkey_service(
         configs: tls.client_configs(),
     };
     Ok(DrkeyService::new(cfg.ia, secret, schedule, tls, Box::new(fetcher))?)
-}
-
-/// The GLWP service of a `[glwp]` table: its matrix checked against the AS's links in the
-/// topology, its neighbours from the topology, the other ASes' services from the peers.
-fn glwp_service(
-    cfg: &ControlConfig,
-    g: &glwp::config::GlwpConfig,
-    topology: &Topology,
-    secret: &[u8],
-    schedule: aviary_scion::drkey::EpochSchedule,
-    cfg_path: &std::path::Path,
-) -> anyhow::Result<GlwpService> {
-    let file = cfg_path.display().to_string();
-    let links: Vec<u16> = topology.links_of(cfg.ia).map(|(l, ..)| l.ifid).collect();
-    let plan = g.plan(&file, "glwp", &links)?;
-    let listen = g.listen.ok_or_else(|| crate::topology::ConfigError::new(&file, "glwp.listen", "missing"))?;
-    let setup = glwp::GlwpSetup {
-        ia: cfg.ia,
-        listen,
-        plan,
-        secret: aviary_glwp::hop_key::as_secret(secret),
-        neighbours: topology.links_of(cfg.ia).map(|(l, r, ..)| (l.ifid, r.ia)).collect(),
-        services: cfg.peers.iter().filter_map(|p| Some((p.ia, p.glwp?))).collect(),
-        keys: glwp::keys::SharedKeys::new(secret, schedule)?,
-    };
-    GlwpService::new(setup).with_context(|| format!("{file}: glwp"))
 }
 
 /// Runs a control service from its config file until the process is stopped.

@@ -26,20 +26,25 @@ mod metrics;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::{SocketAddr, UdpSocket};
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use anyhow::Context;
 use aviary_glwp::allocation::prefix_guarantees;
 use aviary_glwp::discovery::wire::{Kind, Message, MessageRepr, MAX_ASES};
 use aviary_glwp::discovery::{AsConfig, DiscoveryDrop, OnPathAs, Outcome, RequestError, Source, SourceError};
 use aviary_glwp::{HopValues, InterfaceId};
+use aviary_scion::drkey::EpochSchedule;
 use aviary_scion::IsdAsn;
 use thiserror::Error;
 
 use crate::api::{GlwpAllocationWire, GlwpHopWire};
 use crate::clock::unix_ns;
+use crate::config::ControlConfig;
 use crate::control::drkey::DrkeyService;
+use crate::topology::{ConfigError, Topology};
 use config::GlwpPlan;
 use keys::SharedKeys;
 use metrics::{Counters, TransportDrop};
@@ -110,7 +115,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// What the service is made of (the control service checks its config and fetches nothing
 /// before [`GlwpService::start`]).
-pub struct GlwpSetup {
+struct GlwpSetup {
     pub ia: IsdAsn,
     pub listen: SocketAddr,
     pub plan: GlwpPlan,
@@ -125,7 +130,7 @@ pub struct GlwpSetup {
 
 impl GlwpService {
     /// Binds the socket and builds the cores; [`Self::start`] runs them.
-    pub fn new(s: GlwpSetup) -> anyhow::Result<Self> {
+    fn new(s: GlwpSetup) -> anyhow::Result<Self> {
         let config = AsConfig {
             ia: s.ia,
             secret: s.secret,
@@ -155,6 +160,33 @@ impl GlwpService {
         self.keys.spawn_fetcher(drkey, self.ia, issuers);
         let svc = self.clone();
         std::thread::spawn(move || svc.receive_loop());
+    }
+
+    /// The service of a control service's `[glwp]` table `g`: its matrix checked against the
+    /// AS's links in the topology, its neighbours from the topology, the other ASes' services
+    /// from the peers, `K_k` and the DRKey keys from the AS's master secret.
+    pub fn from_config(
+        cfg: &ControlConfig,
+        g: &config::GlwpConfig,
+        topology: &Topology,
+        master_secret: &[u8],
+        schedule: EpochSchedule,
+        cfg_path: &Path,
+    ) -> anyhow::Result<Self> {
+        let file = cfg_path.display().to_string();
+        let links: Vec<u16> = topology.links_of(cfg.ia).map(|(l, ..)| l.ifid).collect();
+        let plan = g.plan(&file, "glwp", &links)?;
+        let listen = g.listen.ok_or_else(|| ConfigError::new(&file, "glwp.listen", "missing"))?;
+        let setup = GlwpSetup {
+            ia: cfg.ia,
+            listen,
+            plan,
+            secret: aviary_glwp::hop_key::as_secret(master_secret),
+            neighbours: topology.links_of(cfg.ia).map(|(l, r, ..)| (l.ifid, r.ia)).collect(),
+            services: cfg.peers.iter().filter_map(|p| Some((p.ia, p.glwp?))).collect(),
+            keys: SharedKeys::new(master_secret, schedule)?,
+        };
+        Self::new(setup).with_context(|| format!("{file}: glwp"))
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
