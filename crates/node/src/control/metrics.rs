@@ -19,6 +19,7 @@ const ENDPOINTS: &[&str] = &[
     "/v1/drkey/host-as",
     "/v1/drkey/host-host",
     "/v1/drkey/level1",
+    "/v1/glwp/discover",
     "/v1/status",
     "/metrics",
 ];
