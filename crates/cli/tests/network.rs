@@ -425,16 +425,26 @@ fn market_purchases_survive_an_as_service_restart() {
     assert_eq!(first.reservations.len(), 3);
     // The core AS's service shows the request it answered and delivered.
     let core_as = &l.ases[&"1-ff00:0:110".parse().unwrap()];
-    let metrics = ureq::get(&format!("http://{}/metrics", core_as.as_service_metrics)).call().unwrap();
-    let text = metrics.into_string().unwrap();
-    let sample = |name: &str| {
+    let sample = |text: &str, name: &str| {
         let prefix = format!("{name}{{ia=\"1-ff00:0:110\"}} ");
         text.lines().find_map(|x| x.strip_prefix(prefix.as_str())).and_then(|v| v.parse::<u64>().ok())
     };
-    for name in ["aviary_as_service_redeem_requests_answered_total", "aviary_as_service_deliveries_total"] {
-        assert_eq!(sample(name), Some(1), "{name}:\n{text}");
+    let counted = ["aviary_as_service_redeem_requests_answered_total", "aviary_as_service_deliveries_total"];
+    // The buyer sees the delivery as soon as its transaction is mined; the service counts it
+    // when it has read the receipt, a moment later.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let text = loop {
+        let metrics = ureq::get(&format!("http://{}/metrics", core_as.as_service_metrics)).call().unwrap();
+        let text = metrics.into_string().unwrap();
+        if counted.iter().all(|n| sample(&text, n) == Some(1)) || Instant::now() > deadline {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    for name in counted {
+        assert_eq!(sample(&text, name), Some(1), "{name}:\n{text}");
     }
-    assert_eq!(sample("aviary_as_service_registered"), Some(1), "{text}");
+    assert_eq!(sample(&text, "aviary_as_service_registered"), Some(1), "{text}");
     // Kill the core AS's service; the supervisor restarts it, and it must neither answer the
     // first request again nor reuse its ResID for the overlapping second purchase.
     let core: aviary_scion::IsdAsn = "1-ff00:0:110".parse().unwrap();
