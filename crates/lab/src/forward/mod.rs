@@ -37,8 +37,10 @@ pub const PAYLOADS: [usize; 3] = [100, 500, 1500];
 const LINK_BPS: u64 = 1_000_000_000_000;
 /// Longest wait for a forwarder to pass its first packet.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
-/// After a measurement, until the packets in flight have arrived.
-const SETTLE: Duration = Duration::from_millis(50);
+/// The sink is quiet once nothing has arrived for this long.
+const QUIET: Duration = Duration::from_millis(100);
+/// Longest wait for a forwarder to drain what its socket held when the generator stopped.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long each measurement offers load.
 #[derive(Clone, Copy, Debug, Serialize)]
@@ -248,8 +250,26 @@ impl Bench<'_> {
             self.generator.send_to(&probe, to)?;
             std::thread::sleep(Duration::from_millis(20));
         }
-        std::thread::sleep(SETTLE);
-        Ok(())
+        self.wait_until_quiet(fwd)
+    }
+
+    /// Waits until nothing reaches the sink any more: a forwarder that fell behind goes on
+    /// sending what its socket held after the generator stopped, and none of that may count
+    /// in the next measurement (another forwarder's, or another kind's, packets).
+    fn wait_until_quiet(&self, fwd: &Forwarder) -> anyhow::Result<()> {
+        let started = Instant::now();
+        let mut last = self.counters.snapshot().packets;
+        loop {
+            std::thread::sleep(QUIET);
+            let now = self.counters.snapshot().packets;
+            if now == last {
+                return Ok(());
+            }
+            if started.elapsed() > DRAIN_TIMEOUT {
+                bail!("the {} still sends {DRAIN_TIMEOUT:?} after the generator stopped", fwd.name);
+            }
+            last = now;
+        }
     }
 
     /// Offers `offer` to `fwd` at `to` and measures what reaches the sink in the window;
@@ -278,7 +298,7 @@ impl Bench<'_> {
             window
         });
         let (got, offered, cpu, secs) = m?;
-        std::thread::sleep(SETTLE);
+        self.wait_until_quiet(fwd)?;
         fwd.check_running()?;
         let what = format!("{} {} B through the {}", offer.kind.name(), offer.payload, fwd.name);
         if got.packets == 0 {
@@ -287,9 +307,10 @@ impl Bench<'_> {
         if got.invalid > 0 {
             bail!(
                 "{what}: {} of {} packets at the sink were not SCION packets with the path meta word {expected:#010x} \
-                 (CurrHF one hop on)",
+                 (CurrINF and CurrHF as the {} leaves them)",
                 got.invalid,
-                got.packets
+                got.packets,
+                fwd.name
             );
         }
         Ok(Measurement {
