@@ -99,6 +99,32 @@ enum LabCommand {
         #[arg(long, default_value = "aviary-zlane-model")]
         dir: PathBuf,
     },
+    /// One router process's forwarding rate (standard SCION and flyover packets at 100, 500 and
+    /// 1500-byte payloads) over loopback UDP, beside a bare UDP relay measured in the same run.
+    Forward {
+        /// 0.25 s windows instead of 3 s (a smoke test; the figures are rough).
+        #[arg(long)]
+        quick: bool,
+        /// Print one JSON object per row (`name`, `payload_bytes`, `workers`, `mpps`, `gbps`,
+        /// `relay_mpps`, `ratio_to_relay`).
+        #[arg(long)]
+        json: bool,
+        /// Run directory: the router's config, the logs and report.html.
+        #[arg(long, default_value = "aviary-forward")]
+        dir: PathBuf,
+        /// First of the seven loopback ports of the run.
+        #[arg(long, default_value_t = 50500)]
+        port_base: u16,
+    },
+    /// The bare UDP relay `aviary lab forward` measures the router against: every datagram
+    /// arriving at `--listen` goes on unchanged to `--to`.
+    #[command(hide = true)]
+    ForwardRelay {
+        #[arg(long)]
+        listen: std::net::SocketAddr,
+        #[arg(long)]
+        to: std::net::SocketAddr,
+    },
     /// Table 4 of the Z-Lane paper on real processes: a protected AS at its guarantee through
     /// one border router flooded at four times its egress capacity, under Z-Lane and under FIFO.
     Zlane {
@@ -355,6 +381,25 @@ fn run() -> Result<()> {
                 print!("{}", aviary_lab::zlane_model::table(&report));
                 println!("\nreport: {}", html.display());
             }
+        }
+        Command::Lab { command: LabCommand::Forward { quick, json, dir, port_base } } => {
+            use aviary_lab::forward;
+            let exe = std::env::current_exe()?;
+            let effort = if quick { forward::Effort::QUICK } else { forward::Effort::FULL };
+            let opts = forward::ForwardOptions { exe, dir, port_base, effort, workers: vec![1], progress: !json };
+            let report = forward::run(&opts)?;
+            if json {
+                for row in report.rows() {
+                    println!("{}", serde_json::to_string(row)?);
+                }
+            } else {
+                print!("{}", forward::table(&report));
+                println!("\nreport: {}", report.report_html);
+            }
+        }
+        Command::Lab { command: LabCommand::ForwardRelay { listen, to } } => {
+            let sock = aviary_node::underlay::BatchSocket::bind(listen)?;
+            aviary_lab::forward::relay::relay(&sock, to, &std::sync::atomic::AtomicBool::new(false))?
         }
         Command::Lab { command: LabCommand::Zlane { quick, json, dir, port_base } } => {
             let exe = std::env::current_exe()?;

@@ -4,6 +4,7 @@
 
 pub mod bench;
 pub mod demo;
+pub mod forward;
 pub mod gas;
 pub mod gma;
 mod html;
