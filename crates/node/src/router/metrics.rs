@@ -3,11 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use aviary_qos::ClassStats;
+use aviary_qos::{ClassStats, DropCounters, DropReason};
 use aviary_scion::IsdAsn;
 use serde::Serialize;
 
-use super::pipeline::MechanismReport;
+use super::pipeline::{MechanismReport, Pipeline};
 use super::scmp::ScmpCounters;
 use crate::metrics::{Exposition, Kind};
 
@@ -27,6 +27,10 @@ pub enum IoDrop {
 }
 
 impl IoDrop {
+    /// Every reason, in the order of their counters in [`IngressCounters`].
+    pub const ALL: [IoDrop; 5] =
+        [IoDrop::Oversized, IoDrop::Undeliverable, IoDrop::NoLink, IoDrop::NotNeighbor, IoDrop::LinkDown];
+
     pub const fn label(self) -> &'static str {
         match self {
             IoDrop::Oversized => "oversized_datagram",
@@ -81,13 +85,59 @@ impl ClassSnapshot {
     }
 }
 
-impl InterfaceStats {
-    /// Counts a drop by a processor, labelled by [`super::pipeline::Pipeline::drop_label`].
-    pub fn count_drop(&mut self, label: &'static str) {
-        *self.drops.entry(label).or_default() += 1;
+/// The counters of one interface as the forwarding path keeps them: plain integers indexed by
+/// typed reasons, labelled only when published ([`IngressCounters::publish`]).
+#[derive(Clone, Debug)]
+pub struct IngressCounters {
+    pub received_packets: u64,
+    pub received_bytes: u64,
+    pub delivered_packets: u64,
+    pub delivered_bytes: u64,
+    io_drops: [u64; IoDrop::ALL.len()],
+    /// Drops by processor index ([`Pipeline::processor_of`]); the last slot is for packets no
+    /// processor claims.
+    mechanism_drops: Vec<DropCounters>,
+}
+
+impl IngressCounters {
+    pub fn new(pipeline: &Pipeline) -> Self {
+        Self {
+            received_packets: 0,
+            received_bytes: 0,
+            delivered_packets: 0,
+            delivered_bytes: 0,
+            io_drops: [0; IoDrop::ALL.len()],
+            mechanism_drops: vec![DropCounters::default(); pipeline.processors().count() + 1],
+        }
     }
+
+    /// Counts a drop by the processor of index `processor` ([`Pipeline::processor_of`]).
+    pub fn count_drop(&mut self, processor: usize, reason: DropReason) {
+        let last = self.mechanism_drops.len() - 1;
+        self.mechanism_drops[processor.min(last)].count(reason);
+    }
+
     pub fn count_io_drop(&mut self, reason: IoDrop) {
-        *self.drops.entry(reason.label()).or_default() += 1;
+        self.io_drops[reason as usize] += 1;
+    }
+
+    /// Writes the counters into `stats`, drops by label (reasons of different processors with
+    /// the same label add up).
+    pub fn publish(&self, pipeline: &Pipeline, stats: &mut InterfaceStats) {
+        stats.received_packets = self.received_packets;
+        stats.received_bytes = self.received_bytes;
+        stats.delivered_packets = self.delivered_packets;
+        stats.delivered_bytes = self.delivered_bytes;
+        stats.drops.clear();
+        for (r, n) in IoDrop::ALL.iter().zip(self.io_drops).filter(|(_, n)| *n > 0) {
+            *stats.drops.entry(r.label()).or_default() += n;
+        }
+        let own_labels = pipeline.processors().map(|p| p.drop_reasons()).chain([&[][..]]);
+        for (counters, labels) in self.mechanism_drops.iter().zip(own_labels) {
+            for (label, n) in counters.iter(labels).filter(|(_, n)| *n > 0) {
+                *stats.drops.entry(label).or_default() += n;
+            }
+        }
     }
 }
 
@@ -228,8 +278,7 @@ mod tests {
     #[test]
     fn prometheus_text_has_labelled_samples() {
         let mut i = InterfaceStats { id: 2, received_packets: 5, ..Default::default() };
-        i.count_drop("bad_mac");
-        i.count_drop("bad_mac");
+        i.drops.insert("bad_mac", 2);
         i.classes = vec![ClassSnapshot { class: "priority".into(), sent_bytes: 1500, ..Default::default() }];
         let m = MechanismReport {
             name: "hummingbird",

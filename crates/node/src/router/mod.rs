@@ -22,6 +22,7 @@ pub mod runtime_state;
 pub mod scmp;
 
 use std::net::{IpAddr, SocketAddr};
+use std::os::fd::{AsRawFd, RawFd};
 use std::path::Path;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
@@ -43,12 +44,12 @@ use rand_chacha::ChaCha12Rng;
 use crate::clock::unix_ns;
 use crate::config::{read_secret, RouterConfig};
 use management::{Command, CommandError, CommandMsg};
-use metrics::{ClassSnapshot, InterfaceStats, IoDrop, RouterStatus};
+use metrics::{ClassSnapshot, IngressCounters, InterfaceStats, IoDrop, RouterStatus};
 use pipeline::Pipeline;
 use runtime_state::RuntimeState;
 use scmp::{Out, Responder, Trouble};
 
-use crate::underlay::{wait_readable, BatchSocket, RecvBatch};
+use crate::underlay::{wait_readable_fds, BatchSocket, RecvBatch, DEFAULT_BATCH};
 
 const BATCH: usize = aviary_hummingbird::router::MAX_BATCH;
 const BUF_LEN: usize = 2048;
@@ -154,10 +155,21 @@ pub struct Forwarder {
     /// What processors see of the links; refreshed before every batch.
     link_states: Vec<LinkState>,
     random: OsSeededRandom,
-    /// `stats[0]`: inside; `stats[i + 1]`: `links[i]`.
+    /// `stats[0]`: inside; `stats[i + 1]`: `links[i]`: what is published.
     stats: Vec<InterfaceStats>,
+    /// The counters behind `stats`, as the forwarding path keeps them.
+    counters: Vec<IngressCounters>,
     pool: Vec<Vec<u8>>,
     rx: RecvBatch,
+    /// What the loop waits on: the internal socket, then every link's.
+    poll_fds: Vec<RawFd>,
+    ready: Vec<bool>,
+    /// Packets for hosts of this AS, sent at the end of every round; emptied, never freed.
+    deliveries: Vec<(Vec<u8>, SocketAddr)>,
+    /// What a link's scheduler released, on its way to the socket.
+    released: Vec<(Vec<u8>, SocketAddr)>,
+    /// SCMP replies and errors of a batch.
+    originated: Vec<(Vec<u8>, Out)>,
     status: Arc<Mutex<RouterStatus>>,
     commands: Receiver<CommandMsg>,
     started_unix_s: u64,
@@ -235,6 +247,9 @@ impl Forwarder {
         let (tx, commands) = mpsc::channel();
         let status = Arc::new(Mutex::new(RouterStatus::default()));
         let link_states = links.iter().map(Link::state).collect();
+        let poll_fds: Vec<RawFd> =
+            std::iter::once(internal.as_raw_fd()).chain(links.iter().map(|l| l.sock.as_raw_fd())).collect();
+        let counters = vec![IngressCounters::new(&pipeline); stats.len()];
         let fwd = Self {
             ia: cfg.ia,
             cfg: cfg.clone(),
@@ -245,8 +260,14 @@ impl Forwarder {
             link_states,
             random: OsSeededRandom::new()?,
             stats,
+            counters,
             pool: Vec::new(),
             rx: RecvBatch::new(BATCH, BUF_LEN),
+            ready: vec![false; poll_fds.len()],
+            poll_fds,
+            deliveries: Vec::new(),
+            released: Vec::new(),
+            originated: Vec::new(),
             status: status.clone(),
             commands,
             started_unix_s: unix_ns() / 1_000_000_000,
@@ -266,10 +287,8 @@ impl Forwarder {
 
     /// Forwards until the process ends.
     pub fn run(mut self) -> anyhow::Result<()> {
-        let mut ready = vec![false; self.links.len() + 1];
         let mut last_publish = 0;
         let mut first = 0;
-        let mut out: Vec<(Vec<u8>, SocketAddr)> = Vec::new();
         loop {
             while let Ok((cmd, reply)) = self.commands.try_recv() {
                 let _ = reply.send(self.apply_and_keep(cmd));
@@ -277,22 +296,18 @@ impl Forwarder {
             let now = unix_ns();
             let wake = self.links.iter().filter_map(|l| l.sched.next_wakeup()).min();
             let sleep = wake.map_or(MAX_SLEEP, |w| Duration::from_nanos(w.saturating_sub(now)).min(MAX_SLEEP));
-            {
-                let mut socks: Vec<&BatchSocket> = vec![&self.internal];
-                socks.extend(self.links.iter().map(|l| &l.sock));
-                wait_readable(&socks, Some(sleep), &mut ready)?;
-            }
+            wait_readable_fds(&self.poll_fds, Some(sleep), &mut self.ready)?;
             let now = unix_ns();
             // Start with a different socket each round: queue space freed since the last
             // round must not always go to the same ingress.
-            first = (first + 1) % ready.len();
-            for k in (first..ready.len()).chain(0..first) {
-                if ready[k] {
-                    self.receive(k, now, &mut out)?;
+            first = (first + 1) % self.ready.len();
+            for k in (first..self.ready.len()).chain(0..first) {
+                if self.ready[k] {
+                    self.receive(k, now)?;
                 }
             }
-            self.send_deliveries(&mut out);
-            self.release(now, &mut out);
+            self.send_deliveries();
+            self.release(now);
             if now >= last_publish + PUBLISH_EVERY_NS {
                 self.retire_previous_secret(now);
                 self.publish();
@@ -302,7 +317,7 @@ impl Forwarder {
     }
 
     /// Receives and processes one batch from socket `k` (0: internal, else `links[k-1]`).
-    fn receive(&mut self, k: usize, now: u64, deliveries: &mut Vec<(Vec<u8>, SocketAddr)>) -> anyhow::Result<()> {
+    fn receive(&mut self, k: usize, now: u64) -> anyhow::Result<()> {
         let sock = if k == 0 { &self.internal } else { &self.links[k - 1].sock };
         let ingress = if k == 0 { 0 } else { self.links[k - 1].id };
         let n = match sock.recv_batch(&mut self.rx) {
@@ -311,55 +326,60 @@ impl Forwarder {
             Err(e) => return Err(e).context("receive"),
         };
         let mut verdicts = [Verdict::Deliver; BATCH];
-        let mut pkts: Vec<&mut [u8]> = Vec::with_capacity(BATCH);
-        let stats = &mut self.stats[k];
+        // Borrowed views into the receive buffers, on the stack.
+        let mut pkts: [&mut [u8]; BATCH] = std::array::from_fn(|_| Default::default());
+        let mut traceroutes: [&mut [u8]; BATCH] = std::array::from_fn(|_| Default::default());
+        let (mut n_pkts, mut n_traceroutes) = (0, 0);
+        let counters = &mut self.counters[k];
         // An inter-AS socket takes packets from its neighbour's socket only: anyone else
         // (a host injecting into a transit AS) is dropped before any processing.
         let neighbor = if k == 0 { None } else { Some(self.links[k - 1].remote) };
-        // Traceroute requests this AS answers leave the batch (one byte compared per packet).
-        let mut traceroutes: Vec<Vec<u8>> = Vec::new();
         for (buf, meta) in self.rx.iter_mut().take(n) {
-            stats.received_packets += 1;
-            stats.received_bytes += buf.len() as u64;
+            counters.received_packets += 1;
+            counters.received_bytes += buf.len() as u64;
             if meta.truncated {
-                stats.count_io_drop(IoDrop::Oversized);
+                counters.count_io_drop(IoDrop::Oversized);
             } else if neighbor.is_some_and(|r| r != meta.from) {
-                stats.count_io_drop(IoDrop::NotNeighbor);
+                counters.count_io_drop(IoDrop::NotNeighbor);
             } else if buf.get(NEXT_HDR) == Some(&PROTOCOL_SCMP) && Responder::is_traceroute_here(buf) {
-                traceroutes.push(buf.to_vec());
+                // Traceroute requests this AS answers leave the batch (one byte compared per
+                // packet).
+                traceroutes[n_traceroutes] = buf;
+                n_traceroutes += 1;
             } else {
-                pkts.push(buf);
+                pkts[n_pkts] = buf;
+                n_pkts += 1;
             }
         }
         for (state, link) in self.link_states.iter_mut().zip(&self.links) {
             *state = link.state();
         }
-        let verdicts = &mut verdicts[..pkts.len()];
+        let (pkts, verdicts) = (&mut pkts[..n_pkts], &mut verdicts[..n_pkts]);
         let mut ctx = Context { now_ns: now, ingress, links: &self.link_states, random: &mut self.random };
-        self.pipeline.process_batch(&mut ctx, &mut pkts, verdicts);
-        let mut originated: Vec<(Vec<u8>, Out)> = Vec::new();
-        for original in traceroutes {
+        self.pipeline.process_batch(&mut ctx, pkts, verdicts);
+        for original in &traceroutes[..n_traceroutes] {
             // The request is answered only if this AS would have forwarded it.
-            let mut copy = original.clone();
+            let mut copy = self.pool.pop().unwrap_or_default();
+            copy.clear();
+            copy.extend_from_slice(original);
             let mut v = [Verdict::Deliver];
             self.pipeline.process_batch(&mut ctx, &mut [&mut copy[..]], &mut v);
             match v[0] {
-                Verdict::Drop(reason) => {
-                    self.stats[k].count_drop(self.pipeline.drop_label(&copy, reason));
-                }
-                _ => originated.extend(self.scmp.traceroute_reply(&original, ingress)),
+                Verdict::Drop(reason) => self.counters[k].count_drop(self.pipeline.processor_of(&copy), reason),
+                _ => self.originated.extend(self.scmp.traceroute_reply(original, ingress)),
             }
+            self.pool.push(copy);
         }
         for (pkt, v) in pkts.iter().zip(verdicts.iter()) {
             match *v {
                 Verdict::Forward { egress, admission } => {
                     let Some(link) = self.links.get_mut(usize::from(self.link_of[usize::from(egress)])) else {
-                        self.stats[k].count_io_drop(IoDrop::NoLink);
+                        self.counters[k].count_io_drop(IoDrop::NoLink);
                         continue;
                     };
                     if link.sched.params().rate_bps == 0 {
-                        self.stats[k].count_io_drop(IoDrop::LinkDown);
-                        originated.extend(self.scmp.error(pkt, ingress, Trouble::InterfaceDown(egress), now));
+                        self.counters[k].count_io_drop(IoDrop::LinkDown);
+                        self.originated.extend(self.scmp.error(pkt, ingress, Trouble::InterfaceDown(egress), now));
                         continue;
                     }
                     let class = link.classifier.classify(admission);
@@ -372,27 +392,27 @@ impl Forwarder {
                     }
                 }
                 Verdict::Deliver if self.scmp.is_for_router(pkt) => match self.scmp.echo_reply(pkt, ingress) {
-                    Some(reply) => originated.push(reply),
-                    None => self.stats[k].count_io_drop(IoDrop::Undeliverable),
+                    Some(reply) => self.originated.push(reply),
+                    None => self.counters[k].count_io_drop(IoDrop::Undeliverable),
                 },
                 Verdict::Deliver => match local_destination(pkt) {
                     Some(addr) => {
                         let mut buf = self.pool.pop().unwrap_or_default();
                         buf.clear();
                         buf.extend_from_slice(pkt);
-                        deliveries.push((buf, addr));
+                        self.deliveries.push((buf, addr));
                     }
-                    None => self.stats[k].count_io_drop(IoDrop::Undeliverable),
+                    None => self.counters[k].count_io_drop(IoDrop::Undeliverable),
                 },
                 Verdict::Drop(reason) => {
-                    self.stats[k].count_drop(self.pipeline.drop_label(pkt, reason));
-                    originated.extend(self.scmp.error(pkt, ingress, Trouble::Dropped(reason), now));
+                    self.counters[k].count_drop(self.pipeline.processor_of(pkt), reason);
+                    self.originated.extend(self.scmp.error(pkt, ingress, Trouble::Dropped(reason), now));
                 }
             }
         }
-        for (bytes, out) in originated {
+        for (bytes, out) in self.originated.drain(..) {
             match out {
-                Out::Host(addr) => deliveries.push((bytes, addr)),
+                Out::Host(addr) => self.deliveries.push((bytes, addr)),
                 Out::Interface(id) => {
                     // Straight out, past the egress queue: SCMP is rare and rate-limited, and
                     // must reach a source whose packets that queue would drop.
@@ -405,38 +425,40 @@ impl Forwarder {
         Ok(())
     }
 
-    fn send_deliveries(&mut self, out: &mut Vec<(Vec<u8>, SocketAddr)>) {
-        if out.is_empty() {
+    fn send_deliveries(&mut self) {
+        if self.deliveries.is_empty() {
             return;
         }
-        let items: Vec<(&[u8], SocketAddr)> = out.iter().map(|(b, a)| (b.as_slice(), *a)).collect();
-        let sent = send_all(&self.internal, &items);
-        for (b, _) in &out[..sent] {
-            self.stats[0].delivered_packets += 1;
-            self.stats[0].delivered_bytes += b.len() as u64;
+        let sent = send_owned(&self.internal, &self.deliveries);
+        let inside = &mut self.counters[0];
+        for (b, _) in &self.deliveries[..sent] {
+            inside.delivered_packets += 1;
+            inside.delivered_bytes += b.len() as u64;
         }
-        for _ in sent..out.len() {
-            self.stats[0].count_io_drop(IoDrop::Undeliverable);
+        for _ in sent..self.deliveries.len() {
+            inside.count_io_drop(IoDrop::Undeliverable);
         }
-        self.pool.extend(out.drain(..).map(|(b, _)| b));
+        self.pool.extend(self.deliveries.drain(..).map(|(b, _)| b));
     }
 
     /// Sends what every link's scheduler releases at `now`.
-    fn release(&mut self, now: u64, scratch: &mut Vec<(Vec<u8>, SocketAddr)>) {
+    fn release(&mut self, now: u64) {
         for link in &mut self.links {
             let remote = link.remote;
-            link.sched.poll(now, &mut |p| scratch.push((p, remote)));
-            if scratch.is_empty() {
+            link.sched.poll(now, &mut |p| self.released.push((p, remote)));
+            if self.released.is_empty() {
                 continue;
             }
-            let items: Vec<(&[u8], SocketAddr)> = scratch.iter().map(|(b, a)| (b.as_slice(), *a)).collect();
             // A datagram the kernel refuses now is lost on the wire, as on a real link.
-            send_all(&link.sock, &items);
-            self.pool.extend(scratch.drain(..).map(|(b, _)| b));
+            send_owned(&link.sock, &self.released);
+            self.pool.extend(self.released.drain(..).map(|(b, _)| b));
         }
     }
 
     fn publish(&mut self) {
+        for (counters, stats) in self.counters.iter().zip(&mut self.stats) {
+            counters.publish(&self.pipeline, stats);
+        }
         self.stats[0].kernel_receive_drops = self.internal.kernel_receive_drops();
         for (i, link) in self.links.iter().enumerate() {
             self.stats[i + 1].kernel_receive_drops = link.sock.kernel_receive_drops();
@@ -511,11 +533,10 @@ impl Forwarder {
         }
         match cmd {
             Command::Link { id, capacity_bps, delay_ms } => {
-                let k = self
-                    .links
-                    .iter()
-                    .position(|l| l.id == id)
-                    .ok_or_else(|| CommandError::NotFound(format!("no interface {id}")))?;
+                let k = usize::from(self.link_of[usize::from(id)]);
+                if k >= self.links.len() {
+                    return Err(CommandError::NotFound(format!("no interface {id}")));
+                }
                 let link = &mut self.links[k];
                 let mut p = *link.sched.params();
                 if let Some(d) = delay_ms {
@@ -533,9 +554,9 @@ impl Forwarder {
                 link.sched.set_params_at(p, now);
                 if p.rate_bps == 0 {
                     // A link that is down holds nothing for later: what waits is lost, counted.
-                    let (stats, pool) = (&mut self.stats[k + 1], &mut self.pool);
+                    let (counters, pool) = (&mut self.counters[k + 1], &mut self.pool);
                     link.sched.drain_queued(now, &mut |b| {
-                        stats.count_io_drop(IoDrop::LinkDown);
+                        counters.count_io_drop(IoDrop::LinkDown);
                         pool.push(b);
                     });
                 }
@@ -585,6 +606,24 @@ fn send_all(sock: &BatchSocket, items: &[(&[u8], SocketAddr)]) -> usize {
         match sock.send_batch(&items[sent..]) {
             Ok(0) | Err(_) => break,
             Ok(n) => sent += n,
+        }
+    }
+    sent
+}
+
+/// Sends owned datagrams (chunks of borrowed slices on the stack); returns how many went out.
+fn send_owned(sock: &BatchSocket, items: &[(Vec<u8>, SocketAddr)]) -> usize {
+    let nowhere = SocketAddr::from(([0, 0, 0, 0], 0));
+    let mut sent = 0;
+    for chunk in items.chunks(DEFAULT_BATCH) {
+        let mut slices = [(&[][..], nowhere); DEFAULT_BATCH];
+        for (slot, (b, to)) in slices.iter_mut().zip(chunk) {
+            *slot = (b.as_slice(), *to);
+        }
+        let n = send_all(sock, &slices[..chunk.len()]);
+        sent += n;
+        if n < chunk.len() {
+            break;
         }
     }
     sent
