@@ -1,4 +1,4 @@
-//! Counters of a border router, as the forwarding thread keeps them and as the management
+//! Counters of a border router, as each worker keeps them and as the management
 //! API shows them (Prometheus text and JSON).
 
 use std::collections::BTreeMap;
@@ -141,7 +141,7 @@ impl IngressCounters {
     }
 }
 
-/// What the management API shows; the forwarding thread publishes a fresh copy a few
+/// What the management API shows; each worker publishes a fresh copy of its own a few
 /// times per second.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct RouterStatus {
@@ -156,6 +156,31 @@ pub struct RouterStatus {
 }
 
 impl RouterStatus {
+    /// The status of the whole router from its workers' (the first, the leader, publishes
+    /// what belongs to the router: links, classes, settings; every worker its own counters):
+    /// every counter is the sum over workers.
+    pub fn merged(workers: &[RouterStatus]) -> RouterStatus {
+        let Some((leader, others)) = workers.split_first() else { return RouterStatus::default() };
+        let mut all = leader.clone();
+        for w in others {
+            for (mine, theirs) in all.interfaces.iter_mut().zip(&w.interfaces) {
+                mine.received_packets += theirs.received_packets;
+                mine.received_bytes += theirs.received_bytes;
+                mine.delivered_packets += theirs.delivered_packets;
+                mine.delivered_bytes += theirs.delivered_bytes;
+                for (label, n) in &theirs.drops {
+                    *mine.drops.entry(label).or_default() += n;
+                }
+            }
+            for (mine, theirs) in all.mechanisms.iter_mut().zip(&w.mechanisms) {
+                add_by_label(&mut mine.drops, &theirs.drops);
+                add_by_label(&mut mine.counters, &theirs.counters);
+            }
+            all.scmp.add(&w.scmp);
+        }
+        all
+    }
+
     /// Prometheus text exposition format.
     pub fn prometheus(&self) -> String {
         let mut out = Exposition::new();
@@ -271,9 +296,49 @@ impl RouterStatus {
     }
 }
 
+/// Adds `theirs` to `mine`, label by label (labels `mine` lacks are appended).
+fn add_by_label(mine: &mut Vec<(&'static str, u64)>, theirs: &[(&'static str, u64)]) {
+    for &(label, n) in theirs {
+        match mine.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, m)) => *m += n,
+            None => mine.push((label, n)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn merged_status_sums_every_counter_over_workers() {
+        let worker = |received: u64, drops: u64, reserved: u64, echo: u64, capacity: u64| {
+            let mut i =
+                InterfaceStats { id: 2, received_packets: received, capacity_bps: capacity, ..Default::default() };
+            i.drops.insert("bad_mac", drops);
+            i.classes = vec![ClassSnapshot { class: "priority".into(), sent_packets: capacity, ..Default::default() }];
+            let m = MechanismReport {
+                name: "hummingbird",
+                drops: vec![("bad_mac", drops)],
+                counters: vec![("reserved_packets", reserved)],
+                ..Default::default()
+            };
+            let scmp = ScmpCounters { echo_replies: echo, ..Default::default() };
+            RouterStatus { interfaces: vec![i], mechanisms: vec![m], scmp, ..Default::default() }
+        };
+        let mut second = worker(20, 2, 7, 1, 0);
+        second.interfaces[0].drops.insert("not_neighbor", 4);
+        second.mechanisms[0].counters.push(("over_rate_packets", 3));
+        let all = RouterStatus::merged(&[worker(10, 1, 5, 2, 1000), second, worker(1, 0, 0, 0, 0)]);
+        let i = &all.interfaces[0];
+        assert_eq!((i.received_packets, i.drops["bad_mac"], i.drops["not_neighbor"]), (31, 3, 4));
+        // What belongs to the link is the leader's, not a sum.
+        assert_eq!((i.capacity_bps, i.classes[0].sent_packets), (1000, 1000));
+        assert_eq!(all.mechanisms[0].drops, [("bad_mac", 3)]);
+        assert_eq!(all.mechanisms[0].counters, [("reserved_packets", 12), ("over_rate_packets", 3)]);
+        assert_eq!(all.scmp.echo_replies, 3);
+        assert_eq!(RouterStatus::merged(&[worker(4, 0, 0, 0, 9)]).interfaces[0].received_packets, 4);
+    }
 
     #[test]
     fn prometheus_text_has_labelled_samples() {
