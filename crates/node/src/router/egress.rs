@@ -48,7 +48,8 @@ impl SharedLink {
             next_wakeup_ns: AtomicU64::new(NEVER),
             sched: Mutex::new(sched),
         };
-        link.lock().settle();
+        // A guard settles the atomics when it goes: the scheduler's deadline from the start.
+        drop(link.lock());
         link
     }
 
