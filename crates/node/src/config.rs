@@ -95,6 +95,10 @@ pub struct RouterConfig {
     /// How many SCMP errors the router may send.
     #[serde(default)]
     pub scmp: ScmpConfig,
+    /// Forwarding threads (default: the cores available to the process). See
+    /// docs/performance.md, "Workers".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workers: Option<usize>,
 }
 
 /// The router's budget for SCMP errors: a token bucket over the whole router, so that a flood
@@ -276,7 +280,15 @@ pub fn read_secret(config: &Path, field: &str, path: &Path) -> Result<Vec<u8>, C
     Ok(bytes)
 }
 
+/// The most forwarding threads a router may have.
+pub const MAX_WORKERS: usize = 256;
+
 impl RouterConfig {
+    /// Forwarding threads: `workers`, else one per core available to the process.
+    pub fn worker_count(&self) -> usize {
+        self.workers.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_WORKERS))
+    }
+
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let mut c: Self = read_toml(path)?;
         c.master_secret_file = resolve(&base_dir(path), &c.master_secret_file);
@@ -306,6 +318,9 @@ impl RouterConfig {
             if !(0.0..=10_000.0).contains(&f.delay_ms) {
                 return Err(ConfigError::new(file, field("delay_ms"), "must be between 0 and 10000"));
             }
+        }
+        if self.workers.is_some_and(|n| !(1..=MAX_WORKERS).contains(&n)) {
+            return Err(ConfigError::new(file, "workers", format!("must be between 1 and {MAX_WORKERS}")));
         }
         if !(self.scmp.errors_per_s.is_finite() && self.scmp.errors_per_s >= 0.0) {
             return Err(ConfigError::new(file, "scmp.errors_per_s", "must be a non-negative number"));
@@ -553,6 +568,15 @@ capacity_bps = 1000000
         assert_eq!(e.field, "interface[0].capacity_bps");
         let e = load_router(&router_toml("").replace("127.0.0.1:31003", "localhost")).unwrap_err();
         assert!(e.to_string().contains("router.toml") && e.field.contains("remote"), "{e}");
+        for bad in ["workers = 0\n", "workers = 100000\n"] {
+            let e = load_router(&router_toml(bad)).unwrap_err();
+            assert_eq!(e.field, "workers", "{bad}");
+            assert!(e.to_string().contains("router.toml"), "{e}");
+        }
+        let e = load_router(&router_toml("workers = -2\n")).unwrap_err();
+        assert!(e.to_string().contains("workers"), "{e}");
+        assert_eq!(load_router(&router_toml("workers = 3\n")).unwrap().worker_count(), 3);
+        assert!(load_router(&router_toml("")).unwrap().worker_count() >= 1);
     }
 
     #[test]

@@ -69,7 +69,7 @@ impl Setup {
         let cfg: RouterConfig = toml::from_str(CONFIG).unwrap();
         cfg.validate("router.toml").unwrap();
         assert_eq!(cfg.ia, chain.ases[0].ia);
-        let pipeline = processors(cfg.ia, &chain.ases[0].master_secret, &[IF_NEXT], &cfg, NOW).unwrap();
+        let pipeline = processors(cfg.ia, &chain.ases[0].master_secret, &[IF_NEXT], &cfg, [0; 16], NOW).unwrap();
         let table = cfg.class_tables("router.toml").unwrap()[classes::DEFAULT_TABLE].clone();
         let classifier =
             classes::classifier("router.toml", "default", &table, &cfg.class_mapping(), pipeline.admissions()).unwrap();
@@ -211,7 +211,7 @@ fn guarantees_change_at_run_time_and_survive_a_restart() {
     let mut state = RuntimeState::default();
     state.record(&Command::Mechanism { name: "zlane".into(), request: change });
     state.save(&file).unwrap();
-    let mut restarted = processors(s.cfg.ia, &s.chain.ases[0].master_secret, &[IF_NEXT], &s.cfg, NOW).unwrap();
+    let mut restarted = processors(s.cfg.ia, &s.chain.ases[0].master_secret, &[IF_NEXT], &s.cfg, [0; 16], NOW).unwrap();
     for cmd in RuntimeState::load(&file).unwrap().commands() {
         if let Command::Mechanism { name, request } = cmd {
             restarted.control(&name, &request).unwrap();

@@ -1,6 +1,7 @@
 //! The router's management API (HTTP/JSON), served by a thread of its own. It never touches
-//! forwarding state: reads come from the status copy the forwarding thread publishes, changes go
-//! to the forwarding thread as [`Command`]s and wait for its answer.
+//! forwarding state: reads come from the status copies the workers publish (summed), changes go
+//! to the leading worker as [`Command`]s and wait for its answer, which comes once every worker
+//! has the change in force.
 //!
 //! - `GET /metrics`: Prometheus text; `GET /v1/status`: the same as JSON.
 //! - `PUT /v1/interfaces/{id}` `{"capacity_bps"?, "delay_ms"?}`: change a link.
@@ -13,14 +14,14 @@
 
 use std::net::SocketAddr;
 use std::sync::mpsc::{self, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::anyhow;
 use serde::Deserialize;
 use tiny_http::{Header, Method, Response, Server};
 
-use super::metrics::RouterStatus;
+use super::workers::StatusBoard;
 use crate::clock::unix_ns;
 
 /// A runtime change requested through the management API.
@@ -85,7 +86,7 @@ struct LinkChange {
 }
 
 /// Serves the management API on `addr` in a thread of its own.
-pub fn serve(addr: SocketAddr, commands: Sender<CommandMsg>, status: Arc<Mutex<RouterStatus>>) -> anyhow::Result<()> {
+pub fn serve(addr: SocketAddr, commands: Sender<CommandMsg>, status: Arc<StatusBoard>) -> anyhow::Result<()> {
     let server = Server::http(addr).map_err(|e| anyhow!("management API cannot listen on {addr}: {e}"))?;
     std::thread::spawn(move || {
         for mut req in server.incoming_requests() {
@@ -93,12 +94,10 @@ pub fn serve(addr: SocketAddr, commands: Sender<CommandMsg>, status: Arc<Mutex<R
             let _ = req.as_reader().read_to_string(&mut body);
             let url = req.url().to_string();
             let (code, text, json) = match (req.method(), url.as_str()) {
-                (Method::Get, "/metrics") => (200, status.lock().map(|s| s.prometheus()).unwrap_or_default(), false),
-                (Method::Get, "/v1/status") => (
-                    200,
-                    status.lock().map(|s| serde_json::to_string_pretty(&*s).unwrap_or_default()).unwrap_or_default(),
-                    true,
-                ),
+                (Method::Get, "/metrics") => (200, status.merged().prometheus(), false),
+                (Method::Get, "/v1/status") => {
+                    (200, serde_json::to_string_pretty(&status.merged()).unwrap_or_default(), true)
+                }
                 (Method::Put, path) => {
                     let reply = parse_command(path, &body, unix_ns()).and_then(|cmd| {
                         let (tx, rx) = mpsc::channel();

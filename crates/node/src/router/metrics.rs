@@ -1,13 +1,13 @@
-//! Counters of a border router, as the forwarding thread keeps them and as the management
+//! Counters of a border router, as each worker keeps them and as the management
 //! API shows them (Prometheus text and JSON).
 
 use std::collections::BTreeMap;
 
-use aviary_qos::ClassStats;
+use aviary_qos::{ClassStats, DropCounters, DropReason};
 use aviary_scion::IsdAsn;
 use serde::Serialize;
 
-use super::pipeline::MechanismReport;
+use super::pipeline::{MechanismReport, Pipeline};
 use super::scmp::ScmpCounters;
 use crate::metrics::{Exposition, Kind};
 
@@ -27,6 +27,10 @@ pub enum IoDrop {
 }
 
 impl IoDrop {
+    /// Every reason, in the order of their counters in [`IngressCounters`].
+    pub const ALL: [IoDrop; 5] =
+        [IoDrop::Oversized, IoDrop::Undeliverable, IoDrop::NoLink, IoDrop::NotNeighbor, IoDrop::LinkDown];
+
     pub const fn label(self) -> &'static str {
         match self {
             IoDrop::Oversized => "oversized_datagram",
@@ -81,17 +85,63 @@ impl ClassSnapshot {
     }
 }
 
-impl InterfaceStats {
-    /// Counts a drop by a processor, labelled by [`super::pipeline::Pipeline::drop_label`].
-    pub fn count_drop(&mut self, label: &'static str) {
-        *self.drops.entry(label).or_default() += 1;
+/// The counters of one interface as the forwarding path keeps them: plain integers indexed by
+/// typed reasons, labelled only when published ([`IngressCounters::publish`]).
+#[derive(Clone, Debug)]
+pub struct IngressCounters {
+    pub received_packets: u64,
+    pub received_bytes: u64,
+    pub delivered_packets: u64,
+    pub delivered_bytes: u64,
+    io_drops: [u64; IoDrop::ALL.len()],
+    /// Drops by processor index ([`Pipeline::processor_of`]); the last slot is for packets no
+    /// processor claims.
+    mechanism_drops: Vec<DropCounters>,
+}
+
+impl IngressCounters {
+    pub fn new(pipeline: &Pipeline) -> Self {
+        Self {
+            received_packets: 0,
+            received_bytes: 0,
+            delivered_packets: 0,
+            delivered_bytes: 0,
+            io_drops: [0; IoDrop::ALL.len()],
+            mechanism_drops: vec![DropCounters::default(); pipeline.processors().count() + 1],
+        }
     }
+
+    /// Counts a drop by the processor of index `processor` ([`Pipeline::processor_of`]).
+    pub fn count_drop(&mut self, processor: usize, reason: DropReason) {
+        let last = self.mechanism_drops.len() - 1;
+        self.mechanism_drops[processor.min(last)].count(reason);
+    }
+
     pub fn count_io_drop(&mut self, reason: IoDrop) {
-        *self.drops.entry(reason.label()).or_default() += 1;
+        self.io_drops[reason as usize] += 1;
+    }
+
+    /// Writes the counters into `stats`, drops by label (reasons of different processors with
+    /// the same label add up).
+    pub fn publish(&self, pipeline: &Pipeline, stats: &mut InterfaceStats) {
+        stats.received_packets = self.received_packets;
+        stats.received_bytes = self.received_bytes;
+        stats.delivered_packets = self.delivered_packets;
+        stats.delivered_bytes = self.delivered_bytes;
+        stats.drops.clear();
+        for (r, n) in IoDrop::ALL.iter().zip(self.io_drops).filter(|(_, n)| *n > 0) {
+            *stats.drops.entry(r.label()).or_default() += n;
+        }
+        let own_labels = pipeline.processors().map(|p| p.drop_reasons()).chain([&[][..]]);
+        for (counters, labels) in self.mechanism_drops.iter().zip(own_labels) {
+            for (label, n) in counters.iter(labels).filter(|(_, n)| *n > 0) {
+                *stats.drops.entry(label).or_default() += n;
+            }
+        }
     }
 }
 
-/// What the management API shows; the forwarding thread publishes a fresh copy a few
+/// What the management API shows; each worker publishes a fresh copy of its own a few
 /// times per second.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct RouterStatus {
@@ -106,6 +156,31 @@ pub struct RouterStatus {
 }
 
 impl RouterStatus {
+    /// The status of the whole router from its workers' (the first, the leader, publishes
+    /// what belongs to the router: links, classes, settings; every worker its own counters):
+    /// every counter is the sum over workers.
+    pub fn merged(workers: &[RouterStatus]) -> RouterStatus {
+        let Some((leader, others)) = workers.split_first() else { return RouterStatus::default() };
+        let mut all = leader.clone();
+        for w in others {
+            for (mine, theirs) in all.interfaces.iter_mut().zip(&w.interfaces) {
+                mine.received_packets += theirs.received_packets;
+                mine.received_bytes += theirs.received_bytes;
+                mine.delivered_packets += theirs.delivered_packets;
+                mine.delivered_bytes += theirs.delivered_bytes;
+                for (label, n) in &theirs.drops {
+                    *mine.drops.entry(label).or_default() += n;
+                }
+            }
+            for (mine, theirs) in all.mechanisms.iter_mut().zip(&w.mechanisms) {
+                add_by_label(&mut mine.drops, &theirs.drops);
+                add_by_label(&mut mine.counters, &theirs.counters);
+            }
+            all.scmp.add(&w.scmp);
+        }
+        all
+    }
+
     /// Prometheus text exposition format.
     pub fn prometheus(&self) -> String {
         let mut out = Exposition::new();
@@ -221,15 +296,54 @@ impl RouterStatus {
     }
 }
 
+/// Adds `theirs` to `mine`, label by label (labels `mine` lacks are appended).
+fn add_by_label(mine: &mut Vec<(&'static str, u64)>, theirs: &[(&'static str, u64)]) {
+    for &(label, n) in theirs {
+        match mine.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, m)) => *m += n,
+            None => mine.push((label, n)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
+    fn merged_status_sums_every_counter_over_workers() {
+        let worker = |received: u64, drops: u64, reserved: u64, echo: u64, capacity: u64| {
+            let mut i =
+                InterfaceStats { id: 2, received_packets: received, capacity_bps: capacity, ..Default::default() };
+            i.drops.insert("bad_mac", drops);
+            i.classes = vec![ClassSnapshot { class: "priority".into(), sent_packets: capacity, ..Default::default() }];
+            let m = MechanismReport {
+                name: "hummingbird",
+                drops: vec![("bad_mac", drops)],
+                counters: vec![("reserved_packets", reserved)],
+                ..Default::default()
+            };
+            let scmp = ScmpCounters { echo_replies: echo, ..Default::default() };
+            RouterStatus { interfaces: vec![i], mechanisms: vec![m], scmp, ..Default::default() }
+        };
+        let mut second = worker(20, 2, 7, 1, 0);
+        second.interfaces[0].drops.insert("not_neighbor", 4);
+        second.mechanisms[0].counters.push(("over_rate_packets", 3));
+        let all = RouterStatus::merged(&[worker(10, 1, 5, 2, 1000), second, worker(1, 0, 0, 0, 0)]);
+        let i = &all.interfaces[0];
+        assert_eq!((i.received_packets, i.drops["bad_mac"], i.drops["not_neighbor"]), (31, 3, 4));
+        // What belongs to the link is the leader's, not a sum.
+        assert_eq!((i.capacity_bps, i.classes[0].sent_packets), (1000, 1000));
+        assert_eq!(all.mechanisms[0].drops, [("bad_mac", 3)]);
+        assert_eq!(all.mechanisms[0].counters, [("reserved_packets", 12), ("over_rate_packets", 3)]);
+        assert_eq!(all.scmp.echo_replies, 3);
+        assert_eq!(RouterStatus::merged(&[worker(4, 0, 0, 0, 9)]).interfaces[0].received_packets, 4);
+    }
+
+    #[test]
     fn prometheus_text_has_labelled_samples() {
         let mut i = InterfaceStats { id: 2, received_packets: 5, ..Default::default() };
-        i.count_drop("bad_mac");
-        i.count_drop("bad_mac");
+        i.drops.insert("bad_mac", 2);
         i.classes = vec![ClassSnapshot { class: "priority".into(), sent_bytes: 1500, ..Default::default() }];
         let m = MechanismReport {
             name: "hummingbird",

@@ -114,6 +114,15 @@ impl Pipeline {
         }
     }
 
+    /// The index of the processor that handles `pkt` (the processors' count if none does), for
+    /// counting its drops ([`super::metrics::IngressCounters::count_drop`]).
+    pub fn processor_of(&self, pkt: &[u8]) -> usize {
+        match self.key(pkt) {
+            NONE => self.processors.len(),
+            k => usize::from(k),
+        }
+    }
+
     /// Processes a batch; `pkts` may be reordered across processors, and `verdicts[i]` is the
     /// verdict of `pkts[i]` as they are on return.
     pub fn process_batch(&mut self, ctx: &mut Context<'_>, pkts: &mut [&mut [u8]], verdicts: &mut [Verdict]) {
@@ -285,8 +294,14 @@ mod tests {
         let report = pl.report();
         assert_eq!(report[1].drops, [("tagged_away", 1)]);
         assert!(report[0].drops.is_empty());
-        assert_eq!(pl.drop_label(&pkt(3, 0), DropReason::Mechanism(0)), "tagged_away");
-        assert_eq!(pl.drop_label(&pkt(9, 0), DropReason::BadMac), "bad_mac");
+        // Per interface, drops are counted by processor and labelled by it when published.
+        let mut counters = crate::router::metrics::IngressCounters::new(&pl);
+        counters.count_drop(pl.processor_of(&pkt(3, 0)), DropReason::Mechanism(0));
+        counters.count_drop(pl.processor_of(&pkt(9, 0)), DropReason::BadMac);
+        counters.count_drop(pl.processor_of(&pkt(1, 0)), DropReason::BadMac);
+        let mut stats = crate::router::metrics::InterfaceStats::default();
+        counters.publish(&pl, &mut stats);
+        assert_eq!(stats.drops.into_iter().collect::<Vec<_>>(), [("bad_mac", 2), ("tagged_away", 1)]);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use aviary_qos::{Context, DropReason, Verdict};
 
 use super::management::Command;
 use super::runtime_state::{previous_secret_file, state_file, KeyRotation, RuntimeState};
-use super::Forwarder;
+use super::{start, Forwarder};
 use crate::clock::unix_ns;
 use crate::config::RouterConfig;
 
@@ -26,6 +26,7 @@ fn router_dir(name: &str, chains: &[Chain; 2]) -> (PathBuf, RouterConfig) {
 master_secret_file = "secret.hex"
 internal = "127.0.0.1:0"
 management = "127.0.0.1:0"
+workers = 1
 
 [[interface]]
 id = {IF_NEXT}
@@ -59,6 +60,11 @@ fn verdicts(fwd: &mut Forwarder, chains: &[Chain; 2]) -> [Verdict; 2] {
     })
 }
 
+/// The router's only worker (the configs here ask for one).
+fn forwarder(cfg: &RouterConfig, cfg_path: &Path) -> anyhow::Result<Forwarder> {
+    start(cfg, cfg_path).map(|(mut w, _, _)| w.remove(0))
+}
+
 fn mode(p: &Path) -> u32 {
     std::fs::metadata(p).unwrap().permissions().mode() & 0o777
 }
@@ -70,7 +76,7 @@ fn a_rotation_keeps_both_keys_across_a_restart_within_the_overlap_and_forgets_th
     let forwarded = Verdict::unauthenticated(IF_NEXT);
     let bad_mac = Verdict::Drop(DropReason::BadMac);
 
-    let (mut fwd, _, _) = Forwarder::new(&cfg, &cfg_path).unwrap();
+    let mut fwd = forwarder(&cfg, &cfg_path).unwrap();
     assert_eq!(verdicts(&mut fwd, &chains), [forwarded, bad_mac]);
     let new_secret = chains[1].ases[0].master_secret.to_vec();
     let until = unix_ns() + 3600 * S;
@@ -87,7 +93,7 @@ fn a_rotation_keeps_both_keys_across_a_restart_within_the_overlap_and_forgets_th
     drop(fwd);
 
     // Restarted within the overlap: both keys verify.
-    let (mut fwd, _, _) = Forwarder::new(&cfg, &cfg_path).unwrap();
+    let mut fwd = forwarder(&cfg, &cfg_path).unwrap();
     assert_eq!(verdicts(&mut fwd, &chains), [forwarded, forwarded]);
     drop(fwd);
 
@@ -96,7 +102,7 @@ fn a_rotation_keeps_both_keys_across_a_restart_within_the_overlap_and_forgets_th
     let mut state = RuntimeState::load(&runtime_file).unwrap();
     state.key_rotation = Some(KeyRotation { previous_until_ns: unix_ns() - S });
     state.save(&runtime_file).unwrap();
-    let (mut fwd, _, _) = Forwarder::new(&cfg, &cfg_path).unwrap();
+    let mut fwd = forwarder(&cfg, &cfg_path).unwrap();
     assert_eq!(verdicts(&mut fwd, &chains), [bad_mac, forwarded]);
     assert!(!previous.exists());
     assert_eq!(RuntimeState::load(&runtime_file).unwrap().key_rotation, None);
@@ -105,7 +111,7 @@ fn a_rotation_keeps_both_keys_across_a_restart_within_the_overlap_and_forgets_th
     // A record of an overlap whose previous secret is missing stops the router, naming both.
     state.key_rotation = Some(KeyRotation { previous_until_ns: unix_ns() + 3600 * S });
     state.save(&runtime_file).unwrap();
-    let e = Forwarder::new(&cfg, &cfg_path).err().unwrap().to_string();
+    let e = forwarder(&cfg, &cfg_path).err().unwrap().to_string();
     assert!(e.contains("runtime.json") && e.contains("key_rotation") && e.contains(".previous"), "{e}");
     std::fs::remove_dir_all(cfg_path.parent().unwrap()).unwrap();
 }
@@ -114,7 +120,7 @@ fn a_rotation_keeps_both_keys_across_a_restart_within_the_overlap_and_forgets_th
 fn the_previous_secret_leaves_the_disk_when_the_overlap_ends_while_running() {
     let chains = generations();
     let (cfg_path, cfg) = router_dir("retire", &chains);
-    let (mut fwd, _, _) = Forwarder::new(&cfg, &cfg_path).unwrap();
+    let mut fwd = forwarder(&cfg, &cfg_path).unwrap();
     let until = unix_ns() + 3600 * S;
     let secret = chains[1].ases[0].master_secret.to_vec();
     fwd.apply_and_keep(Command::MasterSecret { secret, previous_until_ns: until }).unwrap();

@@ -3,7 +3,7 @@
 //! alert, and errors (Parameter Problem with a pointer, External Interface Down) for packets
 //! it cannot forward, at most as many as a token bucket allows.
 //!
-//! The forwarding thread calls in here only for packets that already left the fast path: SCMP
+//! A worker calls in here only for packets that already left the fast path: SCMP
 //! packets (one byte compared per packet), drops and deliveries. Sans-IO: packets and time in,
 //! packets and where to send them out.
 
@@ -54,6 +54,16 @@ pub struct ScmpCounters {
 }
 
 impl ScmpCounters {
+    /// Adds another worker's counters.
+    pub fn add(&mut self, other: &ScmpCounters) {
+        self.echo_replies += other.echo_replies;
+        self.traceroute_replies += other.traceroute_replies;
+        self.parameter_problems += other.parameter_problems;
+        self.interface_down_errors += other.interface_down_errors;
+        self.errors_rate_limited += other.errors_rate_limited;
+        self.errors_not_sendable += other.errors_not_sendable;
+    }
+
     pub fn iter(&self) -> [(&'static str, u64); 6] {
         [
             ("echo_reply", self.echo_replies),

@@ -240,6 +240,7 @@ impl RunLayout {
                 },
                 interfaces,
                 scmp: Default::default(),
+                workers: None,
             };
             // A topology that asks for a router config that cannot start stops the run here,
             // naming the AS in the topology file.

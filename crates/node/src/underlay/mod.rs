@@ -548,24 +548,39 @@ impl AsRawFd for BatchSocket {
 /// is readable and returns how many are. A signal interrupting the wait returns `Ok(0)`.
 /// `ready` must be at least as long as `sockets`.
 pub fn wait_readable(sockets: &[&BatchSocket], timeout: Option<Duration>, ready: &mut [bool]) -> io::Result<usize> {
-    if ready.len() < sockets.len() {
+    wait_readable_on(sockets.iter().map(|s| s.as_raw_fd()), sockets.len(), timeout, ready)
+}
+
+/// [`wait_readable`] on descriptors a caller keeps (sockets, or an eventfd that wakes a thread),
+/// so that a loop waiting on the same set every round builds no list per round.
+pub fn wait_readable_fds(fds: &[RawFd], timeout: Option<Duration>, ready: &mut [bool]) -> io::Result<usize> {
+    wait_readable_on(fds.iter().copied(), fds.len(), timeout, ready)
+}
+
+fn wait_readable_on(
+    fds: impl Iterator<Item = RawFd>,
+    count: usize,
+    timeout: Option<Duration>,
+    ready: &mut [bool],
+) -> io::Result<usize> {
+    if ready.len() < count {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("{} readiness flags for {} sockets", ready.len(), sockets.len()),
+            format!("{} readiness flags for {count} descriptors", ready.len()),
         ));
     }
     ready.fill(false);
     const STACK: usize = 64;
-    let pfd = |s: &&BatchSocket| libc::pollfd { fd: s.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let pfd = |fd: RawFd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
     let mut on_stack = [libc::pollfd { fd: -1, events: 0, revents: 0 }; STACK];
     let mut on_heap = Vec::new();
-    let fds: &mut [libc::pollfd] = if sockets.len() <= STACK {
-        for (slot, s) in on_stack.iter_mut().zip(sockets) {
-            *slot = pfd(s);
+    let fds: &mut [libc::pollfd] = if count <= STACK {
+        for (slot, fd) in on_stack.iter_mut().zip(fds) {
+            *slot = pfd(fd);
         }
-        &mut on_stack[..sockets.len()]
+        &mut on_stack[..count]
     } else {
-        on_heap.extend(sockets.iter().map(pfd));
+        on_heap.extend(fds.map(pfd));
         &mut on_heap
     };
     let ts = timeout.map(|d| libc::timespec {
