@@ -115,6 +115,10 @@ enum LabCommand {
         /// First of the seven loopback ports of the run.
         #[arg(long, default_value_t = 50500)]
         port_base: u16,
+        /// Measure the router with 1, 2, ... up to this many worker threads (default: the
+        /// number of cores).
+        #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+        workers: Option<u16>,
     },
     /// The bare UDP relay `aviary lab forward` measures the router against: every datagram
     /// arriving at `--listen` goes on unchanged to `--to`.
@@ -382,11 +386,13 @@ fn run() -> Result<()> {
                 println!("\nreport: {}", html.display());
             }
         }
-        Command::Lab { command: LabCommand::Forward { quick, json, dir, port_base } } => {
+        Command::Lab { command: LabCommand::Forward { quick, json, dir, port_base, workers } } => {
             use aviary_lab::forward;
             let exe = std::env::current_exe()?;
             let effort = if quick { forward::Effort::QUICK } else { forward::Effort::FULL };
-            let opts = forward::ForwardOptions { exe, dir, port_base, effort, workers: vec![1], progress: !json };
+            let most = workers.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), usize::from);
+            let workers = (1..=most).collect();
+            let opts = forward::ForwardOptions { exe, dir, port_base, effort, workers, progress: !json };
             let report = forward::run(&opts)?;
             if json {
                 for row in report.rows() {

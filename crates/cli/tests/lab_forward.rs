@@ -13,7 +13,7 @@ const KEYS: [&str; 7] = ["name", "payload_bytes", "workers", "mpps", "gbps", "re
 fn the_router_and_the_relay_forward_and_every_row_has_its_fields() {
     let dir = std::env::temp_dir().join(format!("aviary-it-lab-forward-{}", std::process::id()));
     let out = Command::new(env!("CARGO_BIN_EXE_aviary"))
-        .args(["lab", "forward", "--quick", "--json", "--port-base", "50000", "--dir"])
+        .args(["lab", "forward", "--quick", "--json", "--workers", "2", "--port-base", "50000", "--dir"])
         .arg(&dir)
         .env("RUST_LOG", "off")
         .output()
@@ -21,12 +21,14 @@ fn the_router_and_the_relay_forward_and_every_row_has_its_fields() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8(out.stdout).unwrap();
     let rows: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    let ids: Vec<(&str, u64)> =
-        rows.iter().map(|r| (r["name"].as_str().unwrap(), r["payload_bytes"].as_u64().unwrap())).collect();
-    assert_eq!(
-        ids,
-        [("scion", 100), ("scion", 500), ("scion", 1500), ("flyover", 100), ("flyover", 500), ("flyover", 1500)]
-    );
+    let ids: Vec<(u64, &str, u64)> = rows
+        .iter()
+        .map(|r| (r["workers"].as_u64().unwrap(), r["name"].as_str().unwrap(), r["payload_bytes"].as_u64().unwrap()))
+        .collect();
+    let kinds =
+        [("scion", 100), ("scion", 500), ("scion", 1500), ("flyover", 100), ("flyover", 500), ("flyover", 1500)];
+    let want: Vec<(u64, &str, u64)> = [1, 2].iter().flat_map(|&w| kinds.iter().map(move |&(n, p)| (w, n, p))).collect();
+    assert_eq!(ids, want);
     for r in &rows {
         let keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
         let mut want = KEYS.to_vec();
@@ -35,7 +37,6 @@ fn the_router_and_the_relay_forward_and_every_row_has_its_fields() {
         got.sort_unstable();
         assert_eq!(got, want, "{r}");
         let f = |k: &str| r[k].as_f64().unwrap();
-        assert_eq!(r["workers"].as_u64(), Some(1));
         assert!(f("mpps") > 0.0 && f("relay_mpps") > 0.0, "{r}");
         assert!((f("ratio_to_relay") - f("mpps") / f("relay_mpps")).abs() < 1e-9, "{r}");
         // Bytes per packet at the sink: the payload and a SCION header (common and address

@@ -183,12 +183,8 @@ impl Ports {
 }
 
 /// The router's config: the chain's transit AS with its ingress link from the generator and
-/// its egress link to the sink. `workers` is the number of forwarding threads to measure; the
-/// router has one (`workers = 1` only).
+/// its egress link to the sink, forwarding on `workers` threads.
 fn router_config(bed: &Testbed, ports: &Ports, dir: &Path, workers: usize) -> anyhow::Result<PathBuf> {
-    if workers != 1 {
-        bail!("the router forwards on one thread: {workers} workers cannot be measured");
-    }
     let (ia, secret, upstream, downstream) = bed.router_as();
     let secret_file = dir.join("master_secret.hex");
     std::fs::write(&secret_file, hex_of(&secret))?;
@@ -217,6 +213,7 @@ fn router_config(bed: &Testbed, ports: &Ports, dir: &Path, workers: usize) -> an
             link(EGRESS, ports.router_out, ports.sink, downstream),
         ],
         scmp: Default::default(),
+        workers: Some(workers),
     };
     let path = dir.join(format!("router-w{workers}.toml"));
     aviary_node::config::write_toml(&path, &cfg)?;
