@@ -72,7 +72,8 @@ impl Fixture {
 
     fn buy(&mut self, w: Window, first: Option<client::Plan>) -> Result<(client::Plan, Vec<U256>), ClientError> {
         let key = BuyerKey::derive(b"buyer");
-        client::buy_cheapest(&mut self.l, &self.d, &self.buyer, &WANT, w, first, &key)
+        let terms = client::DeliveryTerms { key: &key, window_s: client::DEFAULT_DELIVERY_WINDOW_S };
+        client::buy_cheapest(&mut self.l, &self.d, &self.buyer, &WANT, w, first, terms)
     }
 }
 
@@ -136,7 +137,8 @@ fn a_cheaper_decoy_in_a_token_the_buyer_lacks_is_skipped() {
     assert_eq!(any.hops[0].ingress[0].offer.listing_id, decoy, "the decoy is the cheapest");
     // Without tokens, a purchase of the cheapest plan fails (what the client did before).
     let key = BuyerKey::derive(b"buyer");
-    assert!(client::buy_path(&mut f.l, &f.d, &f.buyer, &any, &key).is_err());
+    let terms = client::DeliveryTerms { key: &key, window_s: client::DEFAULT_DELIVERY_WINDOW_S };
+    assert!(client::buy_path(&mut f.l, &f.d, &f.buyer, &any, terms).is_err());
 
     let funds = client::funds_of(&f.l, f.buyer.address(), [tok]).unwrap();
     assert_eq!(funds[&tok], U256::ZERO);
