@@ -307,7 +307,7 @@ pub fn run(cmd: MarketCommand) -> Result<()> {
         MarketCommand::Requests { chain } => {
             let (ledger, dep, _) = chain.open()?;
             let d = dep.deployment();
-            let now = ledger.block_timestamp()?;
+            let now = ledger.pending_timestamp()?;
             println!("{:<22} {:>8} {:<16} {:<40}", "purchase", "request", "ISD-AS", "state");
             for (path, mut record) in PurchaseRecord::all_in(&chain.state_dir()?)? {
                 let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -341,7 +341,7 @@ pub fn run(cmd: MarketCommand) -> Result<()> {
                     );
                 }
             }
-            let now = ledger.block_timestamp()?;
+            let now = ledger.pending_timestamp()?;
             println!("{reclaimed} request(s) reclaimed (chain time {now})");
         }
         MarketCommand::Withdraw { chain, token, dry_run } => {

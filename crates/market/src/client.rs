@@ -94,7 +94,7 @@ fn ia_text(isd_as: u64) -> String {
 /// (the market refuses to sell an expired one).
 pub fn open_offers<L: Ledger + ?Sized>(l: &L, d: &Deployment) -> Result<Vec<Offer>, LedgerError> {
     let next = d.next_listing_id(l)?;
-    let now = l.block_timestamp()?;
+    let now = l.pending_timestamp()?;
     let mut out = Vec::new();
     let mut registered = BTreeMap::new();
     let mut id = U256::from(1);

@@ -61,7 +61,8 @@ impl fmt::Display for RequestState {
     }
 }
 
-/// The state of `req` at chain time `now` (a delivery at the deadline itself still counts).
+/// The state of `req` for a transaction mined at `now` ([`Ledger::pending_timestamp`]; a
+/// delivery at the deadline itself still counts).
 pub fn request_state(req: &RedeemRequest, now: u64) -> RequestState {
     match req.status {
         request_status::PENDING if now > req.deadline => RequestState::Expired { deadline: req.deadline },
@@ -96,7 +97,7 @@ pub fn await_outcomes<L: Ledger + ?Sized>(
     let give_up = Instant::now() + timeout;
     let mut outcomes: Vec<Option<Outcome>> = requests.iter().map(|_| None).collect();
     loop {
-        let now = l.block_timestamp()?;
+        let now = l.pending_timestamp()?;
         for (id, slot) in requests.iter().zip(outcomes.iter_mut()) {
             if matches!(slot, Some(Outcome::Opened { .. } | Outcome::Unopenable { .. })) {
                 continue;
@@ -177,7 +178,7 @@ pub fn reclaim_expired<L: Ledger + ?Sized>(
     requester: &Account,
     requests: &[U256],
 ) -> Result<Vec<U256>, LedgerError> {
-    let now = l.block_timestamp()?;
+    let now = l.pending_timestamp()?;
     let mut reclaimed = Vec::new();
     for id in requests {
         if matches!(request_state(&d.request_of(l, *id)?, now), RequestState::Expired { .. }) {
