@@ -290,18 +290,24 @@ pub fn run(cmd: MarketCommand) -> Result<()> {
             let (ledger, dep, _) = chain.open()?;
             let d = dep.deployment();
             let records = PurchaseRecord::all_in(&chain.state_dir()?)?;
-            let mut waited = 0;
+            let (mut waited, mut unfinished) = (0, 0);
             for (path, record) in records {
                 let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
                 let chosen = purchase.as_ref().map_or(!record.complete, |p| *p == name);
                 if chosen {
                     waited += 1;
                     println!("purchase {name}:");
-                    wait_for(&*ledger, &d, &path, Duration::from_secs(timeout_s))?;
+                    // One purchase's trouble (not mined, something missing) does not stop the others.
+                    if let Err(e) = wait_for(&*ledger, &d, &path, Duration::from_secs(timeout_s)) {
+                        println!("  {e:#}");
+                        unfinished += 1;
+                    }
                 }
             }
-            if waited == 0 {
-                println!("no purchase to wait for");
+            match (waited, unfinished) {
+                (0, _) => println!("no purchase to wait for"),
+                (_, 0) => {}
+                (n, k) => bail!("{k} of {n} purchase(s) not complete"),
             }
         }
         MarketCommand::Requests { chain } => {
