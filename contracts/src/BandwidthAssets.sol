@@ -4,7 +4,7 @@ pragma solidity ^0.8.24;
 import {AsRegistry} from "./AsRegistry.sol";
 
 /// @title BandwidthAssets
-/// @notice Hummingbird bandwidth assets (seed 000 §4.2): owned tokens, each a voucher for
+/// @notice Hummingbird bandwidth assets (the Hummingbird paper, §4.2): owned tokens, each a voucher for
 /// `bandwidth` kbit/s through one interface of one AS, as ingress or as egress, during
 /// [startTime, expiryTime). Assets split and fuse in time and bandwidth; a matching ingress and
 /// egress pair of one AS is redeemed for a reservation, which that AS delivers sealed to the
@@ -16,6 +16,11 @@ import {AsRegistry} from "./AsRegistry.sol";
 /// and redeem do not change any asset's attributes; only delivery (burn) removes volume.
 /// An escrowed asset (one held in a redeem request) is owned by this contract and cannot be
 /// transferred, split, fused or redeemed again.
+/// Nothing is stranded: a request carries a delivery deadline; a delivery after it reverts, and
+/// after it the requester takes the escrowed assets back (reclaim). A delivery must have the
+/// sealed format's length and a non-zero encapsulated key. An asset sent to a contract by
+/// someone other than that contract remembers its sender (senderOf), so the market can give
+/// back an asset sent to it outside createListing.
 contract BandwidthAssets {
     /// @notice One bandwidth asset. Two storage slots.
     struct Asset {
@@ -34,18 +39,27 @@ contract BandwidthAssets {
     enum RequestStatus {
         None,
         Pending,
-        Delivered
+        Delivered,
+        Reclaimed
     }
 
-    /// @notice A redeem request: two escrowed assets waiting for the issuing AS.
+    /// @notice A redeem request: two escrowed assets waiting for the issuing AS until `deadline`.
+    /// Three storage slots (asset ids below 2^96: they count up from 1).
     struct RedeemRequest {
         address requester; // who receives the reservation (the assets' owner, or the buyer on a path purchase)
         uint64 isdAs;
         RequestStatus status;
-        uint128 ingressId;
-        uint128 egressId;
+        uint96 ingressId;
+        uint96 egressId;
+        uint64 deadline; // Unix s: the AS delivers at or before it; after it, the requester may reclaim
         bytes32 ephemeralPubKey; // X25519
     }
+
+    /// @notice The longest delivery window a request may ask for (s).
+    uint32 public constant MAX_DELIVERY_WINDOW = 1 days;
+    /// @notice The length of a sealed reservation: HPKE enc (32) || ciphertext of the 32-byte
+    /// reservation || AEAD tag (16).
+    uint256 public constant SEALED_RESERVATION_LENGTH = 80;
 
     /// @notice The registry that says which account speaks for which ISD-AS.
     AsRegistry public immutable registry;
@@ -60,6 +74,7 @@ contract BandwidthAssets {
     mapping(address owner => mapping(address operator => bool)) private _operators;
     mapping(uint256 requestId => RedeemRequest) private _requests;
     mapping(uint256 requestId => bytes) private _reservations;
+    mapping(uint256 id => address) private _senders;
 
     // ------------------------------------------------------------------ errors
 
@@ -103,6 +118,17 @@ contract BandwidthAssets {
     error RequestNotPending(uint256 requestId);
     /// @notice Only the account registered for the request's ISD-AS delivers.
     error NotRequestAs(uint256 requestId, address caller);
+    /// @notice redeem: the delivery window is zero or longer than MAX_DELIVERY_WINDOW.
+    error BadDeliveryWindow(uint32 deliveryWindow);
+    /// @notice deliverReservation after the request's deadline (the requester may reclaim).
+    error DeliveryTooLate(uint256 requestId, uint64 deadline);
+    /// @notice deliverReservation: the blob is not a sealed reservation (wrong length, or a zero
+    /// encapsulated key).
+    error MalformedReservation(uint256 requestId, uint256 length);
+    /// @notice reclaim: only the request's requester reclaims.
+    error NotRequester(uint256 requestId, address caller);
+    /// @notice reclaim before the request's deadline has passed.
+    error DeadlineNotPassed(uint256 requestId, uint64 deadline);
 
     // ------------------------------------------------------------------ events
 
@@ -145,12 +171,15 @@ contract BandwidthAssets {
         uint64 bandwidth,
         uint64 startTime,
         uint64 expiryTime,
-        bytes32 ephemeralPubKey
+        bytes32 ephemeralPubKey,
+        uint64 deadline
     );
     /// @notice The AS delivered the sealed reservation; both assets are burnt.
     event ReservationDelivered(
         uint256 indexed requestId, uint64 indexed isdAs, address indexed requester, bytes sealedReservation
     );
+    /// @notice The deadline passed without a delivery: both assets went back to the requester.
+    event Reclaimed(uint256 indexed requestId, address indexed requester, uint256 ingressId, uint256 egressId);
 
     /// @param registry_ The AS registry consulted by issue and deliverReservation.
     constructor(AsRegistry registry_) {
@@ -211,6 +240,9 @@ contract BandwidthAssets {
         if (owner != from) revert NotAssetOwner(id, from);
         if (to == address(0) || to == address(this)) revert InvalidRecipient(to);
         _move(owner, to, id);
+        // Sent to a contract that did not take it itself: remember who sent it, so that
+        // contract (the market) can give it back.
+        if (msg.sender != to && to.code.length != 0) _senders[id] = owner;
     }
 
     /// @notice Approve `approved` (zero: nobody) to transfer, split, fuse or redeem asset `id`.
@@ -304,11 +336,11 @@ contract BandwidthAssets {
     /// @notice Redeem an ingress and an egress asset of one AS for a reservation addressed to the
     /// assets' owner. See redeemFor.
     /// @return requestId The new redeem request.
-    function redeem(uint256 ingressId, uint256 egressId, bytes32 ephemeralPubKey)
+    function redeem(uint256 ingressId, uint256 egressId, bytes32 ephemeralPubKey, uint32 deliveryWindow)
         external
         returns (uint256 requestId)
     {
-        return _redeem(ingressId, egressId, ephemeralPubKey, _assets[ingressId].owner);
+        return _redeem(ingressId, egressId, ephemeralPubKey, deliveryWindow, _assets[ingressId].owner);
     }
 
     /// @notice Redeem an ingress and an egress asset of one AS for a reservation addressed to
@@ -319,19 +351,27 @@ contract BandwidthAssets {
     /// @param ingressId The ingress asset (its interface is the reservation's In).
     /// @param egressId The egress asset (its interface is the reservation's Eg).
     /// @param ephemeralPubKey The requester's ephemeral X25519 public key for HPKE.
-    /// @param requester The account recorded as the request's owner (not zero).
+    /// @param deliveryWindow How long the AS has to deliver, s (1 to MAX_DELIVERY_WINDOW): the
+    /// request's deadline is now + deliveryWindow.
+    /// @param requester The account recorded as the request's owner (not zero); it alone may
+    /// reclaim the assets after the deadline.
     /// @return requestId The new redeem request.
-    function redeemFor(uint256 ingressId, uint256 egressId, bytes32 ephemeralPubKey, address requester)
-        external
-        returns (uint256 requestId)
-    {
+    function redeemFor(
+        uint256 ingressId,
+        uint256 egressId,
+        bytes32 ephemeralPubKey,
+        uint32 deliveryWindow,
+        address requester
+    ) external returns (uint256 requestId) {
         if (requester == address(0) || requester == address(this)) revert InvalidRecipient(requester);
-        return _redeem(ingressId, egressId, ephemeralPubKey, requester);
+        return _redeem(ingressId, egressId, ephemeralPubKey, deliveryWindow, requester);
     }
 
     /// @notice Deliver the sealed reservation (HPKE of ResInfo and A_K to the request's key) for
-    /// a pending request. Caller: the account registered for the request's ISD-AS. Burns both
-    /// assets; the blob is stored (reservationOf) and emitted.
+    /// a pending request, at or before its deadline. Caller: the account registered for the
+    /// request's ISD-AS. The blob must be SEALED_RESERVATION_LENGTH bytes with a non-zero
+    /// encapsulated key (what is cheap to check here; the buyer's client checks that it opens).
+    /// Burns both assets; the blob is stored (reservationOf) and emitted.
     function deliverReservation(uint256 requestId, bytes calldata sealedReservation) external {
         RedeemRequest storage r = _requests[requestId];
         RequestStatus status = r.status;
@@ -339,12 +379,38 @@ contract BandwidthAssets {
         if (status != RequestStatus.Pending) revert RequestNotPending(requestId);
         uint64 isdAs = r.isdAs;
         if (registry.accountOf(isdAs) != msg.sender) revert NotRequestAs(requestId, msg.sender);
+        uint64 deadline = r.deadline;
+        if (block.timestamp > deadline) revert DeliveryTooLate(requestId, deadline);
+        if (sealedReservation.length != SEALED_RESERVATION_LENGTH || bytes32(sealedReservation[:32]) == 0) {
+            revert MalformedReservation(requestId, sealedReservation.length);
+        }
 
         r.status = RequestStatus.Delivered;
         _burn(address(this), r.ingressId);
         _burn(address(this), r.egressId);
         _reservations[requestId] = sealedReservation;
         emit ReservationDelivered(requestId, isdAs, r.requester, sealedReservation);
+    }
+
+    /// @notice After the deadline of an undelivered request, its requester takes both escrowed
+    /// assets back (to redeem again, resell or let expire). The payment of a market purchase
+    /// stays with the sellers: what was bought is returned, not refunded. Once per request.
+    function reclaim(uint256 requestId) external {
+        RedeemRequest storage r = _requests[requestId];
+        RequestStatus status = r.status;
+        if (status == RequestStatus.None) revert UnknownRequest(requestId);
+        if (status != RequestStatus.Pending) revert RequestNotPending(requestId);
+        address requester = r.requester;
+        if (msg.sender != requester) revert NotRequester(requestId, msg.sender);
+        uint64 deadline = r.deadline;
+        if (block.timestamp <= deadline) revert DeadlineNotPassed(requestId, deadline);
+
+        r.status = RequestStatus.Reclaimed;
+        uint256 ingressId = r.ingressId;
+        uint256 egressId = r.egressId;
+        _move(address(this), requester, ingressId);
+        _move(address(this), requester, egressId);
+        emit Reclaimed(requestId, requester, ingressId, egressId);
     }
 
     // ------------------------------------------------------------------ views
@@ -373,6 +439,12 @@ contract BandwidthAssets {
     /// @notice The redeem request `requestId` (status None if there is none).
     function requestOf(uint256 requestId) external view returns (RedeemRequest memory) {
         return _requests[requestId];
+    }
+
+    /// @notice Who sent asset `id` to the contract that owns it now, when that contract did not
+    /// take it itself (zero otherwise): the account the market gives a stray asset back to.
+    function senderOf(uint256 id) external view returns (address) {
+        return _senders[id];
     }
 
     /// @notice The sealed reservation delivered for `requestId` (empty until delivered).
@@ -409,6 +481,7 @@ contract BandwidthAssets {
     function _move(address from, address to, uint256 id) private {
         _assets[id].owner = to;
         if (_approved[id] != address(0)) delete _approved[id];
+        if (_senders[id] != address(0)) delete _senders[id];
         emit Transfer(from, to, id);
     }
 
@@ -418,10 +491,14 @@ contract BandwidthAssets {
         emit Transfer(owner, address(0), id);
     }
 
-    function _redeem(uint256 ingressId, uint256 egressId, bytes32 ephemeralPubKey, address requester)
-        private
-        returns (uint256 requestId)
-    {
+    function _redeem(
+        uint256 ingressId,
+        uint256 egressId,
+        bytes32 ephemeralPubKey,
+        uint32 deliveryWindow,
+        address requester
+    ) private returns (uint256 requestId) {
+        if (deliveryWindow == 0 || deliveryWindow > MAX_DELIVERY_WINDOW) revert BadDeliveryWindow(deliveryWindow);
         if (ingressId == egressId) revert SameAsset(ingressId);
         address owner = _authorized(ingressId);
         if (_authorized(egressId) != owner) revert DifferentOwners(ingressId, egressId);
@@ -439,12 +516,14 @@ contract BandwidthAssets {
         _move(owner, address(this), ingressId);
         _move(owner, address(this), egressId);
         requestId = nextRequestId++;
+        uint64 deadline = uint64(block.timestamp) + deliveryWindow;
         _requests[requestId] = RedeemRequest({
             requester: requester,
             isdAs: i.isdAs,
             status: RequestStatus.Pending,
-            ingressId: uint128(ingressId),
-            egressId: uint128(egressId),
+            ingressId: uint96(ingressId),
+            egressId: uint96(egressId),
+            deadline: deadline,
             ephemeralPubKey: ephemeralPubKey
         });
         emit RedeemRequested(
@@ -458,7 +537,8 @@ contract BandwidthAssets {
             i.bandwidth,
             i.startTime,
             expiry,
-            ephemeralPubKey
+            ephemeralPubKey,
+            deadline
         );
     }
 }

@@ -113,6 +113,13 @@ contract Market is MarketPayments {
     error NotMergeable(uint256 listingId, uint256 otherListingId);
     /// @notice A path purchase with no hops.
     error EmptyPath();
+    /// @notice The listed asset has expired: it cannot be bought (its seller may delist it).
+    error ListingExpired(uint256 listingId, uint64 expiryTime);
+    /// @notice The requested piece ends at or before now: it would buy only the past.
+    error WindowInPast(uint256 listingId, uint64 expiryTime);
+    /// @notice recover: the market does not hold this asset as a stray (it is listed, or was
+    /// not sent to the market directly), or the caller did not send it.
+    error NotRecoverable(uint256 assetId, address caller);
 
     // ------------------------------------------------------------------ events
 
@@ -152,6 +159,8 @@ contract Market is MarketPayments {
     );
     /// @notice A path was bought and redeemed; one redeem request per hop, in hop order.
     event PathPurchased(address indexed buyer, uint256[] requestIds);
+    /// @notice An asset sent to the market outside createListing went back to its sender.
+    event Recovered(uint256 indexed assetId, address indexed sender);
 
     /// @param assets_ The asset contract.
     constructor(BandwidthAssets assets_) {
@@ -219,6 +228,18 @@ contract Market is MarketPayments {
         emit Delisted(listingId, assetId);
     }
 
+    /// @notice Give an asset that was sent to the market directly (a transfer outside
+    /// createListing, which the market never lists) back to the account that sent it. The
+    /// asset contract remembers that sender until the asset moves again; listed assets and
+    /// purchase pieces never have one, since the market took them itself or split them off.
+    function recover(uint256 assetId) external nonReentrant {
+        if (assets.ownerOf(assetId) != address(this) || assets.senderOf(assetId) != msg.sender) {
+            revert NotRecoverable(assetId, msg.sender);
+        }
+        assets.transferFrom(address(this), msg.sender, assetId);
+        emit Recovered(assetId, msg.sender);
+    }
+
     /// @notice Join two listings of one seller in one marketplace at one price into
     /// `listingId`: assets adjacent in time with equal bandwidth are fused in time, assets with
     /// equal intervals in bandwidth (the asset contract checks that issuer, interface,
@@ -275,11 +296,17 @@ contract Market is MarketPayments {
 
     /// @notice Atomically buy the ingress and egress asset of every hop (each side from its
     /// listings, pieces fused) and file one redeem request per hop for the caller, all with
-    /// `ephemeralPubKey`. The total per payment token must not exceed its entry in `maxPrices`
+    /// `ephemeralPubKey` and a deadline `deliveryWindow` seconds from now (after which the
+    /// caller may reclaim a request's undelivered assets from the asset contract). The total per payment token must not exceed its entry in `maxPrices`
     /// (a token without an entry: 0). Native payment is checked once against the native total;
     /// the excess is refunded; ERC-20 totals are pulled from the caller. Any failure reverts all.
     /// @return requestIds The redeem requests, in hop order.
-    function buyAndRedeemPath(PathPurchase[] calldata hops, bytes32 ephemeralPubKey, PriceLimit[] calldata maxPrices)
+    function buyAndRedeemPath(
+        PathPurchase[] calldata hops,
+        bytes32 ephemeralPubKey,
+        uint32 deliveryWindow,
+        PriceLimit[] calldata maxPrices
+    )
         external
         payable
         nonReentrant
@@ -297,7 +324,7 @@ contract Market is MarketPayments {
             PathPurchase calldata h = hops[i];
             uint256 ingress = _takeSide(i, h.ingressListingIds, h.startTime, h.expiryTime, h.bandwidth, bill);
             uint256 egress = _takeSide(i, h.egressListingIds, h.startTime, h.expiryTime, h.bandwidth, bill);
-            requestIds[i] = assets.redeemFor(ingress, egress, ephemeralPubKey, msg.sender);
+            requestIds[i] = assets.redeemFor(ingress, egress, ephemeralPubKey, deliveryWindow, msg.sender);
         }
         for (uint256 k = 0; k < bill.count; ++k) {
             uint256 limit;
@@ -429,10 +456,12 @@ contract Market is MarketPayments {
         Bill memory bill
     ) private returns (uint256 piece, uint256 restListing, uint256 restAsset) {
         uint256 assetId = l.assetId;
+        if (a.expiryTime <= block.timestamp) revert ListingExpired(listingId, a.expiryTime);
         if (start >= expiry || start < a.startTime || expiry > a.expiryTime || bandwidth == 0 || bandwidth > a.bandwidth)
         {
             revert OutsideListing(listingId, start, expiry, bandwidth);
         }
+        if (expiry <= block.timestamp) revert WindowInPast(listingId, expiry);
 
         // Split: front at `start`, tail at `expiry`, then `bandwidth` off the middle piece.
         uint256[3] memory rest;

@@ -1,14 +1,17 @@
-//! `aviary market`: the buyer's commands (list offers, plan and buy reservations for a path).
+//! `aviary market`: the buyer's commands (list offers, plan and buy reservations for a path,
+//! resume waiting for them, list the requests and reclaim the undelivered ones) and the
+//! seller's withdrawal.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use aviary_market::client;
+use aviary_market::client::{self, RequestState};
 use aviary_market::{Account, Address, Deployment, Ledger, RpcLedger, SharedLedger};
 use aviary_node::as_service::DeploymentFile;
-use aviary_node::buyer::{self, Purchase};
+use aviary_node::buyer::{self, NewPurchase, Purchase, PurchaseRecord};
 use aviary_node::config::HostConfig;
+use aviary_node::runner::market_setup::PURCHASES_DIR;
 use aviary_scion::IsdAsn;
 use clap::{Args, Subcommand};
 
@@ -30,6 +33,10 @@ pub struct Chain {
     /// The account key (secp256k1, hex): the buyer's to buy, the seller's to withdraw.
     #[arg(long)]
     account_key: Option<PathBuf>,
+    /// The buyer's purchase records (default with --run: RUN/market/purchases): each purchase's
+    /// ephemeral key is written here (0600) before the purchase is sent.
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
 }
 
 impl Chain {
@@ -54,6 +61,13 @@ impl Chain {
                 (None, None) => bail!("say which chain: --run, --ledger-dir or --rpc"),
             };
         Ok((ledger, DeploymentFile::load(&deployment)?, account))
+    }
+
+    fn state_dir(&self) -> Result<PathBuf> {
+        self.state_dir
+            .clone()
+            .or_else(|| self.run.as_ref().map(|r| r.join("market").join(PURCHASES_DIR)))
+            .context("--state-dir (or --run) is needed: purchases are recorded there")
     }
 }
 
@@ -100,6 +114,36 @@ pub enum MarketCommand {
         /// The reservation file to write.
         #[arg(long, required_unless_present = "dry_run")]
         out: Option<PathBuf>,
+        /// How long the ASes have to deliver, s (at most a day); after that, `aviary market
+        /// reclaim` takes back what was not delivered.
+        #[arg(long, default_value_t = client::DEFAULT_DELIVERY_WINDOW_S)]
+        delivery_window_s: u32,
+        /// How long to wait for the deliveries before leaving it to `aviary market wait`.
+        #[arg(long, default_value_t = 60)]
+        wait_s: u64,
+    },
+    /// Resume waiting for the reservations of earlier purchases (of a `buy` that was killed or
+    /// gave up waiting): open what arrives and write the reservation files.
+    Wait {
+        #[command(flatten)]
+        chain: Chain,
+        /// Only this purchase (its record's file name in the state directory).
+        #[arg(long)]
+        purchase: Option<String>,
+        /// Stop waiting after this long (what arrived is written either way).
+        #[arg(long, default_value_t = 60)]
+        timeout_s: u64,
+    },
+    /// The buyer's redeem requests and their state: pending, delivered, expired-reclaimable,
+    /// reclaimed.
+    Requests {
+        #[command(flatten)]
+        chain: Chain,
+    },
+    /// Take back the assets of every request whose delivery deadline passed undelivered.
+    Reclaim {
+        #[command(flatten)]
+        chain: Chain,
     },
     /// A seller's proceeds: the market credits each sale to the seller, who withdraws them
     /// (native currency and the given ERC-20 tokens) to its account (`--account-key`: the AS's).
@@ -117,6 +161,33 @@ pub enum MarketCommand {
 
 fn ia(isd_as: u64) -> String {
     IsdAsn::from_u64(isd_as).to_string()
+}
+
+/// Waits for the purchase recorded at `record`, writes what arrived, says what did not.
+fn wait_for(ledger: &dyn Ledger, d: &Deployment, record: &Path, timeout: Duration) -> Result<()> {
+    let got = buyer::wait(ledger, d, record, timeout)?;
+    let saved = PurchaseRecord::load(record)?;
+    for (file, out, what) in [
+        (&got.forward, &saved.out, "reservations delivered and opened"),
+        (&got.reverse, &saved.reverse_out, "reverse reservations (for the destination)"),
+    ] {
+        if let (Some(f), Some(out)) = (file, out) {
+            println!("{what}: {} ({} hop(s))", out.display(), f.reservations.len());
+        }
+    }
+    for m in &got.missing {
+        println!("missing: request {} ({}): {}", m.request, m.ia, m.why);
+    }
+    if got.missing.is_empty() {
+        return Ok(());
+    }
+    let reclaimable = got.missing.iter().any(|m| matches!(m.state, RequestState::Expired { .. }));
+    let hint = if reclaimable {
+        "`aviary market reclaim` takes back the assets of the expired ones"
+    } else {
+        "`aviary market wait` resumes; after a deadline, `aviary market reclaim` takes the assets back"
+    };
+    bail!("{} of {} reservation(s) missing: {hint}", got.missing.len(), saved.hops)
 }
 
 pub fn run(cmd: MarketCommand) -> Result<()> {
@@ -156,6 +227,8 @@ pub fn run(cmd: MarketCommand) -> Result<()> {
             reverse_out,
             dry_run,
             out,
+            delivery_window_s,
+            wait_s,
         } => {
             let (mut ledger, dep, account) = chain.open()?;
             let d: Deployment = dep.deployment();
@@ -172,7 +245,8 @@ pub fn run(cmd: MarketCommand) -> Result<()> {
                 bandwidth_kbps: bandwidth_bps.div_ceil(1000),
                 reverse: reverse_out.is_some(),
                 wait_for_offers: Duration::ZERO,
-                wait_for_delivery: Duration::from_secs(60),
+                wait_for_delivery: Duration::from_secs(wait_s),
+                delivery_window_s,
             };
             let wants = buyer::wants(path, purchase.reverse);
             let plan = buyer::plan(&*ledger, &d, account.as_ref().map(Account::address), &wants, &purchase)?;
@@ -198,14 +272,83 @@ pub fn run(cmd: MarketCommand) -> Result<()> {
                 return Ok(());
             }
             let account = account.context("--account-key (or --run) is needed to buy")?;
-            let (fwd, rev) = buyer::buy(&mut *ledger, &d, &account, &plan, (host.ia, dst), &purchase)?;
-            let out = out.context("--out is needed")?;
-            fwd.save(&out)?;
-            println!("reservations delivered and opened: {}", out.display());
-            if let (Some(rev), Some(f)) = (rev, reverse_out) {
-                rev.save(&f)?;
-                println!("reverse reservations (for the destination): {}", f.display());
+            let new = NewPurchase {
+                buyer: account.address(),
+                ends: (host.ia, dst),
+                reverse: purchase.reverse,
+                hops: wants.len(),
+                window: purchase.window(),
+                out: Some(out.context("--out is needed")?),
+                reverse_out,
+            };
+            let state_dir = chain.state_dir()?;
+            let record = buyer::buy(&mut *ledger, &d, &account, &plan, new, &purchase, &state_dir)?;
+            println!("bought; purchase recorded in {}", record.display());
+            wait_for(&*ledger, &d, &record, purchase.wait_for_delivery)?;
+        }
+        MarketCommand::Wait { chain, purchase, timeout_s } => {
+            let (ledger, dep, _) = chain.open()?;
+            let d = dep.deployment();
+            let records = PurchaseRecord::all_in(&chain.state_dir()?)?;
+            let (mut waited, mut unfinished) = (0, 0);
+            for (path, record) in records {
+                let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                let chosen = purchase.as_ref().map_or(!record.complete, |p| *p == name);
+                if chosen {
+                    waited += 1;
+                    println!("purchase {name}:");
+                    // One purchase's trouble (not mined, something missing) does not stop the others.
+                    if let Err(e) = wait_for(&*ledger, &d, &path, Duration::from_secs(timeout_s)) {
+                        println!("  {e:#}");
+                        unfinished += 1;
+                    }
+                }
             }
+            match (waited, unfinished) {
+                (0, _) => println!("no purchase to wait for"),
+                (_, 0) => {}
+                (n, k) => bail!("{k} of {n} purchase(s) not complete"),
+            }
+        }
+        MarketCommand::Requests { chain } => {
+            let (ledger, dep, _) = chain.open()?;
+            let d = dep.deployment();
+            let now = ledger.pending_timestamp()?;
+            println!("{:<22} {:>8} {:<16} {:<40}", "purchase", "request", "ISD-AS", "state");
+            for (path, mut record) in PurchaseRecord::all_in(&chain.state_dir()?)? {
+                let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                let requests = record.resolve_requests(&*ledger, &d)?;
+                if requests.is_empty() {
+                    println!("{name:<22} {:>8} {:<16} not on chain (the purchase was not mined)", "-", "-");
+                }
+                for id in requests {
+                    let req = d.request_of(&*ledger, id)?;
+                    let state = client::request_state(&req, now);
+                    println!("{name:<22} {:>8} {:<16} {state}", id.to_string(), ia(req.isdAs));
+                }
+            }
+        }
+        MarketCommand::Reclaim { chain } => {
+            let (mut ledger, dep, account) = chain.open()?;
+            let d = dep.deployment();
+            let account = account.context("--account-key (or --run) is needed: the buyer reclaims")?;
+            let mut reclaimed = 0;
+            for (path, mut record) in PurchaseRecord::all_in(&chain.state_dir()?)? {
+                let requests = record.resolve_requests(&*ledger, &d)?;
+                for id in client::reclaim_expired(&mut *ledger, &d, &account, &requests)? {
+                    reclaimed += 1;
+                    let req = d.request_of(&*ledger, id)?;
+                    println!(
+                        "request {id} ({}): reclaimed; assets {} and {} are the buyer's again ({})",
+                        ia(req.isdAs),
+                        req.ingressId,
+                        req.egressId,
+                        path.display()
+                    );
+                }
+            }
+            let now = ledger.pending_timestamp()?;
+            println!("{reclaimed} request(s) reclaimed (chain time {now})");
         }
         MarketCommand::Withdraw { chain, token, dry_run } => {
             let (mut ledger, dep, account) = chain.open()?;

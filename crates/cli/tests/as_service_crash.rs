@@ -79,7 +79,8 @@ impl Run {
         let offers = client::open_offers(&ledger, &d).unwrap();
         let plan = client::plan_cheapest(&offers, &[Self::hop()], window(start)).unwrap();
         let key = BuyerKey::derive(who.as_bytes());
-        let ids = client::buy_path(&mut ledger, &d, &self.market.buyer().unwrap(), &plan, &key).unwrap();
+        let terms = client::DeliveryTerms { key: &key, window_s: client::DEFAULT_DELIVERY_WINDOW_S };
+        let ids = client::buy_path(&mut ledger, &d, &self.market.buyer().unwrap(), &plan, terms).unwrap();
         (ids[0], key)
     }
 

@@ -195,10 +195,21 @@ pub fn buy_transit_from(
         // Generous: on a loaded machine the AS services' first listings take a while.
         wait_for_offers: Duration::from_secs(90),
         wait_for_delivery: Duration::from_secs(60),
+        delivery_window_s: aviary_market::client::DEFAULT_DELIVERY_WINDOW_S,
     };
     let account = market.buyer()?;
     let plan = buyer::plan(&ledger, &d, Some(account.address()), &buyer::wants(&path, false), &purchase)?;
-    let (file, _) = buyer::buy(&mut ledger, &d, &account, &plan, (s.ia, t.ia), &purchase)?;
+    let new = buyer::NewPurchase {
+        buyer: account.address(),
+        ends: (s.ia, t.ia),
+        reverse: false,
+        hops: plan.hops.len(),
+        window: purchase.window(),
+        out: None,
+        reverse_out: None,
+    };
+    let record = buyer::buy(&mut ledger, &d, &account, &plan, new, &purchase, &market.purchases_dir())?;
+    let (file, _) = buyer::wait(&ledger, &d, &record, purchase.wait_for_delivery)?.complete()?;
     Ok((save_reservations(layout, src, dst, file.reservations)?, plan.total))
 }
 

@@ -1,7 +1,8 @@
 //! The buyer's side of the market (the Hummingbird paper, §4.1, §4.2): find the listings that cover the hops
 //! of a path, plan the cheapest purchase the buyer can pay ([`plan`]), buy and redeem every hop
 //! in one transaction (re-planning without a listing that made it revert), wait for the ASes to
-//! deliver, and open the sealed reservations.
+//! deliver by the requests' deadline, open the sealed reservations, and take back the assets
+//! of requests an AS left undelivered ([`delivery`]).
 //!
 //! A hop is one AS with its ingress and egress interface in the direction of travel; it needs
 //! an ingress asset of the first and an egress asset of the second, each covering the wanted
@@ -10,16 +11,31 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::str::FromStr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use alloy_primitives::{Address, B256, U256};
-use aviary_hummingbird::{BuyerKey, Reservation, SealContext};
+use aviary_hummingbird::BuyerKey;
 
 use crate::contracts::{token, Asset, Deployment, Listing};
 use crate::{Account, Ledger, LedgerError, Revert};
 
+pub mod delivery;
 pub mod plan;
+pub use delivery::{
+    await_deliveries, await_outcomes, find_requests, reclaim_expired, request_state, Outcome, RequestState,
+};
 pub use plan::{plan_affordable, plan_cheapest, Funds, Piece, Plan, PlannedHop, Window};
+
+/// The delivery window a purchase gives the ASes unless told otherwise (s).
+pub const DEFAULT_DELIVERY_WINDOW_S: u32 = 600;
+
+/// How the ASes are to deliver a purchase: sealed to `key`, within `window_s` seconds of the
+/// purchase (the requests' deadline; after it the buyer may reclaim the assets).
+#[derive(Clone, Copy)]
+pub struct DeliveryTerms<'a> {
+    pub key: &'a BuyerKey,
+    pub window_s: u32,
+}
 
 /// One AS of a path to reserve, interfaces in the direction of travel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,6 +80,8 @@ pub enum ClientError {
     Timeout(U256, Duration),
     #[error("request {0}: the sealed reservation does not open: {1}")]
     Open(U256, aviary_hummingbird::SealError),
+    #[error("request {0}: not delivered, now {1}")]
+    Undelivered(U256, RequestState),
     #[error(transparent)]
     Ledger(#[from] LedgerError),
 }
@@ -72,16 +90,21 @@ fn ia_text(isd_as: u64) -> String {
     aviary_scion::IsdAsn::from_u64(isd_as).to_string()
 }
 
-/// Every open listing of the market (listing ids are dense from 1).
+/// Every open listing of the market (listing ids are dense from 1) whose asset has not expired
+/// (the market refuses to sell an expired one).
 pub fn open_offers<L: Ledger + ?Sized>(l: &L, d: &Deployment) -> Result<Vec<Offer>, LedgerError> {
     let next = d.next_listing_id(l)?;
+    let now = l.pending_timestamp()?;
     let mut out = Vec::new();
     let mut registered = BTreeMap::new();
     let mut id = U256::from(1);
     while id < next {
         let listing = d.listing_of(l, id)?;
-        if listing.seller != Address::ZERO {
-            let asset = d.asset_of(l, U256::from(listing.assetId))?;
+        let asset = match listing.seller {
+            Address::ZERO => None,
+            _ => Some(d.asset_of(l, U256::from(listing.assetId))?).filter(|a| a.expiryTime > now),
+        };
+        if let Some(asset) = asset {
             let (_, payment_token) = d.quote(l, id, asset.startTime, asset.expiryTime, asset.bandwidth)?;
             let issuer_registered = match registered.get(&asset.isdAs) {
                 Some(r) => *r,
@@ -108,8 +131,8 @@ pub fn funds_of<L: Ledger + ?Sized>(
     Ok(funds)
 }
 
-/// Buys and redeems every hop of `plan` in one transaction, the reservations to be sealed to
-/// `key`; returns the redeem request ids in hop order. Either every hop is bought or none, and
+/// Buys and redeems every hop of `plan` in one transaction, the reservations to be sealed and
+/// delivered as `terms` say; returns the redeem request ids in hop order. Either every hop is bought or none, and
 /// at no more than the plan's total in any token. Token-paid pieces are paid from the buyer's
 /// allowance: the market is approved for each token's total first (an approval stays if the
 /// purchase then fails).
@@ -118,13 +141,13 @@ pub fn buy_path<L: Ledger + ?Sized>(
     d: &Deployment,
     buyer: &Account,
     plan: &Plan,
-    key: &BuyerKey,
+    terms: DeliveryTerms,
 ) -> Result<Vec<U256>, ClientError> {
     for (token, amount) in &plan.token_totals {
         token::approve(l, buyer, *token, d.market, *amount)?;
     }
-    let key = B256::from(key.public());
-    let (ids, _) = d.buy_and_redeem_path(l, buyer, plan.purchases(), key, plan.limits(), plan.total)?;
+    let key = B256::from(terms.key.public());
+    let (ids, _) = d.buy_and_redeem_path(l, buyer, plan.purchases(), key, terms.window_s, plan.limits(), plan.total)?;
     Ok(ids)
 }
 
@@ -143,7 +166,7 @@ pub fn buy_cheapest<L: Ledger + ?Sized>(
     wants: &[HopWant],
     w: Window,
     first: Option<Plan>,
-    key: &BuyerKey,
+    terms: DeliveryTerms,
 ) -> Result<(Plan, Vec<U256>), ClientError> {
     let (mut without_listings, mut without_tokens) = (BTreeSet::new(), BTreeSet::new());
     let mut next = first;
@@ -162,7 +185,7 @@ pub fn buy_cheapest<L: Ledger + ?Sized>(
                 plan_affordable(&offers, wants, w, &funds)?
             }
         };
-        let rv = match buy_path(l, d, buyer, &plan, key) {
+        let rv = match buy_path(l, d, buyer, &plan, terms) {
             Ok(ids) => return Ok((plan, ids)),
             Err(ClientError::Ledger(LedgerError::Revert(rv))) => rv,
             Err(e) => return Err(e),
@@ -187,33 +210,4 @@ pub fn buy_cheapest<L: Ledger + ?Sized>(
         }
         last_failed = Some(purchases);
     }
-}
-
-/// Waits until every request is delivered and opens the reservations (in request order).
-pub fn await_deliveries<L: Ledger + ?Sized>(
-    l: &L,
-    d: &Deployment,
-    requests: &[U256],
-    key: &BuyerKey,
-    timeout: Duration,
-) -> Result<Vec<(u64, Reservation)>, ClientError> {
-    let deadline = Instant::now() + timeout;
-    let mut out = Vec::new();
-    for id in requests {
-        let sealed = loop {
-            let sealed = d.reservation_of(l, *id)?;
-            if !sealed.is_empty() {
-                break sealed;
-            }
-            if Instant::now() > deadline {
-                return Err(ClientError::Timeout(*id, timeout));
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        };
-        let req = d.request_of(l, *id)?;
-        let ctx = SealContext::new(l.chain_id(), req.isdAs, id.to_be_bytes::<32>());
-        let r = aviary_hummingbird::open(&sealed, &ctx, key).map_err(|e| ClientError::Open(*id, e))?;
-        out.push((req.isdAs, r));
-    }
-    Ok(out)
 }

@@ -26,7 +26,12 @@ pub mod request_status {
     pub const PENDING: u8 = 1;
     /// Delivered; the assets are burnt.
     pub const DELIVERED: u8 = 2;
+    /// Not delivered by its deadline; the requester took the assets back.
+    pub const RECLAIMED: u8 = 3;
 }
+
+/// How long an AS may take to deliver, at most (the contract's `MAX_DELIVERY_WINDOW`, s).
+pub const MAX_DELIVERY_WINDOW_S: u32 = 86_400;
 
 /// The attributes of an asset to issue (the Hummingbird paper, §4.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -332,7 +337,9 @@ impl Deployment {
         transact(l, from, self.assets, &BandwidthAssets::fuseBandwidthCall { a, b }, U256::ZERO)
     }
 
-    /// Redeem an ingress and an egress asset; returns the request id.
+    /// Redeem an ingress and an egress asset, to be delivered within `delivery_window_s` (1 to
+    /// [`MAX_DELIVERY_WINDOW_S`]); returns the request id.
+    #[allow(clippy::too_many_arguments)] // the contract's arguments, plus ledger and sender
     pub fn redeem<L: Ledger + ?Sized>(
         &self,
         l: &mut L,
@@ -340,8 +347,14 @@ impl Deployment {
         ingress: U256,
         egress: U256,
         ephemeral_key: B256,
+        delivery_window_s: u32,
     ) -> Result<U256, LedgerError> {
-        let call = BandwidthAssets::redeemCall { ingressId: ingress, egressId: egress, ephemeralPubKey: ephemeral_key };
+        let call = BandwidthAssets::redeemCall {
+            ingressId: ingress,
+            egressId: egress,
+            ephemeralPubKey: ephemeral_key,
+            deliveryWindow: delivery_window_s,
+        };
         let r = transact(l, from, self.assets, &call, U256::ZERO)?;
         Ok(first_event::<BandwidthAssets::RedeemRequested>(&r, self.assets)?.requestId)
     }
@@ -369,6 +382,21 @@ impl Deployment {
     ) -> Result<Submitted, LedgerError> {
         let call = BandwidthAssets::deliverReservationCall { requestId: request, sealedReservation: sealed };
         l.submit(from, self.assets, call.abi_encode().into(), U256::ZERO)
+    }
+
+    /// Take back the assets of an undelivered request after its deadline (its requester only).
+    pub fn reclaim<L: Ledger + ?Sized>(
+        &self,
+        l: &mut L,
+        from: &Account,
+        request: U256,
+    ) -> Result<Receipt, LedgerError> {
+        transact(l, from, self.assets, &BandwidthAssets::reclaimCall { requestId: request }, U256::ZERO)
+    }
+
+    /// Who sent asset `id` to the contract holding it, if that contract did not take it itself.
+    pub fn sender_of<L: Ledger + ?Sized>(&self, l: &L, id: U256) -> Result<Address, LedgerError> {
+        view(l, self.assets, &BandwidthAssets::senderOfCall { id })
     }
 
     /// Asset `id` (owner zero: none).

@@ -316,6 +316,10 @@ impl Ledger for EmbeddedLedger {
         Ok(self.timestamp)
     }
 
+    fn pending_timestamp(&self) -> Result<u64, LedgerError> {
+        Ok(self.next_timestamp())
+    }
+
     fn balance(&self, address: Address) -> Result<U256, LedgerError> {
         Ok(self.db.cache.accounts.get(&address).map_or(U256::ZERO, |a| a.info.balance))
     }

@@ -104,6 +104,14 @@ pub trait Ledger {
     /// Timestamp (Unix s) of the latest block.
     fn block_timestamp(&self) -> Result<u64, LedgerError>;
 
+    /// The earliest timestamp (Unix s) a transaction sent now would be mined with: what
+    /// decides whether a deadline has passed for it. By default the latest block's (a chain
+    /// that mines blocks on its own is at most a block behind); the embedded ledger, which
+    /// mines only when it gets a transaction, says what its next block would get.
+    fn pending_timestamp(&self) -> Result<u64, LedgerError> {
+        self.block_timestamp()
+    }
+
     /// Native balance in wei.
     fn balance(&self, address: Address) -> Result<U256, LedgerError>;
 

@@ -70,6 +70,10 @@ impl Ledger for SharedLedger {
         self.with(|l| l.block_timestamp())
     }
 
+    fn pending_timestamp(&self) -> Result<u64, LedgerError> {
+        self.with(|l| l.pending_timestamp())
+    }
+
     fn balance(&self, address: Address) -> Result<U256, LedgerError> {
         self.with(|l| l.balance(address))
     }

@@ -71,11 +71,12 @@ fn cheapest_plan_is_bought_atomically_and_opened_by_the_buyer() {
 
     // Without tokens the atomic purchase fails and nothing is bought.
     let key = BuyerKey::derive(b"buyer ephemeral");
+    let terms = client::DeliveryTerms { key: &key, window_s: client::DEFAULT_DELIVERY_WINDOW_S };
     let before = d.next_request_id(&l).unwrap();
-    assert!(client::buy_path(&mut l, &d, buyer, &plan, &key).is_err());
+    assert!(client::buy_path(&mut l, &d, buyer, &plan, terms).is_err());
     assert_eq!(d.next_request_id(&l).unwrap(), before);
     token::mint(&mut l, owner, tok, buyer.address(), U256::from(1_000_000_000u64)).unwrap();
-    let requests = client::buy_path(&mut l, &d, buyer, &plan, &key).unwrap();
+    let requests = client::buy_path(&mut l, &d, buyer, &plan, terms).unwrap();
     assert_eq!(requests.len(), 1);
 
     // The AS answers the request (as its service does) and the buyer opens the delivery.

@@ -1,15 +1,17 @@
 //! The buyer client against the attacks on purchases ("Market under attack", item 1), on the
 //! embedded ledger with a fixed clock: the default purchase (now, on the grid, for 600 s) at
 //! every minute of an issuing period, a decoy in a token the buyer lacks, a plan gone stale
-//! (listing delisted, price raised) re-planned, and offers nobody could deliver skipped.
+//! (listing delisted, price raised) re-planned, and offers nobody could deliver skipped; and
+//! (item 2) a purchase answered in part, reported per request, the rest reclaimed.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use aviary_hummingbird::BuyerKey;
-use aviary_market::client::{self, ClientError, HopWant, Window};
+use aviary_market::client::{self, ClientError, HopWant, Outcome, RequestState, Window};
 use aviary_market::contracts::{deploy_test_token, token};
 use aviary_market::registration::{certify, p256_key_from_seed};
-use aviary_market::{Account, Address, AssetSpec, Deployment, EmbeddedLedger, Ledger, U256};
+use aviary_market::{Account, Address, AssetSpec, Deployment, EmbeddedLedger, Ledger, B256, U256};
 
 const IA: u64 = (1 << 48) | 0xff00_0000_0110;
 /// An issuing period's start (on the hour), and the chain's clock before it.
@@ -72,7 +74,8 @@ impl Fixture {
 
     fn buy(&mut self, w: Window, first: Option<client::Plan>) -> Result<(client::Plan, Vec<U256>), ClientError> {
         let key = BuyerKey::derive(b"buyer");
-        client::buy_cheapest(&mut self.l, &self.d, &self.buyer, &WANT, w, first, &key)
+        let terms = client::DeliveryTerms { key: &key, window_s: client::DEFAULT_DELIVERY_WINDOW_S };
+        client::buy_cheapest(&mut self.l, &self.d, &self.buyer, &WANT, w, first, terms)
     }
 }
 
@@ -136,7 +139,8 @@ fn a_cheaper_decoy_in_a_token_the_buyer_lacks_is_skipped() {
     assert_eq!(any.hops[0].ingress[0].offer.listing_id, decoy, "the decoy is the cheapest");
     // Without tokens, a purchase of the cheapest plan fails (what the client did before).
     let key = BuyerKey::derive(b"buyer");
-    assert!(client::buy_path(&mut f.l, &f.d, &f.buyer, &any, &key).is_err());
+    let terms = client::DeliveryTerms { key: &key, window_s: client::DEFAULT_DELIVERY_WINDOW_S };
+    assert!(client::buy_path(&mut f.l, &f.d, &f.buyer, &any, terms).is_err());
 
     let funds = client::funds_of(&f.l, f.buyer.address(), [tok]).unwrap();
     assert_eq!(funds[&tok], U256::ZERO);
@@ -211,4 +215,58 @@ fn offers_of_an_as_nobody_speaks_for_are_skipped_and_a_failed_plan_is_not_repeat
     plan.bandwidth = 4950; // leaves 50 kbit/s, below the minimum of 100: BelowMinBandwidth
     let err = g.buy(Window { bandwidth: 4950, ..w }, Some(plan)).unwrap_err();
     assert!(matches!(err, ClientError::NoOffer { .. }), "{err:?}");
+}
+
+/// "Market under attack", item 2, as the buyer's client sees it: one request delivered as a
+/// blob that does not open, one left undelivered past its deadline. Each is reported on its
+/// own (never all-or-nothing), the expired one is reclaimed, a buyer that lost its request ids
+/// finds them by its key, and expired listings are not offered.
+#[test]
+fn a_purchase_answered_in_part_is_reported_per_request_and_the_rest_reclaimed() {
+    let mut f = fixture(H - 60);
+    f.two_periods();
+    let w = Window { start: H, expiry: H + 600, bandwidth: 1000 };
+    let key = BuyerKey::derive(b"buyer");
+    let terms = client::DeliveryTerms { key: &key, window_s: 120 };
+    let mut requests = vec![];
+    for _ in 0..2 {
+        let (_, ids) = client::buy_cheapest(&mut f.l, &f.d, &f.buyer, &WANT, w, None, terms).unwrap();
+        requests.extend(ids);
+    }
+    let (silent, garbled) = (requests[0], requests[1]);
+    f.d.deliver_reservation(&mut f.l, &f.seller, garbled, vec![9u8; 80].into()).unwrap();
+
+    let outcomes = client::await_outcomes(&f.l, &f.d, &requests, &key, Duration::ZERO).unwrap();
+    assert!(
+        matches!(outcomes[0], (id, Outcome::Undelivered { state: RequestState::Pending { .. }, .. }) if id == silent)
+    );
+    assert!(matches!(outcomes[1], (id, Outcome::Unopenable { isd_as: IA, .. }) if id == garbled));
+    let all = client::await_deliveries(&f.l, &f.d, &requests, &key, Duration::ZERO);
+    assert!(matches!(all, Err(ClientError::Timeout(id, _)) if id == silent), "{all:?}");
+
+    // The buyer lost its request ids: its account and key find them.
+    let from = U256::from(1);
+    let mine = client::find_requests(&f.l, &f.d, f.buyer.address(), B256::from(key.public()), from).unwrap();
+    assert_eq!(mine, requests);
+    let other = B256::from(BuyerKey::derive(b"other").public());
+    assert!(client::find_requests(&f.l, &f.d, f.buyer.address(), other, from).unwrap().is_empty());
+
+    // Before the deadline nothing is reclaimed; after it, the silent one (only).
+    assert!(client::reclaim_expired(&mut f.l, &f.d, &f.buyer, &requests).unwrap().is_empty());
+    f.l.advance_time(121).unwrap();
+    let outcomes = client::await_outcomes(&f.l, &f.d, &requests, &key, Duration::from_secs(60)).unwrap();
+    assert!(matches!(outcomes[0].1, Outcome::Undelivered { state: RequestState::Expired { .. }, .. }));
+    assert_eq!(client::reclaim_expired(&mut f.l, &f.d, &f.buyer, &requests).unwrap(), vec![silent]);
+    let req = f.d.request_of(&f.l, silent).unwrap();
+    for asset in [req.ingressId, req.egressId] {
+        assert_eq!(f.d.owner_of(&f.l, U256::from(asset)).unwrap(), f.buyer.address());
+    }
+    let now = f.l.block_timestamp().unwrap();
+    assert_eq!(client::request_state(&req, now), RequestState::Reclaimed);
+    assert!(client::reclaim_expired(&mut f.l, &f.d, &f.buyer, &requests).unwrap().is_empty(), "once");
+
+    // Once the listed assets have expired, nothing is offered.
+    assert!(!client::open_offers(&f.l, &f.d).unwrap().is_empty());
+    f.l.advance_time(H + 7200 - now).unwrap();
+    assert!(client::open_offers(&f.l, &f.d).unwrap().is_empty());
 }

@@ -24,6 +24,12 @@ fn purchases_cannot_be_blocked_on_embedded_ledger() {
 }
 
 #[test]
+fn nothing_is_stranded_on_embedded_ledger() {
+    let mut ledger = EmbeddedLedger::in_memory();
+    common::stranded::scenarios(&mut ledger);
+}
+
+#[test]
 fn state_survives_reopening_the_data_directory() {
     let dir = fresh_dir("embedded-reopen");
     let mut ledger = EmbeddedLedger::open(&dir).unwrap();

@@ -35,3 +35,9 @@ fn purchases_cannot_be_blocked_on_hardhat_node() {
     let (_node, mut ledger) = HardhatNode::start("attacks");
     common::attacks::scenarios(&mut ledger);
 }
+
+#[test]
+fn nothing_is_stranded_on_hardhat_node() {
+    let (_node, mut ledger) = HardhatNode::start("stranded");
+    common::stranded::scenarios(&mut ledger);
+}

@@ -276,8 +276,12 @@ impl Run {
                         && (y.isdAs, y.bandwidth, y.startTime, y.expiryTime)
                             == (x.isdAs, x.bandwidth, x.startTime, x.expiryTime)
                 });
-                let call =
-                    BA::redeemCall { ingressId: ii, egressId: ie, ephemeralPubKey: B256::repeat_byte(caller as u8) };
+                let call = BA::redeemCall {
+                    ingressId: ii,
+                    egressId: ie,
+                    ephemeralPubKey: B256::repeat_byte(caller as u8),
+                    deliveryWindow: 3600,
+                };
                 let r = self.send(me, assets, call, U256::ZERO);
                 if r.status {
                     assert!(self.redeemed.insert(ii), "asset {ii} redeemed twice");
@@ -323,8 +327,7 @@ impl Run {
                     .map(|i| vol(&self.dep.asset_of(&self.l, U256::from(i)).unwrap()))
                     .iter()
                     .sum();
-                let call =
-                    BA::deliverReservationCall { requestId: id, sealedReservation: Bytes::from_static(b"sealed") };
+                let call = BA::deliverReservationCall { requestId: id, sealedReservation: Bytes::from(vec![7u8; 80]) };
                 let r = self.send(me, assets, call, U256::ZERO);
                 if r.status {
                     *self.volume.get_mut(&req.isdAs).unwrap() -= gone;

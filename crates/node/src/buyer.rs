@@ -3,17 +3,26 @@
 //! reservations and returns the reservation file the host agent sends with. With `reverse`,
 //! the same transaction also buys the reverse direction (the Hummingbird paper, Appendix C) for the
 //! destination to answer on.
+//!
+//! Nothing is lost if the buyer dies after paying: the purchase's [`PurchaseRecord`] (with its
+//! ephemeral key) is on disk before the transaction is sent, so [`wait`] resumes waiting for,
+//! opening and writing the reservations, and a request an AS did not deliver by its deadline
+//! is reclaimed (its assets return to the buyer).
 
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use aviary_hummingbird::{BuyerKey, BwCodec};
-use aviary_market::client::{self, HopWant, Plan, Window};
-use aviary_market::{Account, Address, Deployment, Ledger};
+use aviary_market::client::{self, DeliveryTerms, HopWant, Outcome, Plan, Window};
+use aviary_market::{Account, Address, Deployment, Ledger, U256};
 use aviary_scion::IsdAsn;
 
 use crate::api::PathWire;
 use crate::host::{HopReservation, ReservationFile};
+
+mod record;
+pub use record::{NewPurchase, PurchaseRecord};
 
 /// What to buy.
 #[derive(Clone, Copy, Debug)]
@@ -28,10 +37,13 @@ pub struct Purchase {
     pub wait_for_offers: Duration,
     /// How long to wait for the deliveries.
     pub wait_for_delivery: Duration,
+    /// How long the ASes have to deliver (s): the requests' deadline, after which the buyer
+    /// may reclaim what was not delivered.
+    pub delivery_window_s: u32,
 }
 
 impl Purchase {
-    fn window(&self) -> Window {
+    pub fn window(&self) -> Window {
         Window { start: self.start, expiry: self.expiry, bandwidth: self.bandwidth_kbps }
     }
 }
@@ -78,35 +90,112 @@ pub fn plan(
     }
 }
 
-/// Buys `plan` (re-planning if it reverts, see [`client::buy_cheapest`]), waits for every
-/// delivery and opens it. Returns the forward reservation file (to `dst`) and, for a purchase
-/// with `reverse`, the reverse one (to `src`).
+/// Buys `plan` (re-planning if it reverts, see [`client::buy_cheapest`]). The purchase's
+/// record, with a fresh ephemeral key, is written to `records_dir` (0600) before anything is
+/// sent, and again with the request ids once the purchase is mined; returns its path.
 pub fn buy(
     ledger: &mut dyn Ledger,
     d: &Deployment,
     buyer: &Account,
     plan: &Plan,
-    (src, dst): (IsdAsn, IsdAsn),
+    new: NewPurchase,
     p: &Purchase,
-) -> anyhow::Result<(ReservationFile, Option<ReservationFile>)> {
+    records_dir: &Path,
+) -> anyhow::Result<PathBuf> {
     let key = BuyerKey::from_os_rng()?;
+    let mut record = PurchaseRecord::new(new, &key, d.next_request_id(ledger)?);
+    std::fs::create_dir_all(records_dir).with_context(|| format!("cannot create {}", records_dir.display()))?;
+    let record_path = records_dir.join(record.file_name());
+    record.save(&record_path)?;
     let wants: Vec<HopWant> = plan.hops.iter().map(|h| h.want).collect();
-    let (_, requests) = client::buy_cheapest(ledger, d, buyer, &wants, p.window(), Some(plan.clone()), &key)?;
-    let opened = client::await_deliveries(ledger, d, &requests, &key, p.wait_for_delivery)
-        .context("the reservations were paid for; an AS did not deliver")?;
+    let terms = DeliveryTerms { key: &key, window_s: p.delivery_window_s };
+    let (_, requests) = client::buy_cheapest(ledger, d, buyer, &wants, p.window(), Some(plan.clone()), terms)?;
+    record.requests = requests;
+    record.save(&record_path)?;
+    Ok(record_path)
+}
+
+/// What a wait brought: the reservation files of what arrived (forward, and reverse for a
+/// purchase with `reverse`), and the requests that did not (with why).
+#[derive(Debug)]
+pub struct Collected {
+    pub forward: Option<ReservationFile>,
+    pub reverse: Option<ReservationFile>,
+    pub missing: Vec<Missing>,
+}
+
+impl Collected {
+    /// The reservation files, if every reservation arrived; else an error naming what did not.
+    pub fn complete(self) -> anyhow::Result<(ReservationFile, Option<ReservationFile>)> {
+        if !self.missing.is_empty() {
+            let what: Vec<String> =
+                self.missing.iter().map(|m| format!("request {} ({}): {}", m.request, m.ia, m.why)).collect();
+            anyhow::bail!("the reservations were paid for; not delivered: {}", what.join("; "));
+        }
+        let forward = self.forward.ok_or_else(|| anyhow::anyhow!("no reservation in the purchase"))?;
+        Ok((forward, self.reverse))
+    }
+}
+
+/// A request whose reservation is not in the files.
+#[derive(Debug)]
+pub struct Missing {
+    pub request: U256,
+    pub ia: IsdAsn,
+    /// Where the request stands (delivered: the blob does not open).
+    pub state: client::RequestState,
+    /// The state, or why the delivery does not open.
+    pub why: String,
+}
+
+/// Waits up to `timeout` for the reservations of the purchase recorded at `record_path` (the
+/// request ids found on chain if the buyer died before recording them), opens what arrived,
+/// writes the record's reservation files with what arrived (a partial delivery writes the hops
+/// that did), and marks the record complete once everything did.
+pub fn wait(ledger: &dyn Ledger, d: &Deployment, record_path: &Path, timeout: Duration) -> anyhow::Result<Collected> {
+    let mut record = PurchaseRecord::load(record_path)?;
+    let requests = record.resolve_requests(ledger, d)?;
+    if requests.len() != record.hops {
+        anyhow::bail!(
+            "{}: {} of {} requests on chain: the purchase was not mined (nothing was paid)",
+            record_path.display(),
+            requests.len(),
+            record.hops
+        );
+    }
+    let outcomes = client::await_outcomes(ledger, d, &requests, &record.key(), timeout)?;
     // Each AS decodes its own BW field; every AS here uses the paper's codec.
     let codec = BwCodec::Paper;
-    let mut hops: Vec<HopReservation> = opened
-        .into_iter()
-        .map(|(isd_as, reservation)| HopReservation {
-            ia: IsdAsn::from_u64(isd_as),
-            bandwidth_bps: codec.decode_bps(reservation.info.bw),
-            reservation,
-        })
-        .collect();
-    let reverse = p.reverse.then(|| {
-        let back = hops.split_off(hops.len() / 2);
-        ReservationFile { dst: src, reservations: back }
-    });
-    Ok((ReservationFile { dst, reservations: hops }, reverse))
+    let mut hops: Vec<Option<HopReservation>> = Vec::new();
+    let mut missing = Vec::new();
+    for (request, outcome) in outcomes {
+        let (isd_as, state, why) = match outcome {
+            Outcome::Opened { isd_as, reservation } => {
+                let bandwidth_bps = codec.decode_bps(reservation.info.bw);
+                hops.push(Some(HopReservation { ia: IsdAsn::from_u64(isd_as), bandwidth_bps, reservation }));
+                continue;
+            }
+            Outcome::Unopenable { isd_as, error } => {
+                (isd_as, client::RequestState::Delivered, format!("delivered but does not open: {error}"))
+            }
+            Outcome::Undelivered { isd_as, state } => (isd_as, state, state.to_string()),
+        };
+        hops.push(None);
+        missing.push(Missing { request, ia: IsdAsn::from_u64(isd_as), state, why });
+    }
+    let back = if record.reverse { hops.split_off(hops.len() / 2) } else { Vec::new() };
+    let file = |dst: IsdAsn, hops: Vec<Option<HopReservation>>| {
+        let reservations: Vec<HopReservation> = hops.into_iter().flatten().collect();
+        (!reservations.is_empty()).then_some(ReservationFile { dst, reservations })
+    };
+    let forward = file(record.dst, hops);
+    let reverse = file(record.src, back);
+    for (f, out) in [(&forward, &record.out), (&reverse, &record.reverse_out)] {
+        if let (Some(f), Some(out)) = (f, out) {
+            f.save(out)?;
+        }
+    }
+    record.complete = missing.is_empty();
+    record.save(record_path)?;
+    Ok(Collected { forward, reverse, missing })
 }

@@ -38,6 +38,7 @@ use aviary_hummingbird::crypto::MAX_RES_ID;
 use aviary_hummingbird::seal::{self, BuyerKey, SealContext};
 use aviary_hummingbird::{BwCodec, RedeemRequest, ResIdAllocator, ReservationService, ServiceState};
 use aviary_market::bindings::{AsRegistry, BandwidthAssets, Market};
+use aviary_market::client::DEFAULT_DELIVERY_WINDOW_S;
 use aviary_market::contracts::{self, deploy_test_token, token, AssetSpec, PathPurchase, PriceLimit};
 use aviary_market::embedded::{Clock, CHAIN_ID, GAS_PRICE};
 use aviary_market::ledger::TX_GAS_CAP;

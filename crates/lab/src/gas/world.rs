@@ -126,8 +126,12 @@ impl World {
         for id in [i, o] {
             dep.transfer_from(&mut self.l, &as0.account, as0.account.address(), buyer.address(), id)?;
         }
-        let call =
-            BandwidthAssets::redeemCall { ingressId: i, egressId: o, ephemeralPubKey: B256::from(buyer_key.public()) };
+        let call = BandwidthAssets::redeemCall {
+            ingressId: i,
+            egressId: o,
+            ephemeralPubKey: B256::from(buyer_key.public()),
+            deliveryWindow: DEFAULT_DELIVERY_WINDOW_S,
+        };
         let r = contracts::transact(&mut self.l, &buyer, dep.assets, &call, U256::ZERO)?;
         rows.push(GasRow::new("BandwidthAssets.redeem", None, r.gas_used, paper("0.00012", "0.00014")));
         let requests = dep.redeem_requests(&r);
@@ -149,10 +153,16 @@ impl World {
             ingressId: i,
             egressId: o,
             ephemeralPubKey: B256::from(buyer_key.public()),
+            deliveryWindow: DEFAULT_DELIVERY_WINDOW_S,
             requester: buyer.address(),
         };
         let r = contracts::transact(&mut self.l, &as0.account, dep.assets, &call, U256::ZERO)?;
         rows.push(GasRow::new("BandwidthAssets.redeemFor", None, r.gas_used, None));
+        // The AS misses that request's deadline: the buyer takes both assets back.
+        let missed = dep.redeem_requests(&r).first().context("redeemFor filed no request")?.requestId;
+        self.l.advance_time(u64::from(DEFAULT_DELIVERY_WINDOW_S) + 1)?;
+        let r = dep.reclaim(&mut self.l, &buyer, missed)?;
+        rows.push(GasRow::new("BandwidthAssets.reclaim (after the deadline)", None, r.gas_used, None));
 
         // ------------------------------------------------------------ market
         let (x, _) = self.issue(0, true, IF_INGRESS, s, e)?;
@@ -163,6 +173,12 @@ impl World {
         rows.push(GasRow::new("Market.setPrice", None, r.gas_used, None));
         let r = dep.delist(&mut self.l, &as0.account, listing)?;
         rows.push(GasRow::new("Market.delist", None, r.gas_used, None));
+        // An asset sent to the market outside createListing, and taken back by its sender.
+        let (x, _) = self.issue(0, true, IF_INGRESS, s, e)?;
+        let r = dep.transfer_from(&mut self.l, &as0.account, as0.account.address(), dep.market, x)?;
+        rows.push(GasRow::new("BandwidthAssets.transferFrom (to a contract)", None, r.gas_used, None));
+        let r = dep.recover(&mut self.l, &as0.account, x)?;
+        rows.push(GasRow::new("Market.recover", None, r.gas_used, None));
 
         // The last number: new listings for remainders (the listing keeps the original asset,
         // which remains as the front part or the bandwidth remainder).
@@ -289,7 +305,15 @@ impl World {
     /// Buy and redeem a fresh path of `hops` hops (worst case); its gas and receipt.
     pub(super) fn buy_path(&mut self, hops: u32, key: B256) -> Result<(u64, Receipt)> {
         let (path, value) = self.list_path(hops)?;
-        let (requests, r) = self.dep.buy_and_redeem_path(&mut self.l, &self.buyer, path, key, native(value), value)?;
+        let (requests, r) = self.dep.buy_and_redeem_path(
+            &mut self.l,
+            &self.buyer,
+            path,
+            key,
+            DEFAULT_DELIVERY_WINDOW_S,
+            native(value),
+            value,
+        )?;
         check_path(&self.dep, hops, &requests, &r)?;
         Ok((r.gas_used, r))
     }
@@ -317,8 +341,15 @@ impl World {
             bandwidth: PIECE_BW,
         };
         let value = U256::from((PRICE_INGRESS + PRICE_EGRESS) * u128::from(PIECE_BW) * 600);
-        let (requests, r) =
-            self.dep.buy_and_redeem_path(&mut self.l, &self.buyer, vec![hop], key, native(value), value)?;
+        let (requests, r) = self.dep.buy_and_redeem_path(
+            &mut self.l,
+            &self.buyer,
+            vec![hop],
+            key,
+            DEFAULT_DELIVERY_WINDOW_S,
+            native(value),
+            value,
+        )?;
         ensure!(requests.len() == 1, "one request for one hop");
         let merged = contracts::events::<Market::ListingsMerged>(&r, self.dep.market).len();
         ensure!(merged == 2, "{merged} bandwidth remainders merged, expected 2 (one per side)");
@@ -338,8 +369,15 @@ impl World {
             let key = B256::from(buyer_key.public());
 
             let t = Instant::now();
-            let (requests, receipt) =
-                dep.buy_and_redeem_path(&mut self.l, &self.buyer, path, key, native(value), value)?;
+            let (requests, receipt) = dep.buy_and_redeem_path(
+                &mut self.l,
+                &self.buyer,
+                path,
+                key,
+                DEFAULT_DELIVERY_WINDOW_S,
+                native(value),
+                value,
+            )?;
             let now = self.l.block_timestamp()?;
             let mut gas = 0;
             let mut delivered = vec![];

@@ -93,8 +93,9 @@ impl Deployment {
     }
 
     /// Buy and redeem every hop of a path in one transaction, paying at most `limits` per
-    /// token (a token without a limit: nothing) and `value` wei; returns the request ids in hop
-    /// order and the receipt (whose RedeemRequested events the AS services watch).
+    /// token (a token without a limit: nothing) and `value` wei, the ASes to deliver within
+    /// `delivery_window_s`; returns the request ids in hop order and the receipt (whose
+    /// RedeemRequested events the AS services watch).
     #[allow(clippy::too_many_arguments)] // the contract's arguments, plus ledger, sender, value
     pub fn buy_and_redeem_path<L: Ledger + ?Sized>(
         &self,
@@ -102,10 +103,16 @@ impl Deployment {
         from: &Account,
         hops: Vec<PathPurchase>,
         ephemeral_key: B256,
+        delivery_window_s: u32,
         limits: Vec<PriceLimit>,
         value: U256,
     ) -> Result<(Vec<U256>, Receipt), LedgerError> {
-        let call = Market::buyAndRedeemPathCall { hops, ephemeralPubKey: ephemeral_key, maxPrices: limits };
+        let call = Market::buyAndRedeemPathCall {
+            hops,
+            ephemeralPubKey: ephemeral_key,
+            deliveryWindow: delivery_window_s,
+            maxPrices: limits,
+        };
         let r = transact(l, from, self.market, &call, value)?;
         Ok((first_event::<Market::PathPurchased>(&r, self.market)?.requestIds, r))
     }
@@ -114,6 +121,11 @@ impl Deployment {
     pub fn withdraw<L: Ledger + ?Sized>(&self, l: &mut L, from: &Account, token: Address) -> Result<U256, LedgerError> {
         let r = transact(l, from, self.market, &Market::withdrawCall { token }, U256::ZERO)?;
         Ok(crate::contracts::events::<Market::Withdrawn>(&r, self.market).first().map_or(U256::ZERO, |w| w.amount))
+    }
+
+    /// Take back an asset the caller sent to the market outside `create_listing`.
+    pub fn recover<L: Ledger + ?Sized>(&self, l: &mut L, from: &Account, asset: U256) -> Result<Receipt, LedgerError> {
+        transact(l, from, self.market, &Market::recoverCall { assetId: asset }, U256::ZERO)
     }
 
     /// What `seller` can withdraw in `token` (zero: native).

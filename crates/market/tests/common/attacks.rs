@@ -8,24 +8,24 @@ use aviary_market::contracts::{deploy_test_token, events, token, PathPurchase, P
 use aviary_market::registration::{certify, p256_key_from_seed};
 use aviary_market::{Account, Address, AssetSpec, Bytes, Deployment, Ledger, B256, U256};
 
-use super::{expect_revert, GRAN, IA1, IA2};
+use super::{expect_revert, GRAN, IA1, IA2, WINDOW};
 
 /// 1-ff00:0:112: the refusing seller's AS.
 const IA3: u64 = (1 << 48) | 0xff00_0000_0112;
 const BW: u64 = 1000;
 
-struct Fixture {
-    dep: Deployment,
-    owner: Account,
-    as1: Account,
-    as2: Account,
-    buyer: Account,
-    mp: u64,
+pub(super) struct Fixture {
+    pub(super) dep: Deployment,
+    pub(super) owner: Account,
+    pub(super) as1: Account,
+    pub(super) as2: Account,
+    pub(super) buyer: Account,
+    pub(super) mp: u64,
     /// The first hour of the listings: two hours or more ahead of the chain.
-    s: u64,
+    pub(super) s: u64,
 }
 
-fn spec(isd_as: u64, interface_id: u16, is_ingress: bool, start: u64, expiry: u64) -> AssetSpec {
+pub(super) fn spec(isd_as: u64, interface_id: u16, is_ingress: bool, start: u64, expiry: u64) -> AssetSpec {
     AssetSpec {
         isd_as,
         interface_id,
@@ -38,7 +38,7 @@ fn spec(isd_as: u64, interface_id: u16, is_ingress: bool, start: u64, expiry: u6
     }
 }
 
-fn setup<L: Ledger>(l: &mut L) -> Fixture {
+pub(super) fn setup<L: Ledger>(l: &mut L) -> Fixture {
     let accts = l.accounts().to_vec();
     let (owner, as1, as2, buyer) = (accts[0].clone(), accts[1].clone(), accts[2].clone(), accts[3].clone());
     let dep = Deployment::deploy_all(l, &owner).unwrap();
@@ -57,7 +57,7 @@ fn setup<L: Ledger>(l: &mut L) -> Fixture {
 }
 
 impl Fixture {
-    fn list<L: Ledger>(&self, l: &mut L, seller: &Account, a: &AssetSpec, price: u128) -> U256 {
+    pub(super) fn list<L: Ledger>(&self, l: &mut L, seller: &Account, a: &AssetSpec, price: u128) -> U256 {
         let id = self.dep.issue(l, seller, a).unwrap();
         self.dep.create_listing(l, seller, self.mp, id, price).unwrap()
     }
@@ -73,7 +73,7 @@ impl Fixture {
     }
 }
 
-fn native(max: U256) -> Vec<PriceLimit> {
+pub(super) fn native(max: U256) -> Vec<PriceLimit> {
     vec![PriceLimit { token: Address::ZERO, maxTotal: max }]
 }
 
@@ -107,7 +107,7 @@ fn window_across_two_periods<L: Ledger>(l: &mut L) {
     };
     let price = U256::from(3 * bw * 1200);
     let rv = expect_revert(
-        f.dep.buy_and_redeem_path(l, &f.buyer, vec![one], B256::ZERO, native(price), price),
+        f.dep.buy_and_redeem_path(l, &f.buyer, vec![one], B256::ZERO, WINDOW, native(price), price),
         "HopNotCovered",
     );
     assert_eq!(rv.arg("coveredUntil"), Some(e.to_string().as_str()));
@@ -121,7 +121,7 @@ fn window_across_two_periods<L: Ledger>(l: &mut L) {
         bandwidth: bw,
     };
     let rv = expect_revert(
-        f.dep.buy_and_redeem_path(l, &f.buyer, vec![gap], B256::ZERO, native(price), price),
+        f.dep.buy_and_redeem_path(l, &f.buyer, vec![gap], B256::ZERO, WINDOW, native(price), price),
         "OutsideListing",
     );
     assert_eq!(rv.arg("listingId"), Some(late.to_string().as_str()));
@@ -135,7 +135,8 @@ fn window_across_two_periods<L: Ledger>(l: &mut L) {
         expiryTime: expiry,
         bandwidth: bw,
     };
-    let (requests, r) = f.dep.buy_and_redeem_path(l, &f.buyer, vec![hop], B256::ZERO, native(price), price).unwrap();
+    let (requests, r) =
+        f.dep.buy_and_redeem_path(l, &f.buyer, vec![hop], B256::ZERO, WINDOW, native(price), price).unwrap();
     let filed = f.dep.redeem_requests(&r);
     assert_eq!(filed.len(), 1);
     assert_eq!((filed[0].startTime, filed[0].expiryTime, filed[0].bandwidth), (start, expiry, bw));
@@ -216,7 +217,7 @@ fn sliver_fragmentation<L: Ledger>(l: &mut L) {
         bandwidth: bw,
     };
     let price = U256::from(2 * bw * 600);
-    let (_, r) = f.dep.buy_and_redeem_path(l, &f.buyer, vec![hop], B256::ZERO, native(price), price).unwrap();
+    let (_, r) = f.dep.buy_and_redeem_path(l, &f.buyer, vec![hop], B256::ZERO, WINDOW, native(price), price).unwrap();
     let filed = f.dep.redeem_requests(&r);
     assert_eq!((filed[0].startTime, filed[0].expiryTime, filed[0].bandwidth), (start, expiry, bw));
 }
@@ -257,7 +258,8 @@ fn seller_refusing_payment<L: Ledger>(l: &mut L) {
         bandwidth: 100,
     };
     let price = U256::from(2 * 100 * 600);
-    let (requests, _) = f.dep.buy_and_redeem_path(l, &f.buyer, vec![hop], B256::ZERO, native(price), price).unwrap();
+    let (requests, _) =
+        f.dep.buy_and_redeem_path(l, &f.buyer, vec![hop], B256::ZERO, WINDOW, native(price), price).unwrap();
     assert_eq!(requests.len(), 1);
     assert_eq!(f.dep.proceeds_of(l, refuser, Address::ZERO).unwrap(), price);
     // Its own withdrawal reverts (its receive refuses), and its proceeds stay.
@@ -296,13 +298,13 @@ fn price_raised_before_the_purchase<L: Ledger>(l: &mut L) {
     };
     let limits = vec![PriceLimit { token: tok, maxTotal: quoted * U256::from(2) }];
     let rv = expect_revert(
-        f.dep.buy_and_redeem_path(l, &f.buyer, vec![hop.clone()], B256::ZERO, limits, U256::ZERO),
+        f.dep.buy_and_redeem_path(l, &f.buyer, vec![hop.clone()], B256::ZERO, WINDOW, limits, U256::ZERO),
         "PriceAboveLimit",
     );
     assert_eq!(rv.arg("token"), Some(tok.to_string().as_str()));
     assert_eq!(token::balance_of(l, tok, f.buyer.address()).unwrap(), before);
     // At the new price, with a limit that covers it, the purchase goes through.
     let limits = vec![PriceLimit { token: tok, maxTotal: quoted * U256::from(11) }];
-    f.dep.buy_and_redeem_path(l, &f.buyer, vec![hop], B256::ZERO, limits, U256::ZERO).unwrap();
+    f.dep.buy_and_redeem_path(l, &f.buyer, vec![hop], B256::ZERO, WINDOW, limits, U256::ZERO).unwrap();
     assert_eq!(token::balance_of(l, tok, f.buyer.address()).unwrap(), before - quoted * U256::from(11));
 }

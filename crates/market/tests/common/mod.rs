@@ -4,6 +4,7 @@
 
 pub mod attacks;
 pub mod hardhat;
+pub mod stranded;
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -20,6 +21,8 @@ use aviary_market::{Account, Address, AssetSpec, Bytes, Deployment, Ledger, Ledg
 pub const IA1: u64 = (1 << 48) | 0xff00_0000_0110;
 pub const IA2: u64 = (1 << 48) | 0xff00_0000_0111;
 pub const GRAN: u32 = 60;
+/// The delivery window of the tests' redeem requests (s).
+pub const WINDOW: u32 = 600;
 
 /// The error must be a revert named `name`.
 pub fn expect_revert<T: Debug>(r: Result<T, LedgerError>, name: &str) -> Revert {
@@ -281,7 +284,12 @@ pub fn scenario<L: Ledger>(l: &mut L) -> World {
     for (path, value, name) in [(unknown, total, "UnknownListing"), (hops.clone(), too_low, "PaymentTooLow")] {
         let before = market_state(l, &dep, Some(tok), &who);
         let limits = vec![PriceLimit { token: Address::ZERO, maxTotal: total }];
-        let call = Market::buyAndRedeemPathCall { hops: path, ephemeralPubKey: key, maxPrices: limits };
+        let call = Market::buyAndRedeemPathCall {
+            hops: path,
+            ephemeralPubKey: key,
+            deliveryWindow: WINDOW,
+            maxPrices: limits,
+        };
         let r = l.send(buyer, dep.market, call.abi_encode().into(), value).unwrap();
         assert!(!r.status);
         assert!(r.logs.is_empty());
@@ -293,12 +301,14 @@ pub fn scenario<L: Ledger>(l: &mut L) -> World {
     }
 
     let limit = |max: U256| vec![PriceLimit { token: Address::ZERO, maxTotal: max }];
-    let rv =
-        expect_revert(dep.buy_and_redeem_path(l, buyer, hops.clone(), key, limit(too_low), total), "PriceAboveLimit");
+    let rv = expect_revert(
+        dep.buy_and_redeem_path(l, buyer, hops.clone(), key, WINDOW, limit(too_low), total),
+        "PriceAboveLimit",
+    );
     assert_eq!(rv.arg("limit"), Some(too_low.to_string().as_str()));
-    expect_revert(dep.buy_and_redeem_path(l, buyer, hops.clone(), key, vec![], total), "PriceAboveLimit");
+    expect_revert(dep.buy_and_redeem_path(l, buyer, hops.clone(), key, WINDOW, vec![], total), "PriceAboveLimit");
     let before = market_state(l, &dep, Some(tok), &who);
-    let (requests, receipt) = dep.buy_and_redeem_path(l, buyer, hops, key, limit(total), total).unwrap();
+    let (requests, receipt) = dep.buy_and_redeem_path(l, buyer, hops, key, WINDOW, limit(total), total).unwrap();
     assert_eq!(requests.len(), 2);
     let filed = dep.redeem_requests(&receipt);
     assert_eq!(filed.iter().map(|ev| ev.isdAs).collect::<Vec<_>>(), vec![IA1, IA2]);
@@ -339,7 +349,7 @@ pub fn scenario<L: Ledger>(l: &mut L) -> World {
     let t0 = l.block_timestamp().unwrap();
     l.advance_time(s + 60 - t0).unwrap();
     assert!(l.block_timestamp().unwrap() >= s + 60);
-    expect_revert(dep.redeem(l, as2, z_in, z_out, key), "AssetExpired");
+    expect_revert(dep.redeem(l, as2, z_in, z_out, key, WINDOW), "AssetExpired");
 
     World { dep, token: tok, who }
 }

@@ -8,6 +8,10 @@
 //!    └──refused──▶ refused (recorded with its reason, never retried)
 //! ```
 //!
+//! A pending, sealed or sent request whose delivery deadline has passed (and whose reservation
+//! is not on chain) is refused as `deadline_passed`: the contract would revert the delivery, and
+//! the buyer may reclaim the assets.
+//!
 //! - **pending**: seen on chain, not sealed yet (every ResID taken for now: asked again later).
 //! - **sealed**: `(ResInfo, A_K)` sealed to the buyer; the blob is persisted before it is
 //!   sent, and the ResID is held in the AS's store under the request's id, so every retry
@@ -89,7 +93,8 @@ impl Delivery {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Refusal {
     /// A counter label: `interval_over`, `too_long`, `bandwidth`, `bad_buyer_key`, ... or
-    /// `foreign_blob` (the chain holds a reservation for it that this service did not seal).
+    /// `foreign_blob` (the chain holds a reservation for it that this service did not seal), or
+    /// `deadline_passed` (too late to deliver).
     pub reason: String,
     pub message: String,
     pub at_s: u64,

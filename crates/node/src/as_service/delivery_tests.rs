@@ -45,8 +45,14 @@ impl Setup {
         self.market.ledger().unwrap()
     }
 
-    /// Buys `[start, start + secs)` at 1 Mbit/s across C; the request id and the buyer's key.
+    /// Buys `[start, start + secs)` at 1 Mbit/s across C, to be delivered within the hour; the
+    /// request id and the buyer's key.
     fn buy(&self, start: u64, secs: u64) -> (U256, BuyerKey) {
+        self.buy_within(start, secs, 3600)
+    }
+
+    /// [`Self::buy`] with a delivery window of `window_s`.
+    fn buy_within(&self, start: u64, secs: u64, window_s: u32) -> (U256, BuyerKey) {
         let mut ledger = self.ledger();
         let d = self.market.deployment.deployment();
         let offers = client::open_offers(&ledger, &d).unwrap();
@@ -54,7 +60,8 @@ impl Setup {
         let window = client::Window { start, expiry: start + secs, bandwidth: 1000 };
         let plan = client::plan_cheapest(&offers, &[hop], window).unwrap();
         let key = BuyerKey::derive(format!("buyer {start}").as_bytes());
-        let ids = client::buy_path(&mut ledger, &d, &self.market.buyer().unwrap(), &plan, &key).unwrap();
+        let terms = client::DeliveryTerms { key: &key, window_s };
+        let ids = client::buy_path(&mut ledger, &d, &self.market.buyer().unwrap(), &plan, terms).unwrap();
         (ids[0], key)
     }
 }
@@ -154,6 +161,37 @@ fn a_request_that_cannot_be_answered_is_closed_with_its_reason_once() {
     svc.poll(later + 2000);
     let stats = svc.stats().lock().unwrap().clone();
     assert_eq!((stats.redeem_requests_seen, stats.refused_requests, stats.delivery_retries), (0, 1, 0));
+}
+
+#[test]
+fn a_request_past_its_deadline_is_closed_not_delivered_late_nor_retried() {
+    let s = Setup::new("deadline");
+    let mut svc = s.service();
+    let now = unix_s();
+    svc.register().unwrap();
+    svc.issue_due(now).unwrap();
+    let start = now / 60 * 60;
+    let d = s.market.deployment.deployment();
+    let mut ledger = s.ledger();
+    // Seen only after its deadline: closed without sealing (no ResID taken).
+    let (late, _) = s.buy_within(start, 600, 30);
+    let deadline = d.request_of(&ledger, late).unwrap().deadline;
+    svc.poll(deadline + 1);
+    assert_eq!(svc.refused[&late.to::<u64>()].reason, "deadline_passed");
+    assert!(svc.resids.snapshot().unwrap().resids.held(1).is_empty(), "nothing sealed");
+    // The chain's clock runs ahead of the service's: the delivery reverts as too late, and
+    // the request is closed rather than retried.
+    let (ahead, _) = s.buy_within(start, 600, 30);
+    let deadline = d.request_of(&ledger, ahead).unwrap().deadline;
+    ledger.advance_time(31).unwrap();
+    svc.poll(deadline.min(unix_s()));
+    assert_eq!(svc.refused[&ahead.to::<u64>()].reason, "deadline_passed");
+    assert!(d.reservation_of(&ledger, ahead).unwrap().is_empty());
+    let stats = svc.stats().lock().unwrap().clone();
+    assert_eq!(stats.redeem_requests_failed.get("deadline_passed"), Some(&2), "{stats:?}");
+    assert_eq!((stats.open_requests.len(), stats.deliveries, stats.delivery_retries), (0, 0, 0));
+    svc.poll(deadline + 600);
+    assert_eq!(svc.stats().lock().unwrap().delivery_retries, 0, "never retried");
 }
 
 /// A chain whose node takes transactions into a pool and mines them only when the test says

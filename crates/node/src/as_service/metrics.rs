@@ -29,7 +29,7 @@ pub struct AsServiceStats {
     /// Requests answered: a ResID assigned and `(ResInfo, A_K)` sealed to the buyer.
     pub redeem_requests_answered: u64,
     /// Requests closed without a delivery, by reason (`interval_over`, `too_long`,
-    /// `bandwidth`, `bad_buyer_key`, `foreign_blob`, ...).
+    /// `bandwidth`, `bad_buyer_key`, `foreign_blob`, `deadline_passed`, ...).
     pub redeem_requests_failed: BTreeMap<&'static str, u64>,
     /// Sealed reservations delivered on chain.
     pub deliveries: u64,

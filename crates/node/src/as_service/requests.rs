@@ -2,11 +2,16 @@
 //! as open before anything else happens to it, then taken through the stages of
 //! [`super::delivery`] until its reservation is on chain. A failed attempt is logged, counted
 //! and retried with backoff; the state file is written after every step.
+//!
+//! A request carries a delivery deadline: once it has passed the contract refuses the delivery
+//! (`DeliveryTooLate`) and the buyer may reclaim the assets, so a request past its deadline is
+//! closed (refused as `deadline_passed`, logged and counted) instead of sealed or sent, and a
+//! delivery that reverts for lateness is closed the same way rather than retried.
 
 use std::str::FromStr;
 
 use aviary_hummingbird::RedeemRequest;
-use aviary_market::{Bytes, Submitted, U256};
+use aviary_market::{Bytes, LedgerError, Submitted, U256};
 
 use super::delivery::{Delivery, Refusal, Stage};
 use super::metrics::OpenRequest;
@@ -127,6 +132,9 @@ impl AsService {
     /// Takes request `id` as far as it goes now; true once it is delivered.
     fn advance(&mut self, id: u64, now: u64) -> Result<bool, Failure> {
         if self.deliveries[&id].stage == Stage::Pending {
+            if self.closed_for_lateness(id, now)? {
+                return Ok(false);
+            }
             if !self.seal(id, now)? {
                 return Ok(false);
             }
@@ -139,6 +147,9 @@ impl AsService {
             OnChain::Ours => return self.delivered(id, res_id, "found on chain"),
             OnChain::Foreign => return self.foreign(id, now),
             OnChain::Nothing => {}
+        }
+        if self.closed_for_lateness(id, now)? {
+            return Ok(false);
         }
         if let Stage::Sent { tx: hash, at_s, .. } = &stage {
             match self.ledger.receipt(*hash).map_err(ledger)? {
@@ -202,9 +213,29 @@ impl AsService {
             Err(e) => match self.on_chain(id, &sealed)? {
                 OnChain::Ours => self.delivered(id, res_id, "found on chain"),
                 OnChain::Foreign => self.foreign(id, now),
-                OnChain::Nothing => Err(failure("reverted")(e.into())),
+                OnChain::Nothing => match &e {
+                    // The chain's clock passed the deadline before ours did: retrying cannot help.
+                    LedgerError::Revert(rv) if rv.name == "DeliveryTooLate" => {
+                        self.refuse(id, "deadline_passed", format!("the delivery reverted: {rv}"), now)?;
+                        Ok(false)
+                    }
+                    _ => Err(failure("reverted")(e.into())),
+                },
             },
         }
+    }
+
+    /// Closes request `id` if its delivery deadline has passed (true): the contract would
+    /// refuse the delivery, and the buyer may take the assets back.
+    fn closed_for_lateness(&mut self, id: u64, now: u64) -> Result<bool, Failure> {
+        let d = self.deployment.deployment();
+        let deadline = d.request_of(&*self.ledger, U256::from(id)).map_err(ledger)?.deadline;
+        if now <= deadline {
+            return Ok(false);
+        }
+        let late = now - deadline;
+        self.refuse(id, "deadline_passed", format!("its delivery deadline {deadline} passed {late} s ago"), now)?;
+        Ok(true)
     }
 
     fn set_stage(&mut self, id: u64, stage: Stage) -> Result<(), Failure> {

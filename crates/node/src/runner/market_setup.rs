@@ -34,6 +34,9 @@ pub const PRICE_PER_UNIT: u64 = 1_000_000;
 pub const PERIOD_S: u64 = 3600;
 pub const GRANULARITY_S: u32 = 60;
 
+/// The buyers' purchase records, beside the deployment file in a run's market directory.
+pub const PURCHASES_DIR: &str = "purchases";
+
 /// Where the market of a run is.
 #[derive(Clone, Debug)]
 pub struct MarketLayout {
@@ -49,6 +52,11 @@ pub struct MarketLayout {
 impl MarketLayout {
     pub fn ledger(&self) -> anyhow::Result<SharedLedger> {
         Ok(SharedLedger::open(&self.ledger_dir)?)
+    }
+
+    /// Where the run's buyers keep their purchase records (`aviary market buy/wait/reclaim`).
+    pub fn purchases_dir(&self) -> PathBuf {
+        self.deployment_file.with_file_name(PURCHASES_DIR)
     }
 
     pub fn buyer(&self) -> anyhow::Result<Account> {

@@ -1,0 +1,176 @@
+//! The buyer's commands against a run directory's market and the AS reservation service as a
+//! real process ("Market under attack", item 2): a purchase the AS does not answer (its
+//! service is stopped) past a short deadline is listed as expired, not written, and reclaimed
+//! with `aviary market reclaim`; a purchase whose buyer died after paying (the record written,
+//! nobody waiting) is resumed by `aviary market wait`, which writes its reservation file.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use aviary_market::client::{self, HopWant};
+use aviary_node::buyer::{self, NewPurchase, Purchase};
+use aviary_node::host::ReservationFile;
+use aviary_node::runner::market_setup::MarketLayout;
+use aviary_node::runner::RunLayout;
+use aviary_scion::IsdAsn;
+
+/// Core AS C of line5: transit from interface 1 to 2.
+const C: &str = "1-ff00:0:110";
+
+struct Run {
+    dir: PathBuf,
+    market: MarketLayout,
+    cfg: PathBuf,
+}
+
+impl Run {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("aviary-it-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies/line5.toml");
+        let mut layout = RunLayout::write(&topo, &dir, 50500).unwrap();
+        layout.enable_market().unwrap();
+        let market = layout.market.unwrap();
+        let cfg = market.as_services[&C.parse().unwrap()].clone();
+        Self { dir, market, cfg }
+    }
+
+    /// Starts C's AS service (its output in the run directory).
+    fn start_service(&self) -> Service {
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(self.dir.join("as-service.log")).unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_aviary"));
+        cmd.args(["as-service", "--config"]).arg(&self.cfg);
+        cmd.stdin(Stdio::null()).stdout(log.try_clone().unwrap()).stderr(log);
+        Service(cmd.spawn().unwrap())
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("as-service.log")).unwrap_or_default()
+    }
+
+    /// Buys 10 minutes at 1 Mbit/s across C as `aviary market buy` does, to be delivered within
+    /// `window_s`, and returns without waiting (a buyer killed after paying); the record's path.
+    fn buy_and_die(&self, window_s: u32, out: &Path) -> PathBuf {
+        let mut ledger = self.market.ledger().unwrap();
+        let d = self.market.deployment.deployment();
+        let account = self.market.buyer().unwrap();
+        let start = aviary_node::clock::unix_s() / 60 * 60;
+        let purchase = Purchase {
+            start,
+            expiry: start + 600,
+            bandwidth_kbps: 1000,
+            reverse: false,
+            wait_for_offers: Duration::from_secs(90),
+            wait_for_delivery: Duration::ZERO,
+            delivery_window_s: window_s,
+        };
+        let wants = [HopWant { isd_as: C.parse::<IsdAsn>().unwrap().to_u64(), ingress: 1, egress: 2 }];
+        let plan = buyer::plan(&ledger, &d, Some(account.address()), &wants, &purchase).unwrap();
+        let ends = ("1-ff00:0:111".parse().unwrap(), "1-ff00:0:112".parse().unwrap());
+        let new = NewPurchase {
+            buyer: account.address(),
+            ends,
+            reverse: false,
+            hops: 1,
+            window: purchase.window(),
+            out: Some(out.to_path_buf()),
+            reverse_out: None,
+        };
+        buyer::buy(&mut ledger, &d, &account, &plan, new, &purchase, &self.market.purchases_dir()).unwrap()
+    }
+
+    /// `aviary market <args> --run DIR`.
+    fn market(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_aviary"))
+            .arg("market")
+            .args(args)
+            .arg("--run")
+            .arg(&self.dir)
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The service process; killed when dropped, so that a failing test leaves none behind.
+struct Service(Child);
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+#[test]
+fn a_missed_deadline_is_reclaimed_and_a_killed_purchase_is_resumed_by_wait() {
+    let run = Run::new("market-buyer");
+    // The service registers C and lists its assets; then it stops answering.
+    let service = run.start_service();
+    let ledger = run.market.ledger().unwrap();
+    let d = run.market.deployment.deployment();
+    let t0 = Instant::now();
+    let hop = HopWant { isd_as: C.parse::<IsdAsn>().unwrap().to_u64(), ingress: 1, egress: 2 };
+    let now = aviary_node::clock::unix_s() / 60 * 60;
+    let window = client::Window { start: now, expiry: now + 600, bandwidth: 1000 };
+    while client::plan_cheapest(&client::open_offers(&ledger, &d).unwrap(), &[hop], window).is_err() {
+        assert!(t0.elapsed() < Duration::from_secs(90), "C's listings within 90 s:\n{}", run.log());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(service);
+
+    let unanswered_out = run.dir.join("unanswered.json");
+    let unanswered = run.buy_and_die(2, &unanswered_out);
+    let listed = run.market(&["requests"]);
+    assert!(listed.status.success(), "{}", text(&listed));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !text(&run.market(&["requests"])).contains("expired-reclaimable") {
+        assert!(Instant::now() < deadline, "the 2 s deadline passes");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    // Waiting says what is missing and that it can be reclaimed; nothing is written.
+    let waited = run.market(&["wait", "--timeout-s", "1"]);
+    assert!(!waited.status.success());
+    assert!(
+        text(&waited).contains("expired-reclaimable") && text(&waited).contains("market reclaim"),
+        "{}",
+        text(&waited)
+    );
+    assert!(!unanswered_out.exists());
+    let reclaimed = run.market(&["reclaim"]);
+    assert!(reclaimed.status.success(), "{}", text(&reclaimed));
+    assert!(text(&reclaimed).contains("1 request(s) reclaimed"), "{}", text(&reclaimed));
+    let record = buyer::PurchaseRecord::load(&unanswered).unwrap();
+    let req = d.request_of(&ledger, record.requests[0]).unwrap();
+    for asset in [req.ingressId, req.egressId] {
+        let owner = d.owner_of(&ledger, aviary_market::U256::from(asset)).unwrap();
+        assert_eq!(owner, run.market.buyer().unwrap().address(), "the assets are the buyer's again");
+    }
+    assert!(text(&run.market(&["requests"])).contains("reclaimed"));
+    assert!(text(&run.market(&["reclaim"])).contains("0 request(s) reclaimed"), "once");
+
+    // A buyer killed after paying: the service answers, `wait` opens and writes it.
+    let _service = run.start_service();
+    let out = run.dir.join("resumed.json");
+    let record = run.buy_and_die(600, &out);
+    assert_eq!(std::fs::metadata(&record).unwrap().permissions().mode() & 0o777, 0o600);
+    let name = record.file_name().unwrap().to_str().unwrap();
+    let waited = run.market(&["wait", "--purchase", name, "--timeout-s", "60"]);
+    assert!(waited.status.success(), "{}\n{}", text(&waited), run.log());
+    let file = ReservationFile::load(&out).unwrap();
+    assert_eq!(file.reservations.len(), 1);
+    assert_eq!(file.reservations[0].ia, C.parse::<IsdAsn>().unwrap());
+    assert_eq!(std::fs::metadata(&out).unwrap().permissions().mode() & 0o777, 0o600);
+    assert!(text(&run.market(&["requests"])).contains("delivered"));
+}
