@@ -13,6 +13,7 @@
 //! Adding a mechanism to the router is one more constructor line in [`processors`].
 
 pub mod classes;
+pub mod glwp;
 pub mod management;
 pub mod metrics;
 pub mod pipeline;
@@ -77,6 +78,9 @@ pub fn processors(ia: IsdAsn, secret: &[u8], ids: &[u16], cfg: &RouterConfig, no
     let mut mechanisms: Vec<Box<dyn Processor>> = vec![scion, Box::new(hummingbird)];
     if let Some(p) = &cfg.pathval {
         mechanisms.push(Box::new(pathval_processor(ia, secret, ids, p, now_ns)?));
+    }
+    if let Some(g) = &cfg.glwp {
+        mechanisms.push(Box::new(glwp::processor(ia, secret, g)?));
     }
     Ok(Pipeline::new(mechanisms)?)
 }
