@@ -5,6 +5,7 @@
 pub mod bench;
 pub mod demo;
 pub mod gas;
+pub mod glwp_lab;
 pub mod gma;
 mod html;
 pub mod machine;
@@ -13,5 +14,6 @@ pub mod pathval_attack;
 pub mod pathval_report;
 pub mod report;
 pub mod resid;
+pub mod router_metrics;
 pub mod zlane_lab;
 pub mod zlane_model;
