@@ -109,7 +109,7 @@ enum LabCommand {
         /// Print the report as one JSON object.
         #[arg(long)]
         json: bool,
-        /// Run directory: configs, logs, allocation files and report.html.
+        /// Run directory: report.html, and network/ with configs, logs and allocation files.
         #[arg(long, default_value = "aviary-glwp")]
         dir: PathBuf,
         /// First port of the run; each AS uses 100 ports from here.

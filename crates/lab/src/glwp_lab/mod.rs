@@ -36,7 +36,8 @@ const DISCOVERY_PATIENCE: Duration = Duration::from_secs(60);
 pub struct GlwpLabOptions {
     /// The `aviary` binary that runs the processes.
     pub exe: PathBuf,
-    /// Run directory: configs, logs, allocation files, `report.html`.
+    /// Run directory: `report.html`, and `network/` with configs, logs, allocation files and
+    /// the flows' reports.
     pub dir: PathBuf,
     pub port_base: u16,
     /// How long the guaranteed flow sends.
@@ -100,13 +101,16 @@ fn progress(on: bool, msg: &str) {
 
 /// Runs the scenario; the network is stopped before this returns, also on error.
 pub fn run(opts: &GlwpLabOptions) -> anyhow::Result<GlwpLabReport> {
-    if opts.dir.exists() {
-        std::fs::remove_dir_all(&opts.dir).with_context(|| format!("cannot empty {}", opts.dir.display()))?;
+    // The network's configs, state, logs and reports go to a subdirectory that each run starts
+    // afresh (a router would otherwise take up the runtime state of the last run).
+    let net_dir = opts.dir.join("network");
+    if net_dir.exists() {
+        std::fs::remove_dir_all(&net_dir).with_context(|| format!("cannot empty {}", net_dir.display()))?;
     }
-    std::fs::create_dir_all(&opts.dir).with_context(|| format!("cannot create {}", opts.dir.display()))?;
-    let topo_file = opts.dir.join("glwp-two-isd.toml");
+    std::fs::create_dir_all(&net_dir).with_context(|| format!("cannot create {}", net_dir.display()))?;
+    let topo_file = net_dir.join("glwp-two-isd.toml");
     std::fs::write(&topo_file, toml::to_string(&scenario::topology()?)?)?;
-    let layout = RunLayout::write(&topo_file, &opts.dir, opts.port_base)?;
+    let layout = RunLayout::write(&topo_file, &net_dir, opts.port_base)?;
     progress(opts.progress, &format!("starting the network ({})", layout.dir.display()));
     let net = Network::start(&opts.exe, layout)?;
     let l = &net.layout;

@@ -68,13 +68,13 @@ pub fn table(r: &GlwpLabReport) -> String {
     let _ = writeln!(out, "\nflows (Mbit/s at the sink)");
     let _ = writeln!(
         out,
-        "{:<12} {:>9} {:>10} {:>9} {:>9}  {:<34} paper",
+        "{:<12} {:>9} {:>10} {:>9} {:>9}  {:<36} paper",
         "flow", "offered", "allocation", "goodput", "share", "role"
     );
     for f in &r.flows {
         let _ = writeln!(
             out,
-            "{:<12} {:>9} {:>10} {:>9} {:>9}  {:<34} {}",
+            "{:<12} {:>9} {:>10} {:>9} {:>9}  {:<36} {}",
             f.summary.name,
             mbps(f.summary.offered_bps),
             f.allocation_bps.map_or("-".into(), mbps),
