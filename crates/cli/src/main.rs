@@ -129,6 +129,23 @@ enum LabCommand {
         #[arg(long)]
         to: std::net::SocketAddr,
     },
+    /// GLWP on real processes: allocations discovered for three sources whose paths share a
+    /// bottleneck; a guaranteed flow at its β (each packet replayed once) against two sources
+    /// overusing theirs and a best-effort flood at five times the bottleneck.
+    Glwp {
+        /// 3 instead of 8 seconds of guaranteed traffic.
+        #[arg(long)]
+        quick: bool,
+        /// Print the report as one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// Run directory: report.html, and network/ with configs, logs and allocation files.
+        #[arg(long, default_value = "aviary-glwp")]
+        dir: PathBuf,
+        /// First port of the run; each AS uses 100 ports from here.
+        #[arg(long, default_value_t = 35000)]
+        port_base: u16,
+    },
     /// Table 4 of the Z-Lane paper on real processes: a protected AS at its guarantee through
     /// one border router flooded at four times its egress capacity, under Z-Lane and under FIFO.
     Zlane {
@@ -406,6 +423,18 @@ fn run() -> Result<()> {
         Command::Lab { command: LabCommand::ForwardRelay { listen, to } } => {
             let sock = aviary_node::underlay::BatchSocket::bind(listen)?;
             aviary_lab::forward::relay::relay(&sock, to, &std::sync::atomic::AtomicBool::new(false))?
+        }
+        Command::Lab { command: LabCommand::Glwp { quick, json, dir, port_base } } => {
+            let exe = std::env::current_exe()?;
+            let duration_ms = if quick { 3_000 } else { 8_000 };
+            let opts = aviary_lab::glwp_lab::GlwpLabOptions { exe, dir, port_base, duration_ms, progress: true };
+            let report = aviary_lab::glwp_lab::run(&opts)?;
+            if json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                print!("{}", aviary_lab::glwp_lab::table(&report));
+                println!("\nreport: {}", report.report_html);
+            }
         }
         Command::Lab { command: LabCommand::Zlane { quick, json, dir, port_base } } => {
             let exe = std::env::current_exe()?;

@@ -153,6 +153,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Header<T> {
         let hp = self.hop_pointer().saturating_add(1).min(self.lambda());
         self.buf.as_mut()[field::HOP_POINTER] = hp;
     }
+    /// Sets ts_pkt (a source giving each packet of a template its own timestamp).
+    pub fn set_ts_pkt(&mut self, ts_pkt: u64) {
+        let at = self.after_path() + field::after_path::TS_PKT.start;
+        self.buf.as_mut()[at..at + 8].copy_from_slice(&ts_pkt.to_be_bytes());
+    }
     /// Sets the hop authenticator of on-path AS `k` (`1 ≤ k ≤ λ`; others are ignored).
     pub fn set_hop_authenticator(&mut self, k: usize, ha: &[u8; field::HA_LEN]) {
         if (1..=usize::from(self.lambda())).contains(&k) {

@@ -96,8 +96,18 @@ impl SourceAllocation {
     /// Alg. 2 lines 2-7: a SCION packet with the addresses of `scion` (its path type and path
     /// are replaced), this allocation's header at `ts_pkt` and `payload`, stamped.
     pub fn packet(&self, scion: &ScionHeader, ts_pkt: u64, payload: &[u8]) -> Result<Vec<u8>, PacketError> {
+        let header =
+            ScionHeader { path_type: PATH_TYPE, path: self.unstamped_path(scion.src_ia, ts_pkt)?, ..scion.clone() };
+        let mut pkt = ScionPacket { header, payload: payload.to_vec() }.to_bytes()?;
+        stamp(&mut pkt, &self.hop_keys)?;
+        Ok(pkt)
+    }
+
+    /// The SCION path (of type [`PATH_TYPE`]) of a packet from `src` at `ts_pkt`, padded, with
+    /// the hop authenticators still zero: a template a sender sets ts_pkt in and [`stamp`]s.
+    pub fn unstamped_path(&self, src: IsdAsn, ts_pkt: u64) -> Result<Vec<u8>, PacketError> {
         let repr = HeaderRepr {
-            src: scion.src_ia,
+            src,
             hop_pointer: 0,
             path: self.path.clone(),
             beta: self.beta,
@@ -108,9 +118,13 @@ impl SourceAllocation {
         };
         let mut path = vec![0u8; repr.emitted_len()?.next_multiple_of(4)];
         repr.emit(&mut path)?;
-        let header = ScionHeader { path_type: PATH_TYPE, path, ..scion.clone() };
-        let mut pkt = ScionPacket { header, payload: payload.to_vec() }.to_bytes()?;
-        stamp(&mut pkt, &self.hop_keys)?;
-        Ok(pkt)
+        Ok(path)
+    }
+
+    /// Sets ts_pkt of a packet built on [`Self::unstamped_path`] and stamps it.
+    pub fn restamp(&self, pkt: &mut [u8], ts_pkt: u64) -> Result<(), PacketError> {
+        let at = locate(pkt)?;
+        Header::new_checked(&mut pkt[at.header])?.set_ts_pkt(ts_pkt);
+        stamp(pkt, &self.hop_keys)
     }
 }

@@ -7,6 +7,13 @@
 //! under it (the hop key), one key expansion and CMAC under the hop key (the hop
 //! authenticator), a duplicate-filter lookup and a token-bucket update, and no allocation.
 //!
+//! **The source AS's own packets.** A router built [`Router::with_source_as`] also sends its
+//! own AS's GLWP packets out: a packet from inside the AS (ingress 0) with HP = 0 and Src = this
+//! AS leaves at π's first egress `j_0`, after the freshness, duplicate and monitor checks (the
+//! source AS has no hop key of its own to check). So the source AS's hosts get the guaranteed
+//! class on its egress link only within β, and a host over its allocation is cut back before
+//! its traffic crosses a link.
+//!
 //! **Duplicates before the monitor.** Alg. 2 passes a validated packet to the traffic monitor
 //! (line 16), then to duplicate suppression (line 17). aviary suppresses duplicates first, so a
 //! replayed packet is never charged to its source's allocation: a replaying adversary can
@@ -14,6 +21,7 @@
 
 use aes::Aes128;
 use aviary_qos::{Admission, Claim, Context, DropCounters, DropReason, DuplicateFilter, Processor, Verdict};
+use aviary_scion::IsdAsn;
 use cmac::{Cmac, Mac};
 
 use crate::header::{field::HA_LEN, Header};
@@ -95,6 +103,8 @@ pub struct Router {
     freshness: Freshness,
     monitor: AidMonitor,
     duplicates: DuplicateFilter,
+    /// This router's AS, if it sends its own hosts' GLWP packets out.
+    source_as: Option<IsdAsn>,
     pub stats: RouterStats,
 }
 
@@ -110,7 +120,14 @@ impl Router {
     /// must cover the spread of times a packet passes the freshness check, `L + 2ε`.
     pub fn new(as_secret: &[u8; 16], freshness: Freshness, monitor: AidMonitor, duplicates: DuplicateFilter) -> Self {
         let secret = <Cmac<Aes128> as Mac>::new(as_secret.into());
-        Self { secret, freshness, monitor, duplicates, stats: RouterStats::default() }
+        Self { secret, freshness, monitor, duplicates, source_as: None, stats: RouterStats::default() }
+    }
+
+    /// This router also sends the GLWP packets of AS `ia`'s own hosts out (see the module
+    /// documentation).
+    pub fn with_source_as(mut self, ia: IsdAsn) -> Self {
+        self.source_as = Some(ia);
+        self
     }
 
     /// Validates `pkt`, which arrived on interface `ingress` at `now_ns` (ns since the Unix
@@ -136,6 +153,9 @@ impl Router {
         let (lambda, hp) = (header.lambda(), header.hop_pointer());
         if hp >= lambda {
             return Err(GlwpDrop::PathComplete.reason());
+        }
+        if ingress == LOCAL_INTERFACE && hp == 0 {
+            return self.leave_source_as(&header, at.src, at.pkt_len, now_ns);
         }
         // This AS is on-path AS k = HP + 1: pair k of π, hop authenticator k.
         let k = usize::from(hp) + 1;
@@ -164,19 +184,56 @@ impl Router {
         if !ha_eq(header.hop_authenticator(k), &want) {
             return Err(GlwpDrop::BadHopAuthenticator.reason());
         }
+        self.suppress_and_charge(&header, at.src, at.pkt_len, now_ns)?;
+        header.advance_hop_pointer();
+        Ok(if j_k == LOCAL_INTERFACE { Verdict::Deliver } else { Verdict::forward(j_k, Admission::GUARANTEED) })
+    }
+}
+
+impl Router {
+    /// A packet of this AS's own host, on its way to on-path AS 1: forwarded on `j_0` in the
+    /// guaranteed class if fresh, not a replay and within β; its hop pointer stays at 0.
+    fn leave_source_as(
+        &mut self,
+        header: &Header<&mut [u8]>,
+        src: IsdAsn,
+        pkt_len: u16,
+        now_ns: u64,
+    ) -> Result<Verdict, DropReason> {
+        if self.source_as != Some(src) {
+            // A host of this AS sending under another AS's name, or a router that sends no
+            // GLWP of its own: nothing here may leave as GLWP.
+            return Err(DropReason::BadSrcIa);
+        }
+        let (i_0, j_0) = header.pair(0).ok_or(DropReason::PathIndexOutOfRange)?;
+        if i_0 != LOCAL_INTERFACE || j_0 == LOCAL_INTERFACE {
+            return Err(DropReason::MalformedPath);
+        }
+        self.freshness.check_packet(header.ts_pkt(), now_ns).map_err(GlwpDrop::reason)?;
+        self.freshness.check_allocation(header.ts_exp(), now_ns).map_err(GlwpDrop::reason)?;
+        self.suppress_and_charge(header, src, pkt_len, now_ns)?;
+        Ok(Verdict::forward(j_0, Admission::GUARANTEED))
+    }
+
+    /// Line 17 before line 16: a replay is dropped before it can be charged to its source.
+    fn suppress_and_charge(
+        &mut self,
+        header: &Header<&mut [u8]>,
+        src: IsdAsn,
+        pkt_len: u16,
+        now_ns: u64,
+    ) -> Result<(), DropReason> {
         let mut dup_key = [0u8; 16];
-        dup_key[..8].copy_from_slice(&at.src.to_bytes());
+        dup_key[..8].copy_from_slice(&src.to_bytes());
         dup_key[8..].copy_from_slice(&header.ts_pkt().to_be_bytes());
         if !self.duplicates.check_and_insert(&dup_key, now_ns) {
             return Err(DropReason::Duplicate);
         }
-        match self.monitor.charge(input.aid, input.beta, input.ts_exp, u32::from(at.pkt_len), now_ns) {
-            MonitorVerdict::Within => {}
-            MonitorVerdict::Overuse => return Err(GlwpDrop::Overuse.reason()),
-            MonitorVerdict::Full => return Err(GlwpDrop::MonitorFull.reason()),
+        match self.monitor.charge(header.aid(), header.beta(), header.ts_exp(), u32::from(pkt_len), now_ns) {
+            MonitorVerdict::Within => Ok(()),
+            MonitorVerdict::Overuse => Err(GlwpDrop::Overuse.reason()),
+            MonitorVerdict::Full => Err(GlwpDrop::MonitorFull.reason()),
         }
-        header.advance_hop_pointer();
-        Ok(if j_k == LOCAL_INTERFACE { Verdict::Deliver } else { Verdict::forward(j_k, Admission::GUARANTEED) })
     }
 }
 

@@ -74,6 +74,33 @@ fn an_honest_packet_crosses_every_on_path_as() {
     assert_eq!(r2.process(&mut pkt, 4, NOW + 2000), Verdict::Drop(GlwpDrop::PathComplete.reason()));
 }
 
+/// The source AS's router sends its own hosts' packets out on j_0, within β, without replays,
+/// and leaves the hop pointer for AS 1; nobody else's packets leave as GLWP from inside.
+#[test]
+fn the_source_as_sends_its_hosts_packets_within_beta() {
+    let pkt = honest(NOW);
+    let mut source = router(&[0x33; 16], pkt.len() as u16).with_source_as(SRC);
+    let mut first = pkt.clone();
+    assert_eq!(source.process(&mut first, 0, NOW), Verdict::forward(1, Admission::GUARANTEED));
+    assert_eq!(first, pkt, "the hop pointer stays at 0");
+    let [mut r1, _] = routers();
+    assert_eq!(r1.process(&mut first, 2, NOW), Verdict::forward(3, Admission::GUARANTEED));
+    let mut replay = pkt.clone();
+    assert_eq!(source.process(&mut replay, 0, NOW + 10), Verdict::Drop(DropReason::Duplicate));
+    // A burst of one packet: the next one at once is over β.
+    let mut next = honest(NOW + 20);
+    assert_eq!(source.process(&mut next, 0, NOW + 20), Verdict::Drop(GlwpDrop::Overuse.reason()));
+    // Another AS's name from inside, and any GLWP from inside a router that sends none.
+    let mut foreign = router(&[0x33; 16], 9000).with_source_as(IsdAsn::new(1, 0xff00_0000_0999));
+    assert_eq!(foreign.process(&mut pkt.clone(), 0, NOW), Verdict::Drop(DropReason::BadSrcIa));
+    assert_eq!(r1.process(&mut honest(NOW + 30), 0, NOW + 30), Verdict::Drop(DropReason::BadSrcIa));
+    // π must start at the source's local interface.
+    let bad_path: [(u16, u16); 3] = [(7, 1), (2, 3), (4, 0)];
+    let mut bad = packet(&bad_path, &ALLOC, &hop_keys(&SECRETS, &bad_path, &ALLOC), NOW + 40, 100);
+    let mut source = router(&[0x33; 16], 9000).with_source_as(SRC);
+    assert_eq!(source.process(&mut bad, 0, NOW + 40), Verdict::Drop(DropReason::MalformedPath));
+}
+
 /// F6: hop keys issued for one path fail on another, even through the same AS.
 #[test]
 fn hop_keys_fail_on_another_path() {

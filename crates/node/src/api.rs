@@ -287,6 +287,47 @@ pub struct GlwpAllocationWire {
     pub hops: Vec<GlwpHopWire>,
 }
 
+impl GlwpAllocationWire {
+    /// An allocation file as `aviary glwp discover --out` writes it.
+    pub fn load(path: &std::path::Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("{}", path.display()))
+    }
+
+    /// The destination AS: the last of the path.
+    pub fn dst(&self) -> Option<IsdAsn> {
+        self.hops.last().map(|h| h.ia)
+    }
+
+    /// What a data sender needs: the path's interface pairs, AID, β, ts_exp and the hop keys of
+    /// on-path ASes 1 … λ; errors name the field.
+    pub fn source_allocation(&self) -> anyhow::Result<aviary_glwp::SourceAllocation> {
+        let aid =
+            u64::from_str_radix(&self.aid, 16).with_context(|| format!("aid {:?} is not 16 hex digits", self.aid))?;
+        if self.hops.len() < 2 {
+            bail!("hops: a path has at least the source and one on-path AS");
+        }
+        let hop_keys = self.hops[1..]
+            .iter()
+            .enumerate()
+            .map(|(i, h)| {
+                let key = h.hop_key.as_deref().with_context(|| format!("hops[{}].hop_key: missing", i + 1))?;
+                hex::decode(key)
+                    .ok()
+                    .and_then(|k| k.try_into().ok())
+                    .with_context(|| format!("hops[{}].hop_key: not 16 bytes of hex", i + 1))
+            })
+            .collect::<anyhow::Result<Vec<[u8; 16]>>>()?;
+        Ok(aviary_glwp::SourceAllocation {
+            path: self.hops.iter().map(|h| (h.ingress, h.egress)).collect(),
+            aid,
+            beta: self.beta_kbps,
+            ts_exp: self.ts_exp,
+            hop_keys,
+        })
+    }
+}
+
 /// Runs a GLWP discovery at the control service `control` of the host's AS.
 pub fn glwp_discover(control: SocketAddr, req: &GlwpDiscoverRequest) -> anyhow::Result<GlwpAllocationWire> {
     let url = format!("http://{control}/v1/glwp/discover");

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::reservable::InterfaceBandwidth;
 use crate::router::classes::{self, ClassTableConfig};
+use crate::router::glwp::RouterGlwpConfig;
 use crate::topology::read_toml;
 pub use crate::topology::ConfigError;
 
@@ -90,6 +91,10 @@ pub struct RouterConfig {
     /// destination from this table (see docs/pathval.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pathval: Option<PathvalConfig>,
+    /// Makes this a GLWP router: data packets of path type 252 are validated and forwarded in
+    /// the guaranteed class (see [`crate::router::glwp`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub glwp: Option<RouterGlwpConfig>,
     #[serde(rename = "interface", default)]
     pub interfaces: Vec<InterfaceConfig>,
     /// How many SCMP errors the router may send.
@@ -359,6 +364,9 @@ impl RouterConfig {
                 return Err(ConfigError::new(file, "pathval.level1_keys_file", msg));
             }
         }
+        if let Some(g) = &self.glwp {
+            g.check(file)?;
+        }
         let tables = self.class_tables(file)?;
         for (i, f) in self.interfaces.iter().enumerate() {
             if !tables.contains_key(&f.class_table) {
@@ -377,9 +385,13 @@ impl RouterConfig {
     }
 
     /// `[classes]` over the router's defaults: on a Z-Lane router every standard admission goes
-    /// to its queue of Table 2 unless `[classes]` says otherwise.
+    /// to its queue of Table 2 unless `[classes]` says otherwise; on a GLWP router with the
+    /// plain tables, guaranteed traffic (GLWP's) goes to `priority`, with reservations.
     pub fn class_mapping(&self) -> BTreeMap<String, String> {
         let mut mapping = if self.zlane.is_some() { classes::zlane_mapping() } else { BTreeMap::new() };
+        if self.glwp.is_some() && self.zlane.is_none() && self.class_table.is_empty() {
+            mapping.insert(classes::GUARANTEED.to_owned(), classes::PLAIN_PRIORITY.to_owned());
+        }
         mapping.extend(self.classes.clone());
         mapping
     }

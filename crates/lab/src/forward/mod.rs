@@ -208,6 +208,7 @@ fn router_config(bed: &Testbed, ports: &Ports, dir: &Path, workers: usize) -> an
         class_table: Default::default(),
         zlane: None,
         pathval: None,
+        glwp: None,
         interfaces: vec![
             link(INGRESS, ports.router_in, ports.generator, upstream),
             link(EGRESS, ports.router_out, ports.sink, downstream),
@@ -405,7 +406,7 @@ fn run_rows(
         }
         // The router publishes its counters a few times a second.
         std::thread::sleep(Duration::from_millis(300));
-        let metrics = crate::zlane_lab::metrics::scrape(ports.management)?;
+        let metrics = crate::router_metrics::scrape(ports.management)?;
         flyovers.reserved += event_count(&metrics, "flyover_reserved_packets");
         flyovers.demoted += ["stale", "inactive", "over_rate", "duplicate"]
             .iter()

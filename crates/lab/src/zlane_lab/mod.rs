@@ -8,7 +8,6 @@
 //! per class comes from its `/metrics`; what the protected AS kept, from the sink.
 
 mod flows;
-pub mod metrics;
 mod report;
 
 use std::path::{Path, PathBuf};
@@ -22,6 +21,7 @@ use aviary_scion::IsdAsn;
 use serde::Serialize;
 
 use crate::demo::{sink_args, start_host, summarise, wait_host, FlowSummary};
+use crate::router_metrics as metrics;
 pub use flows::{Flow, Sending, ATTACK, PROTECTED};
 pub use report::{html, table, PAPER};
 

@@ -9,6 +9,7 @@
 use std::net::SocketAddr;
 
 use anyhow::{bail, Context};
+use aviary_glwp::SourceAllocation;
 use aviary_hummingbird::{as_hops, build_path, HbirdPathView, ResInfo, Reservation, Source};
 use aviary_scion::wire::epic::PktId;
 use aviary_scion::wire::epic_per_as::PerAsPath;
@@ -77,6 +78,14 @@ pub struct PacketFactory {
     source: Option<Source>,
     forger: Option<Forger>,
     epic: Option<PerAsSealer>,
+    glwp: Option<GlwpStamper>,
+}
+
+/// Stamps a GLWP flow's packets: each its own ts_pkt (the duplicate-suppression key), then the
+/// hop authenticators.
+struct GlwpStamper {
+    allocation: SourceAllocation,
+    last_ts_pkt: u64,
 }
 
 impl PacketFactory {
@@ -124,7 +133,35 @@ impl PacketFactory {
                 Some(Forger { forgery, wrong_key: Source::new(&template, &fake)?, flyovers: flyover_lines(&template) })
             }
         };
-        Ok(Self { buf: template.clone(), payload_off, template, name: spec.name.clone(), source, forger, epic: None })
+        Ok(Self {
+            buf: template.clone(),
+            payload_off,
+            template,
+            name: spec.name.clone(),
+            source,
+            forger,
+            epic: None,
+            glwp: None,
+        })
+    }
+
+    /// The factory of a flow under a GLWP allocation (path type 252): the header is the path.
+    pub fn glwp(spec: &FlowSpec, allocation: SourceAllocation) -> anyhow::Result<Self> {
+        if spec.name.len() > MAX_FLOW_NAME {
+            bail!("flow name {:?} is longer than {MAX_FLOW_NAME} bytes", spec.name);
+        }
+        let path = allocation.unstamped_path(spec.src_ia, 0).context("the allocation's GLWP header")?;
+        let (template, payload_off) = template(spec, aviary_glwp::PATH_TYPE, path)?;
+        Ok(Self {
+            buf: template.clone(),
+            payload_off,
+            template,
+            name: spec.name.clone(),
+            source: None,
+            forger: None,
+            epic: None,
+            glwp: Some(GlwpStamper { allocation, last_ts_pkt: 0 }),
+        })
     }
 
     /// The factory of a per-AS EPIC flow (Z-Lane) on `path`, sealed by `sealer`.
@@ -143,6 +180,7 @@ impl PacketFactory {
             source: None,
             forger: None,
             epic: Some(sealer),
+            glwp: None,
         })
     }
 
@@ -155,6 +193,12 @@ impl PacketFactory {
         udp::set_checksum(buf)?;
         if let Some(sealer) = &mut self.epic {
             sealer.seal(buf, now_ns)?;
+            return Ok(buf);
+        }
+        if let Some(g) = &mut self.glwp {
+            // Never the same ts_pkt twice, even within one clock tick: a repeat is a replay.
+            g.last_ts_pkt = now_ns.max(g.last_ts_pkt + 1);
+            g.allocation.restamp(buf, g.last_ts_pkt).context("cannot stamp the GLWP header")?;
             return Ok(buf);
         }
         let Some(source) = &mut self.source else { return Ok(buf) };
@@ -216,4 +260,53 @@ fn flyover_lines(pkt: &[u8]) -> Vec<usize> {
     let Ok(view) = ScionView::new_checked(pkt) else { return Vec::new() };
     let Ok(path) = HbirdPathView::new_checked(view.path()) else { return Vec::new() };
     path.flyover_lines().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aviary_glwp::{testbed, AidMonitor, Freshness, Router};
+    use aviary_qos::{Admission, DropReason, DuplicateFilter, DuplicateFilterConfig, Verdict};
+
+    const S: u64 = 1_000_000_000;
+
+    #[test]
+    fn glwp_packets_get_their_own_ts_pkt_and_pass_the_on_path_routers() {
+        let now = 1_700_000_000 * S;
+        let secrets = [[0x11; 16], [0x22; 16]];
+        let path = [(0, 1), (2, 3), (4, 0)];
+        let alloc = testbed::allocation(testbed::SRC_IA, &path, (7, 8_000, 1_700_003_600), &secrets);
+        let spec = FlowSpec {
+            name: "g".into(),
+            src_ia: testbed::SRC_IA,
+            src: "127.0.0.2:5000".parse().unwrap(),
+            dst: ScionAddr { ia: testbed::DST_IA, host: "127.0.0.3:40000".parse().unwrap() },
+            size: 500,
+        };
+        let mut factory = PacketFactory::glwp(&spec, alloc).unwrap();
+        let fresh = Freshness { lifetime_ns: S, skew_ns: S };
+        let dups = || {
+            let cfg = DuplicateFilterConfig { window_ns: 3 * S, expected_per_window: 1000, false_positive_rate: 1e-9 };
+            DuplicateFilter::new(cfg, [1; 16]).unwrap()
+        };
+        let mut source =
+            Router::new(&[0x99; 16], fresh, AidMonitor::new(8, 9000, 1), dups()).with_source_as(spec.src_ia);
+        let mut as1 = Router::new(&secrets[0], fresh, AidMonitor::new(8, 9000, 1), dups());
+        let mut as2 = Router::new(&secrets[1], fresh, AidMonitor::new(8, 9000, 1), dups());
+        // Two packets in the same nanosecond: distinct ts_pkt, so neither is taken for a replay.
+        for seq in 0..2 {
+            let mut pkt = factory.fill(seq, now).unwrap().to_vec();
+            assert_eq!(pkt.len(), 500);
+            assert_eq!(source.process(&mut pkt, 0, now), Verdict::forward(1, Admission::GUARANTEED), "{seq}");
+            assert_eq!(as1.process(&mut pkt, 2, now), Verdict::forward(3, Admission::GUARANTEED), "{seq}");
+            assert_eq!(as2.process(&mut pkt, 4, now), Verdict::Deliver, "{seq}");
+            let udp = udp::ScionUdpView::new_checked(&pkt[..]);
+            assert!(udp.is_ok(), "the sink reads it as SCION/UDP: {udp:?}");
+        }
+        // A copy of a sent packet is a replay.
+        let mut pkt = factory.fill(2, now).unwrap().to_vec();
+        let mut copy = pkt.clone();
+        assert!(matches!(source.process(&mut pkt, 0, now), Verdict::Forward { .. }));
+        assert_eq!(source.process(&mut copy, 0, now), Verdict::Drop(DropReason::Duplicate));
+    }
 }

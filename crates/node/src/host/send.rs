@@ -22,7 +22,7 @@ use super::metrics::{serve_sender_metrics, SenderProgress};
 use super::packet::{FlowSpec, Forgery, PacketFactory};
 use super::per_as_epic::PerAsSealer;
 use super::{unix_ns, write_json, ReservationFile, ScionAddr};
-use crate::api::fetch_paths;
+use crate::api::{fetch_paths, GlwpAllocationWire};
 use crate::config::HostConfig;
 
 const MS: u64 = 1_000_000;
@@ -138,6 +138,16 @@ pub struct SendOptions {
     /// guarantee without it; routers drop such packets).
     #[arg(long, requires = "epic")]
     pub epic_set_flag: bool,
+    /// Send under a GLWP allocation (path type 252) from this file (`aviary glwp discover
+    /// --out`): the header is the path; each packet gets its own ts_pkt and the hop
+    /// authenticators of the allocation's hop keys.
+    #[arg(long, conflicts_with_all = ["reservation", "path_index", "epic", "attack"])]
+    pub glwp: Option<PathBuf>,
+    /// Send every GLWP packet this many more times right after it, as an adversary replaying
+    /// the source's packets would (the copies are not counted as sent): routers drop them as
+    /// duplicates before the monitor, so they never use up the allocation (F8).
+    #[arg(long, default_value_t = 0, requires = "glwp")]
+    pub glwp_replays: u32,
 }
 
 impl SendOptions {
@@ -164,6 +174,7 @@ impl SendOptions {
         Ok(self.kind.unwrap_or(match (self.attack, reservation) {
             (Some(_), _) => FlowKind::Attack,
             (None, Some(_)) => FlowKind::Reserved,
+            (None, None) if self.glwp.is_some() => FlowKind::Reserved,
             (None, None) => FlowKind::BestEffort,
         }))
     }
@@ -186,8 +197,11 @@ pub struct SenderReport {
     pub duration_s: f64,
     /// `sent_bytes · 8 / duration_s`.
     pub offered_bps: u64,
-    /// The smallest granted bandwidth of the reservations used.
+    /// The smallest granted bandwidth of the reservations used (a GLWP allocation's G(π)).
     pub reserved_bps: Option<u64>,
+    /// Replayed copies sent besides the flow (`--glwp-replays`).
+    #[serde(default)]
+    pub replayed_packets: u64,
 }
 
 /// Due times of the packets of a flow, relative to its start.
@@ -286,6 +300,23 @@ fn plan(
     spec: &FlowSpec,
     reservation: Option<&ReservationFile>,
 ) -> anyhow::Result<(PacketFactory, u64)> {
+    if let Some(file) = &opts.glwp {
+        let allocation = GlwpAllocationWire::load(file)?;
+        if allocation.src != cfg.ia || allocation.dst() != Some(opts.dst.ia) {
+            bail!(
+                "{}: the allocation is from {} to {:?}, not from {} to {}",
+                file.display(),
+                allocation.src,
+                allocation.dst(),
+                cfg.ia,
+                opts.dst.ia
+            );
+        }
+        let source = allocation.source_allocation().with_context(|| format!("{}", file.display()))?;
+        tracing::info!(flow = %spec.name, aid = %allocation.aid, beta_kbps = allocation.beta_kbps, "GLWP allocation");
+        // Nothing to refresh before the allocation expires.
+        return Ok((PacketFactory::glwp(spec, source)?, u64::from(allocation.ts_exp)));
+    }
     let paths = fetch_paths(cfg.control, opts.dst.ia)?;
     let (path, on_path) = match reservation {
         Some(r) => r.select_path(&paths)?,
@@ -319,6 +350,7 @@ fn refresh_time(expiry_s: u64, now_s: u64) -> u64 {
 pub fn run_sender(cfg: &HostConfig, opts: &SendOptions) -> anyhow::Result<SenderReport> {
     let reservation = opts.reservation.as_deref().map(ReservationFile::load).transpose()?;
     let kind = opts.check(reservation.as_ref())?;
+    let glwp_bps = opts.glwp.as_deref().map(GlwpAllocationWire::load).transpose()?.map(|a| a.guarantee_bps);
     let now_s = unix_ns() / NS;
     for r in reservation.iter().flat_map(|f| &f.reservations) {
         let info = &r.reservation.info;
@@ -355,6 +387,7 @@ pub fn run_sender(cfg: &HostConfig, opts: &SendOptions) -> anyhow::Result<Sender
     let stop = crate::signals::stop_flag();
     let start = Instant::now();
     let mut k = 0;
+    let mut replayed = 0;
     while schedule.due(k) < end && !stop.load(Ordering::Relaxed) {
         let due = schedule.due(k);
         let elapsed = start.elapsed().as_nanos() as u64;
@@ -383,11 +416,18 @@ pub fn run_sender(cfg: &HostConfig, opts: &SendOptions) -> anyhow::Result<Sender
             }
         }
         let lateness_ns = (start.elapsed().as_nanos() as u64).saturating_sub(schedule.due(k));
-        gen.slot(now, |pkt| match socket.send_to(pkt, next_hop) {
-            Ok(_) => progress.sent(pkt.len(), lateness_ns),
-            Err(e) => {
-                if progress.send_errors.fetch_add(1, Ordering::Relaxed) == 0 {
-                    tracing::warn!("sending to {next_hop}: {e}");
+        gen.slot(now, |pkt| {
+            match socket.send_to(pkt, next_hop) {
+                Ok(_) => progress.sent(pkt.len(), lateness_ns),
+                Err(e) => {
+                    if progress.send_errors.fetch_add(1, Ordering::Relaxed) == 0 {
+                        tracing::warn!("sending to {next_hop}: {e}");
+                    }
+                }
+            }
+            for _ in 0..opts.glwp_replays {
+                if socket.send_to(pkt, next_hop).is_ok() {
+                    replayed += 1;
                 }
             }
         })?;
@@ -409,7 +449,8 @@ pub fn run_sender(cfg: &HostConfig, opts: &SendOptions) -> anyhow::Result<Sender
         send_errors,
         duration_s,
         offered_bps: (sent_bytes as f64 * 8.0 / duration_s) as u64,
-        reserved_bps: reservation.as_ref().and_then(ReservationFile::reserved_bps),
+        reserved_bps: reservation.as_ref().and_then(ReservationFile::reserved_bps).or(glwp_bps),
+        replayed_packets: replayed,
     };
     if let Some(path) = &opts.report {
         write_json(path, &report)?;

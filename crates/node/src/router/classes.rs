@@ -23,7 +23,9 @@
 //! (R 50 %, N 10 %, G 20 % exactly; A 15 %, U 5 % at least; R, N, G with
 //! `queues.priority_bytes` each, A, U with `queues.best_effort_bytes`), and `[classes]`
 //! defaults to `reserved = "R"`, `neighbor = "N"`, `guaranteed = "G"`, `authenticated = "A"`,
-//! `unauthenticated = "U"`.
+//! `unauthenticated = "U"`. On a GLWP router (one with `[glwp]`) with only the plain table,
+//! `[classes]` defaults to `guaranteed = "priority"`: GLWP's packets, policed by its monitors,
+//! share the strict-priority class with Hummingbird's reservations, ahead of best effort.
 
 use std::collections::BTreeMap;
 
@@ -36,6 +38,10 @@ use crate::config::{ConfigError, QueueConfig};
 
 /// The table of links that name none.
 pub const DEFAULT_TABLE: &str = "default";
+/// The first class of the plain `default` table.
+pub const PLAIN_PRIORITY: &str = "priority";
+/// The label of `Admission::GUARANTEED` in `[classes]`.
+pub const GUARANTEED: &str = "guaranteed";
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -17,6 +17,7 @@
 pub mod classes;
 mod command;
 pub mod egress;
+pub mod glwp;
 pub mod management;
 pub mod metrics;
 mod output;
@@ -95,6 +96,9 @@ pub fn processors(
     let mut mechanisms: Vec<Box<dyn Processor>> = vec![scion, Box::new(hummingbird)];
     if let Some(p) = &cfg.pathval {
         mechanisms.push(Box::new(pathval_processor(ia, secret, ids, p, sampling, now_ns)?));
+    }
+    if let Some(g) = &cfg.glwp {
+        mechanisms.push(Box::new(glwp::processor(ia, secret, g)?));
     }
     Ok(Pipeline::new(mechanisms)?)
 }

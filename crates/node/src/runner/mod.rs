@@ -52,6 +52,7 @@ use crate::config::{
 use crate::control::glwp::config::GlwpConfig;
 use crate::files;
 use crate::gateway::config::ZlaneGatewayConfig;
+use crate::router::glwp::RouterGlwpConfig;
 use crate::runner::market_setup::MarketLayout;
 use crate::topology::Topology;
 use aviary_pathval::PathvalConfig;
@@ -238,6 +239,11 @@ impl RunLayout {
                     }
                     (p, _) => p.clone(),
                 },
+                glwp: a.glwp.as_ref().map(|g| RouterGlwpConfig {
+                    lifetime_ms: g.lifetime_ms,
+                    skew_ms: g.skew_ms,
+                    ..Default::default()
+                }),
                 interfaces,
                 scmp: Default::default(),
                 workers: None,

@@ -1,5 +1,5 @@
-//! What the congested router counted per class on its egress interface, read from its
-//! Prometheus `/metrics` before and after the measurement.
+//! What a border router counted, read from its Prometheus `/metrics`: the bytes per class of an
+//! egress interface (before and after a measurement) and a mechanism's drops by reason.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -36,19 +36,14 @@ const QUEUE_DROPPED: &str = "aviary_router_queue_dropped_bytes_total";
 pub fn class_bytes(text: &str, interface: u16) -> Vec<(String, ClassBytes)> {
     let mut out: Vec<(String, ClassBytes)> = Vec::new();
     let interface = interface.to_string();
-    for line in text.lines().filter(|l| !l.starts_with('#')) {
-        let Some((name, rest)) = line.split_once('{') else { continue };
+    for (name, labels, value) in samples(text) {
         if name != SENT && name != QUEUE_DROPPED {
             continue;
         }
-        let Some((labels, value)) = rest.rsplit_once('}') else { continue };
-        let Ok(value) = value.trim().parse::<u64>() else { continue };
-        let label =
-            |key: &str| labels.split(',').find_map(|kv| kv.strip_prefix(key)?.strip_prefix("=\"")?.strip_suffix('"'));
-        if label("interface") != Some(interface.as_str()) {
+        if label(labels, "interface") != Some(interface.as_str()) {
             continue;
         }
-        let Some(class) = label("class") else { continue };
+        let Some(class) = label(labels, "class") else { continue };
         let entry = match out.iter().position(|(c, _)| c == class) {
             Some(k) => &mut out[k].1,
             None => {
@@ -63,6 +58,30 @@ pub fn class_bytes(text: &str, interface: u16) -> Vec<(String, ClassBytes)> {
         }
     }
     out
+}
+
+/// The labelled integer samples of a Prometheus text: name, labels (`k="v",...`), value.
+fn samples(text: &str) -> impl Iterator<Item = (&str, &str, u64)> {
+    text.lines().filter(|l| !l.starts_with('#')).filter_map(|line| {
+        let (name, rest) = line.split_once('{')?;
+        let (labels, value) = rest.rsplit_once('}')?;
+        Some((name, labels, value.trim().parse::<u64>().ok()?))
+    })
+}
+
+/// The value of label `key` in `labels`.
+fn label<'a>(labels: &'a str, key: &str) -> Option<&'a str> {
+    labels.split(',').find_map(|kv| kv.strip_prefix(key)?.strip_prefix("=\"")?.strip_suffix('"'))
+}
+
+const MECHANISM_DROPPED: &str = "aviary_router_mechanism_dropped_packets_total";
+
+/// The packets `mechanism` dropped, by reason (every reason the router lists, zeros included).
+pub fn mechanism_drops(text: &str, mechanism: &str) -> std::collections::BTreeMap<String, u64> {
+    samples(text)
+        .filter(|(name, labels, _)| *name == MECHANISM_DROPPED && label(labels, "mechanism") == Some(mechanism))
+        .filter_map(|(_, labels, value)| Some((label(labels, "reason")?.to_owned(), value)))
+        .collect()
 }
 
 /// Fetches the router's `/metrics` from its management address.
@@ -96,5 +115,15 @@ mod tests {
             ]
         );
         assert_eq!(c[1].1.since(&ClassBytes { sent: 0, queue_dropped: 200 }).offered(), 500);
+    }
+
+    #[test]
+    fn a_mechanisms_drops_by_reason() {
+        let text = "aviary_router_mechanism_dropped_packets_total{ia=\"1-ff00:0:110\",mechanism=\"glwp\",reason=\"overuse\"} 7\n\
+            aviary_router_mechanism_dropped_packets_total{ia=\"1-ff00:0:110\",mechanism=\"glwp\",reason=\"duplicate\"} 0\n\
+            aviary_router_mechanism_dropped_packets_total{ia=\"1-ff00:0:110\",mechanism=\"zlane\",reason=\"overuse\"} 9\n";
+        let d = mechanism_drops(text, "glwp");
+        assert_eq!(d.len(), 2);
+        assert_eq!((d["overuse"], d["duplicate"]), (7, 0));
     }
 }
