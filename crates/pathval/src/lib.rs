@@ -10,6 +10,7 @@
 //!
 //! - [`header`]: the 101-byte header of Table III in a SCION hop-by-hop options extension.
 //! - [`crypto`]: SHA3-256 and AES-CMAC constructions, the sampling PRF.
+//! - [`keccak`]: SHA3-256 over many messages at once, Keccak-f in SIMD across states.
 //! - [`functions`]: the paper's six functions, one by one (errata of Alg. 2 fixed).
 //! - [`router`]: sans-IO processing at the source, a trusted router and the destination.
 //! - [`keys`]: the pairwise and end-to-end keys from DRKey.
@@ -29,6 +30,7 @@ pub mod chain;
 pub mod crypto;
 pub mod functions;
 pub mod header;
+pub mod keccak;
 pub mod keys;
 pub mod plan;
 pub mod processor;
