@@ -90,7 +90,14 @@ impl Implementation {
 /// # Panics
 /// If `out` is shorter than `msgs`.
 pub fn sha3_256_many(msgs: &[&[u8]], out: &mut [[u8; DIGEST_LEN]]) {
-    hash_groups(Implementation::fastest(), msgs, out);
+    assert!(out.len() >= msgs.len(), "one digest per message");
+    let fastest = Implementation::fastest();
+    for (group, digests) in msgs.chunks(LANES).zip(out.chunks_mut(LANES)) {
+        // A vector permutation costs more than one state's alone (about 1.4 times on the AMD
+        // EPYC of docs/pathval.md): a lone message is hashed alone.
+        let imp = if group.len() == 1 { Implementation::Portable } else { fastest };
+        hash_group(imp, group, digests);
+    }
 }
 
 /// [`sha3_256_many`] with the implementation `imp`.

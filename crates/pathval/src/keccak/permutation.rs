@@ -30,21 +30,6 @@ const ROUND_CONSTANTS: [u64; 24] = [
     0x8000_0000_8000_8008,
 ];
 
-/// ρ's rotation of word `x + 5y` (FIPS 202, Table 2).
-const RHO: [u32; 25] = [0, 1, 62, 28, 27, 36, 44, 6, 55, 20, 3, 10, 43, 25, 39, 41, 45, 15, 21, 8, 18, 2, 61, 56, 14];
-
-/// π moves word `x + 5y` to `y + 5((2x + 3y) mod 5)`; `PI[j]` is where word `j` goes.
-const PI: [usize; 25] = {
-    let mut to = [0; 25];
-    let mut j = 0;
-    while j < 25 {
-        let (x, y) = (j % 5, j / 5);
-        to[j] = y + 5 * ((2 * x + 3 * y) % 5);
-        j += 1;
-    }
-    to
-};
-
 /// The operations the permutation needs from a vector of independent 64-bit words (one per
 /// state). Implementations are `#[inline(always)]` so that the whole permutation is compiled
 /// inside a `#[target_feature]` function with the vector instructions it enables.
@@ -57,33 +42,88 @@ pub(super) trait Words: Copy {
     fn rotate_left(self, n: u32) -> Self;
 }
 
-/// Keccak-f[1600] on every state of `a` at once.
+/// Keccak-f[1600] on every state of `a` at once, written out with constant indices so that
+/// the state stays in registers. π moves word `x + 5y` to `y + 5((2x + 3y) mod 5)`, which ρ
+/// rotates by its offset of FIPS 202's Table 2; χ combines each row's words.
 #[inline(always)]
 pub(super) fn permute<W: Words>(a: &mut [W; 25]) {
+    let mut s = *a;
     for rc in ROUND_CONSTANTS {
+        let a = &s;
         // θ
-        let mut c = [W::splat(0); 5];
-        for (x, cx) in c.iter_mut().enumerate() {
-            *cx = a[x].xor3(a[x + 5], a[x + 10]).xor3(a[x + 15], a[x + 20]);
-        }
-        let mut d = [W::splat(0); 5];
-        for (x, dx) in d.iter_mut().enumerate() {
-            *dx = c[(x + 4) % 5].xor(c[(x + 1) % 5].rotate_left(1));
-        }
-        // ρ and π
-        let mut b = [W::splat(0); 25];
-        for j in 0..25 {
-            b[PI[j]] = a[j].xor(d[j % 5]).rotate_left(RHO[j]);
-        }
-        // χ
-        for y in 0..5 {
-            for x in 0..5 {
-                a[x + 5 * y] = b[x + 5 * y].xor_andnot(b[(x + 1) % 5 + 5 * y], b[(x + 2) % 5 + 5 * y]);
-            }
-        }
-        // ι
-        a[0] = a[0].xor(W::splat(rc));
+        let c = [
+            a[0].xor3(a[5], a[10]).xor3(a[15], a[20]),
+            a[1].xor3(a[6], a[11]).xor3(a[16], a[21]),
+            a[2].xor3(a[7], a[12]).xor3(a[17], a[22]),
+            a[3].xor3(a[8], a[13]).xor3(a[18], a[23]),
+            a[4].xor3(a[9], a[14]).xor3(a[19], a[24]),
+        ];
+        let d = [
+            c[4].xor(c[1].rotate_left(1)),
+            c[0].xor(c[2].rotate_left(1)),
+            c[1].xor(c[3].rotate_left(1)),
+            c[2].xor(c[4].rotate_left(1)),
+            c[3].xor(c[0].rotate_left(1)),
+        ];
+        // ρ and π: `b[PI[j]] = rot(a[j] ^ d[x], RHO[j])`.
+        let b = [
+            a[0].xor(d[0]).rotate_left(0),
+            a[6].xor(d[1]).rotate_left(44),
+            a[12].xor(d[2]).rotate_left(43),
+            a[18].xor(d[3]).rotate_left(21),
+            a[24].xor(d[4]).rotate_left(14),
+            a[3].xor(d[3]).rotate_left(28),
+            a[9].xor(d[4]).rotate_left(20),
+            a[10].xor(d[0]).rotate_left(3),
+            a[16].xor(d[1]).rotate_left(45),
+            a[22].xor(d[2]).rotate_left(61),
+            a[1].xor(d[1]).rotate_left(1),
+            a[7].xor(d[2]).rotate_left(6),
+            a[13].xor(d[3]).rotate_left(25),
+            a[19].xor(d[4]).rotate_left(8),
+            a[20].xor(d[0]).rotate_left(18),
+            a[4].xor(d[4]).rotate_left(27),
+            a[5].xor(d[0]).rotate_left(36),
+            a[11].xor(d[1]).rotate_left(10),
+            a[17].xor(d[2]).rotate_left(15),
+            a[23].xor(d[3]).rotate_left(56),
+            a[2].xor(d[2]).rotate_left(62),
+            a[8].xor(d[3]).rotate_left(55),
+            a[14].xor(d[4]).rotate_left(39),
+            a[15].xor(d[0]).rotate_left(41),
+            a[21].xor(d[1]).rotate_left(2),
+        ];
+        // χ, then ι.
+        s = [
+            b[0].xor_andnot(b[1], b[2]),
+            b[1].xor_andnot(b[2], b[3]),
+            b[2].xor_andnot(b[3], b[4]),
+            b[3].xor_andnot(b[4], b[0]),
+            b[4].xor_andnot(b[0], b[1]),
+            b[5].xor_andnot(b[6], b[7]),
+            b[6].xor_andnot(b[7], b[8]),
+            b[7].xor_andnot(b[8], b[9]),
+            b[8].xor_andnot(b[9], b[5]),
+            b[9].xor_andnot(b[5], b[6]),
+            b[10].xor_andnot(b[11], b[12]),
+            b[11].xor_andnot(b[12], b[13]),
+            b[12].xor_andnot(b[13], b[14]),
+            b[13].xor_andnot(b[14], b[10]),
+            b[14].xor_andnot(b[10], b[11]),
+            b[15].xor_andnot(b[16], b[17]),
+            b[16].xor_andnot(b[17], b[18]),
+            b[17].xor_andnot(b[18], b[19]),
+            b[18].xor_andnot(b[19], b[15]),
+            b[19].xor_andnot(b[15], b[16]),
+            b[20].xor_andnot(b[21], b[22]),
+            b[21].xor_andnot(b[22], b[23]),
+            b[22].xor_andnot(b[23], b[24]),
+            b[23].xor_andnot(b[24], b[20]),
+            b[24].xor_andnot(b[20], b[21]),
+        ];
+        s[0] = s[0].xor(W::splat(rc));
     }
+    *a = s;
 }
 
 /// The permutation on one state, through the same code as the vector implementations.
