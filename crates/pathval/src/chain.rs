@@ -9,6 +9,7 @@ use aviary_qos::{RandomSource, SeededRandom};
 use aviary_scion::drkey::{DrkeyError, Epoch, HostAddr as DrkeyHost};
 use aviary_scion::{path_type, HostAddr, IsdAsn, ScionHeader};
 
+use crate::batch::MAX_BATCH;
 use crate::crypto::{LinkKey, SamplingKey};
 use crate::header::{emit_extension, EXTENSION_LEN};
 use crate::keys::PathvalIssuer;
@@ -153,6 +154,24 @@ impl Chain {
             return self.destination.receive_as(scheme, pkt, &self.links[i - 1], now_s);
         }
         self.routers[i - 1].process_as(scheme, pkt, (&self.links[i - 1], &self.links[i]), now_s, random)
+    }
+
+    /// [`Self::step`] at router `i` (`1 ≤ i < nodes - 1`) for a batch of packets, hashed
+    /// together as a deployed router does ([`Router::process_batch`]); pathval only.
+    pub fn step_batch(
+        &mut self,
+        i: usize,
+        pkts: &mut [&mut [u8]],
+        now_s: u64,
+        random: &mut dyn RandomSource,
+        verdicts: &mut [Verdict],
+    ) {
+        assert!(self.scheme == SchemeKind::Pathval, "only pathval routers process batches");
+        assert!((1..self.nodes() - 1).contains(&i), "node {i} is not a router");
+        let keys = [Some((&self.links[i - 1], &self.links[i])); MAX_BATCH];
+        for (p, v) in pkts.chunks_mut(MAX_BATCH).zip(verdicts.chunks_mut(MAX_BATCH)) {
+            self.routers[i - 1].process_batch(p, &keys, now_s, random, v);
+        }
     }
 
     /// Sends a packet created at `timestamp` from the source and hands it to each node in

@@ -13,6 +13,10 @@ use crate::header::{Metadata, BLOCK_LEN, HIDDEN_SAMPLE_LEN};
 /// A 16-byte symmetric key.
 pub type Key = [u8; BLOCK_LEN];
 
+/// `Flag | DataHash | HopCount | K`: one byte, 16, one, 16.
+pub const HIDDEN_SAMPLE_INPUT_LEN: usize = 2 + 2 * BLOCK_LEN;
+pub type HiddenSampleInput = [u8; HIDDEN_SAMPLE_INPUT_LEN];
+
 /// An AES-CMAC key with its schedule expanded once (cloning the prepared state per message
 /// costs no key expansion).
 #[derive(Clone)]
@@ -53,12 +57,17 @@ impl LinkKey {
     /// `HiddenSample = SHA3-256(Flag | DataHash | HopCount | K)`; the key is a suffix so that
     /// the construction does not allow length extension (§IV-D).
     pub fn hidden_sample(&self, flag: bool, data_hash: &[u8; BLOCK_LEN], hop_count: u8) -> [u8; HIDDEN_SAMPLE_LEN] {
-        let mut h = Sha3_256::new();
-        h.update([u8::from(flag)]);
-        h.update(data_hash);
-        h.update([hop_count]);
-        h.update(self.raw);
-        h.finalize().into()
+        Sha3_256::digest(self.hidden_sample_input(flag, data_hash, hop_count)).into()
+    }
+
+    /// What [`Self::hidden_sample`] hashes, for hashing many at once ([`crate::keccak`]).
+    pub fn hidden_sample_input(&self, flag: bool, data_hash: &[u8; BLOCK_LEN], hop_count: u8) -> HiddenSampleInput {
+        let mut m = [0; HIDDEN_SAMPLE_INPUT_LEN];
+        m[0] = u8::from(flag);
+        m[1..1 + BLOCK_LEN].copy_from_slice(data_hash);
+        m[1 + BLOCK_LEN] = hop_count;
+        m[2 + BLOCK_LEN..].copy_from_slice(&self.raw);
+        m
     }
 
     /// `ValidationProof = CMAC_K(Metadata | HopCount | Concealment)`.

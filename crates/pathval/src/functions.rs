@@ -8,7 +8,7 @@
 use aviary_qos::RandomSource;
 
 use crate::crypto::{ct_eq, data_hash, EndToEndKey, LinkKey, SamplingKey};
-use crate::header::{PathvalView, BLOCK_LEN};
+use crate::header::{PathvalView, BLOCK_LEN, HIDDEN_SAMPLE_LEN};
 use crate::router::PathvalDrop;
 
 /// A mutable view of the 101 header bytes, as the functions take it.
@@ -45,8 +45,19 @@ fn next_hop_count(hdr: &HeaderMut<'_>) -> Result<u8, PathvalDrop> {
 /// HopCount | K)`, `ValidationProof = CMAC_K(Metadata | HopCount | Concealment)` for the next
 /// trusted node.
 pub fn construction(hdr: &mut HeaderMut<'_>, k_next: &LinkKey) -> Result<(), PathvalDrop> {
-    let hc = prove(hdr, k_next)?;
-    hdr.set_hidden_sample(&k_next.hidden_sample(true, &hdr.data_hash(), hc));
+    let hidden_sample = k_next.hidden_sample(true, &hdr.data_hash(), next_hop_count(hdr)?);
+    construction_hashed(hdr, k_next, &hidden_sample)
+}
+
+/// [`construction`] with its HiddenSample, `H(1 | DataHash | HopCount + 1 | K)`, hashed
+/// already (a router hashes a whole batch at once, see [`crate::batch`]).
+pub fn construction_hashed(
+    hdr: &mut HeaderMut<'_>,
+    k_next: &LinkKey,
+    hidden_sample: &[u8; HIDDEN_SAMPLE_LEN],
+) -> Result<(), PathvalDrop> {
+    prove(hdr, k_next)?;
+    hdr.set_hidden_sample(hidden_sample);
     Ok(())
 }
 
@@ -79,7 +90,16 @@ pub fn verify_hidden_sample(hdr: &HeaderMut<'_>, k_prev: &LinkKey) -> bool {
 /// The second half of Verification (Alg. 2, lines 15-25, conditions corrected): the payload
 /// must hash to DataHash and the proof must be the previous node's.
 pub fn verify_validation_proof(hdr: &HeaderMut<'_>, payload: &[u8], k_prev: &LinkKey) -> Result<(), PathvalDrop> {
-    if !ct_eq(&data_hash(payload), &hdr.data_hash()) {
+    verify_validation_proof_hashed(hdr, &data_hash(payload), k_prev)
+}
+
+/// [`verify_validation_proof`] with the payload's DataHash computed already.
+pub fn verify_validation_proof_hashed(
+    hdr: &HeaderMut<'_>,
+    payload_hash: &[u8; BLOCK_LEN],
+    k_prev: &LinkKey,
+) -> Result<(), PathvalDrop> {
+    if !ct_eq(payload_hash, &hdr.data_hash()) {
         return Err(PathvalDrop::BadDataHash);
     }
     let want = k_prev.validation_proof(&hdr.metadata(), hdr.hop_count(), &hdr.concealment());
@@ -102,9 +122,19 @@ pub fn verification(hdr: &HeaderMut<'_>, payload: &[u8], k_prev: &LinkKey) -> Re
 /// K)` and a random ValidationProof from the router's random source, so that an observer
 /// cannot tell an unsampled packet by an unchanged proof.
 pub fn update(hdr: &mut HeaderMut<'_>, k_next: &LinkKey, random: &mut dyn RandomSource) -> Result<(), PathvalDrop> {
+    let hidden_sample = k_next.hidden_sample(false, &hdr.data_hash(), next_hop_count(hdr)?);
+    update_hashed(hdr, &hidden_sample, random)
+}
+
+/// [`update`] with its HiddenSample, `H(0 | DataHash | HopCount + 1 | K)`, hashed already.
+pub fn update_hashed(
+    hdr: &mut HeaderMut<'_>,
+    hidden_sample: &[u8; HIDDEN_SAMPLE_LEN],
+    random: &mut dyn RandomSource,
+) -> Result<(), PathvalDrop> {
     let hc = next_hop_count(hdr)?;
     hdr.set_hop_count(hc);
-    hdr.set_hidden_sample(&k_next.hidden_sample(false, &hdr.data_hash(), hc));
+    hdr.set_hidden_sample(hidden_sample);
     let mut vp = [0; BLOCK_LEN];
     random.fill_bytes(&mut vp);
     hdr.set_validation_proof(&vp);

@@ -10,13 +10,16 @@
 //!
 //! - [`header`]: the 101-byte header of Table III in a SCION hop-by-hop options extension.
 //! - [`crypto`]: SHA3-256 and AES-CMAC constructions, the sampling PRF.
+//! - [`keccak`]: SHA3-256 over many messages at once, Keccak-f in SIMD across states.
 //! - [`functions`]: the paper's six functions, one by one (errata of Alg. 2 fixed).
 //! - [`router`]: sans-IO processing at the source, a trusted router and the destination.
+//! - [`batch`]: a trusted router's processing of a batch, its hashing done all at once.
 //! - [`keys`]: the pairwise and end-to-end keys from DRKey.
 //! - [`scheme`]: pathval and the paper's references (Baseline, PPV, EPIC-style) on the same
 //!   header and keys.
 //! - [`routing`]: dynamic next-hop choice by destination (round robin, least loaded).
 //! - [`plan`]: a network's routing tables checked as a whole; upstream and next trusted nodes.
+//! - [`config`]: a router's `[pathval]` table.
 //! - [`processor`]: pathval as a border router's `aviary_qos::Processor`.
 //! - [`chain`]: a whole path in one process, for measurements and tests.
 //! - [`attack`]: an untrusted router on the chain attacking packets, and what was detected.
@@ -25,10 +28,13 @@
 //! in docs/pathval.md.
 
 pub mod attack;
+pub mod batch;
 pub mod chain;
+pub mod config;
 pub mod crypto;
 pub mod functions;
 pub mod header;
+pub mod keccak;
 pub mod keys;
 pub mod plan;
 pub mod processor;

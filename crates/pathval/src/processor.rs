@@ -23,91 +23,24 @@
 use std::collections::HashMap;
 
 use aviary_qos::{Claim, Context, ControlError, Processor, Verdict as QosVerdict};
-use aviary_scion::drkey::{DrkeyError, EpochSchedule, HostAddr as KeyHost, Level1Key};
+use aviary_scion::drkey::{EpochSchedule, HostAddr as KeyHost, Level1Key};
 use aviary_scion::wire::header::{path_type, HostAddr};
 use aviary_scion::{IsdAsn, ScionView};
-use serde::{Deserialize, Serialize};
 
-use crate::attack::{on_the_wire, Attack};
+use crate::attack::on_the_wire;
+use crate::batch::{BatchKeys, MAX_BATCH};
+use crate::config::{field_err, Control};
+pub use crate::config::{PathvalConfig, PathvalConfigError};
 use crate::crypto::{EndToEndKey, LinkKey, SamplingKey};
 use crate::header::{locate, PathvalView, OPT_PATHVAL};
 use crate::keys::{end_to_end_key_from, link_key_from, PathvalIssuer};
-use crate::plan::{NextTrusted, Role, Upstream};
+use crate::plan::Role;
 use crate::router::{Destination, Freshness, PathvalDrop, Router, Source, Verdict};
-use crate::routing::{NextHops, NoNextHop, Route, RouteError};
+use crate::routing::{NextHops, NoNextHop};
 
 const NS_PER_S: u64 = 1_000_000_000;
 /// End-to-end keys kept per (source, destination host) pair before the cache starts over.
 const E2E_CACHE: usize = 4096;
-
-/// A router's `[pathval]` table.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PathvalConfig {
-    pub role: Role,
-    /// Untrusted routers only: what it does to the packets it forwards.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attack: Option<Attack>,
-    #[serde(rename = "route", default)]
-    pub routes: Vec<Route>,
-    /// Trusted routers: the trusted node behind each ingress (see [`crate::plan`]).
-    #[serde(rename = "upstream", default, skip_serializing_if = "Vec::is_empty")]
-    pub upstream: Vec<Upstream>,
-    /// Trusted routers: the next trusted node per destination and egress.
-    #[serde(rename = "next", default, skip_serializing_if = "Vec::is_empty")]
-    pub next: Vec<NextTrusted>,
-    /// Trusted routers: the file of Level-1 keys other ASes issued to this one (written by
-    /// the AS's DRKey client; `aviary run` writes it from the secrets it made).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub level1_keys_file: Option<std::path::PathBuf>,
-    /// Replay window of the Timestamp (§V-C).
-    #[serde(default = "default_max_age")]
-    pub max_age_s: u64,
-    #[serde(default = "default_max_future")]
-    pub max_future_s: u64,
-}
-
-fn default_max_age() -> u64 {
-    10
-}
-
-fn default_max_future() -> u64 {
-    2
-}
-
-/// Runtime control: `{"attack": "payload_alteration"}` or `{"attack": null}` (untrusted
-/// routers only).
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Control {
-    attack: Option<Attack>,
-}
-
-/// Why a pathval processor cannot start; `field` is relative to the `[pathval]` table.
-#[derive(Debug, thiserror::Error)]
-pub enum PathvalConfigError {
-    /// [`RouteError`]'s message names its field already.
-    #[error("{0}")]
-    Route(#[from] RouteError),
-    #[error("{field}: {message}")]
-    Field { field: String, message: String },
-    #[error("drkey: {0}")]
-    Drkey(#[from] DrkeyError),
-}
-
-impl PathvalConfigError {
-    pub fn field(&self) -> String {
-        match self {
-            PathvalConfigError::Route(e) => e.field(),
-            PathvalConfigError::Field { field, .. } => field.clone(),
-            PathvalConfigError::Drkey(_) => "(keys)".into(),
-        }
-    }
-}
-
-fn field_err(field: impl Into<String>, message: impl Into<String>) -> PathvalConfigError {
-    PathvalConfigError::Field { field: field.into(), message: message.into() }
-}
 
 /// The keys of a trusted router for one DRKey epoch.
 struct TrustedKeys {
@@ -213,7 +146,9 @@ impl PathvalProcessor {
         })
     }
 
-    fn process_one(&mut self, ctx: &mut Context<'_>, pkt: &mut [u8]) -> Result<QosVerdict, PathvalDrop> {
+    /// A packet's checks, then everything but a trusted router's processing, which is left
+    /// for the batch ([`Self::process_chunk`]).
+    fn prepare(&mut self, ctx: &mut Context<'_>, pkt: &mut [u8]) -> Result<Prepared, PathvalDrop> {
         let (dst, src_ia, hosts) = {
             let v = ScionView::new_checked(&*pkt).map_err(|_| PathvalDrop::BadScionHeader)?;
             if v.path_type() != path_type::EMPTY {
@@ -231,7 +166,7 @@ impl PathvalProcessor {
                 }
             }
             self.counts.forwarded += 1;
-            return Ok(QosVerdict::unauthenticated(egress));
+            return Ok(Prepared::Done(QosVerdict::unauthenticated(egress)));
         };
         let (Some(src_host), Some(dst_host)) = hosts else { return Err(PathvalDrop::BadScionHeader) };
         if dst == self.ia {
@@ -242,36 +177,72 @@ impl PathvalProcessor {
                 return Err(d);
             }
             self.counts.accepted += 1;
-            return Ok(QosVerdict::Deliver);
+            return Ok(Prepared::Done(QosVerdict::Deliver));
         }
         let egress = choose(&mut self.hops, dst, ctx)?;
-        let k_next = keys
-            .next
-            .iter()
-            .find(|(d, e, _)| *d == dst && *e == egress)
-            .map(|(.., k)| k)
-            .ok_or(PathvalDrop::NoNextKey)?;
-        if ctx.ingress == 0 {
-            // Only this AS's hosts have this router as their first node.
-            if src_ia != self.ia {
-                return Err(PathvalDrop::UnknownUpstream);
-            }
-            let session_id = {
-                let at = locate(pkt)?;
-                PathvalView::new_checked(&pkt[at.header])?.session_id()
-            };
-            let k0n = e2e_key(&keys.issuer, &keys.level1, &mut keys.e2e, dst, (&src_host, &dst_host), Some(dst))?;
-            Source { session_id, k0n }.send(pkt, now_s as u32, k_next)?;
-            self.counts.initialized += 1;
-        } else {
-            let k_prev = upstream_key(&keys.upstream, ctx.ingress)?;
-            if let Verdict::Drop(d) = self.router.process(pkt, k_prev, k_next, now_s, ctx.random) {
-                return Err(d);
+        let next = keys.next.iter().position(|(d, e, _)| *d == dst && *e == egress).ok_or(PathvalDrop::NoNextKey)?;
+        if ctx.ingress != 0 {
+            return Ok(Prepared::Route { egress, next });
+        }
+        // Only this AS's hosts have this router as their first node.
+        if src_ia != self.ia {
+            return Err(PathvalDrop::UnknownUpstream);
+        }
+        let session_id = {
+            let at = locate(pkt)?;
+            PathvalView::new_checked(&pkt[at.header])?.session_id()
+        };
+        let k0n = e2e_key(&keys.issuer, &keys.level1, &mut keys.e2e, dst, (&src_host, &dst_host), Some(dst))?;
+        Source { session_id, k0n }.send(pkt, now_s as u32, &keys.next[next].2)?;
+        self.counts.initialized += 1;
+        self.counts.forwarded += 1;
+        Ok(Prepared::Done(QosVerdict::unauthenticated(egress)))
+    }
+
+    /// Up to [`MAX_BATCH`] packets: each prepared on its own, then the trusted router's
+    /// packets processed together, their hashing done at once ([`Router::process_batch`]).
+    fn process_chunk(&mut self, ctx: &mut Context<'_>, pkts: &mut [&mut [u8]], verdicts: &mut [QosVerdict]) {
+        let mut routes: [Option<(u16, usize)>; MAX_BATCH] = [None; MAX_BATCH];
+        for ((p, v), r) in pkts.iter_mut().zip(verdicts.iter_mut()).zip(&mut routes) {
+            match self.prepare(ctx, p) {
+                Ok(Prepared::Done(verdict)) => *v = verdict,
+                Ok(Prepared::Route { egress, next }) => *r = Some((egress, next)),
+                Err(d) => *v = QosVerdict::Drop(d.reason()),
             }
         }
-        self.counts.forwarded += 1;
-        Ok(QosVerdict::unauthenticated(egress))
+        let Some(keys) = self.keys.as_ref() else { return };
+        let n = pkts.len();
+        if routes[..n].iter().all(Option::is_none) {
+            return;
+        }
+        let mut out = [Verdict::Drop(PathvalDrop::UnknownUpstream); MAX_BATCH];
+        if let Ok(k_prev) = upstream_key(&keys.upstream, ctx.ingress) {
+            let mut batch_keys: [BatchKeys<'_>; MAX_BATCH] = [None; MAX_BATCH];
+            for (k, r) in batch_keys.iter_mut().zip(&routes) {
+                *k = r.map(|(_, next)| (k_prev, &keys.next[next].2));
+            }
+            self.router.process_batch(pkts, &batch_keys[..n], ctx.now_ns / NS_PER_S, ctx.random, &mut out[..n]);
+        }
+        for ((r, o), v) in routes.iter().zip(&out).zip(verdicts) {
+            let Some((egress, _)) = r else { continue };
+            *v = match o {
+                Verdict::Drop(d) => QosVerdict::Drop(d.reason()),
+                _ => {
+                    self.counts.forwarded += 1;
+                    QosVerdict::unauthenticated(*egress)
+                }
+            };
+        }
     }
+}
+
+/// A packet after [`PathvalProcessor::prepare`].
+enum Prepared {
+    /// Decided already: the source's, the destination's and an untrusted router's packets.
+    Done(QosVerdict),
+    /// A trusted router's, to process with the batch: it leaves by `egress`, toward the next
+    /// trusted node whose key is `TrustedKeys::next[next]`.
+    Route { egress: u16, next: usize },
 }
 
 fn choose(hops: &mut NextHops, dst: IsdAsn, ctx: &Context<'_>) -> Result<u16, PathvalDrop> {
@@ -326,8 +297,8 @@ impl Processor for PathvalProcessor {
     }
 
     fn process_batch(&mut self, ctx: &mut Context<'_>, pkts: &mut [&mut [u8]], verdicts: &mut [QosVerdict]) {
-        for (p, v) in pkts.iter_mut().zip(verdicts) {
-            *v = self.process_one(ctx, p).unwrap_or_else(|d| QosVerdict::Drop(d.reason()));
+        for (p, v) in pkts.chunks_mut(MAX_BATCH).zip(verdicts.chunks_mut(MAX_BATCH)) {
+            self.process_chunk(ctx, p, v);
         }
     }
 

@@ -72,7 +72,7 @@ pub struct Freshness {
 }
 
 impl Freshness {
-    fn check(self, timestamp: u32, now_s: u64) -> Result<(), PathvalDrop> {
+    pub(crate) fn check(self, timestamp: u32, now_s: u64) -> Result<(), PathvalDrop> {
         let ts = u64::from(timestamp);
         if ts > now_s.saturating_add(self.max_future_s) || now_s > ts.saturating_add(self.max_age_s) {
             return Err(PathvalDrop::StaleTimestamp);
@@ -91,7 +91,7 @@ pub struct NodeStats {
 }
 
 impl NodeStats {
-    fn drop(&mut self, d: PathvalDrop) -> Verdict {
+    pub(crate) fn drop(&mut self, d: PathvalDrop) -> Verdict {
         self.drops.count(d.reason());
         Verdict::Drop(d)
     }

@@ -103,6 +103,49 @@ impl Net {
             }
         }
     }
+
+    /// Sends `pkts` from S's inside as one batch; every router gets the packets that reach
+    /// it over one ingress together, in order; the last byte of packet `damage.0` is flipped
+    /// on its way to `damage.1`. The final verdict of each.
+    fn send_batch(&mut self, pkts: Vec<Vec<u8>>, damage: (usize, IsdAsn)) -> Vec<Verdict> {
+        let mut verdicts = vec![Verdict::Deliver; pkts.len()];
+        let mut moving: Vec<(usize, IsdAsn, u16, Vec<u8>)> =
+            pkts.into_iter().enumerate().map(|(i, p)| (i, ia(0), 0, p)).collect();
+        while let Some(&(_, a, ingress, _)) = moving.first() {
+            let (mut here, rest): (Vec<_>, Vec<_>) = moving.into_iter().partition(|m| (m.1, m.2) == (a, ingress));
+            moving = rest;
+            let states: Vec<LinkState> = self
+                .links
+                .keys()
+                .filter(|(x, _)| *x == a)
+                .map(|&(_, id)| LinkState {
+                    id,
+                    up: true,
+                    rate_bps: 1_000_000,
+                    queued_bytes: 0,
+                    queue_limit_bytes: 1000,
+                })
+                .collect();
+            let mut ctx = Context { now_ns: NOW_NS, ingress, links: &states, random: &mut self.random };
+            let mut out = vec![Verdict::Deliver; here.len()];
+            let mut refs: Vec<&mut [u8]> = here.iter_mut().map(|m| m.3.as_mut_slice()).collect();
+            self.routers.get_mut(&a).unwrap().process_batch(&mut ctx, &mut refs, &mut out);
+            for ((i, _, _, pkt), v) in here.into_iter().zip(out) {
+                match v {
+                    Verdict::Forward { egress, .. } => {
+                        let (next, next_ingress) = self.links[&(a, egress)];
+                        let mut pkt = pkt;
+                        if (i, next) == damage {
+                            *pkt.last_mut().unwrap() ^= 1;
+                        }
+                        moving.push((i, next, next_ingress, pkt));
+                    }
+                    v => verdicts[i] = v,
+                }
+            }
+        }
+        verdicts
+    }
 }
 
 /// A packet from S's host to D's, as `aviary host pathval-send` makes them: the empty path
@@ -191,4 +234,27 @@ fn misrouted_and_malformed_packets_are_counted_drops() {
     assert!(matches!(net.at(ia(0), 0, &mut pkt), Verdict::Forward { .. }));
     let r = reason(net.at(ia(3), 1, &mut pkt));
     assert!(r == "bad_validation_proof" || r == "bad_data_hash", "{r}");
+}
+
+#[test]
+fn a_batch_larger_than_a_router_s_crosses_the_diamond_and_a_damaged_packet_in_it_is_dropped() {
+    let mut net = Net::new();
+    let pkts: Vec<Vec<u8>> = (0..45).map(packet).collect();
+    let damaged = 17;
+    let verdicts = net.send_batch(pkts, (damaged, ia(1)));
+    for (i, v) in verdicts.iter().enumerate() {
+        if i == damaged {
+            // The source always samples, so T verifies its proof and the payload's hash.
+            let want = aviary_pathval::PathvalDrop::BadDataHash.reason();
+            assert_eq!(*v, Verdict::Drop(want), "packet {i}");
+        } else {
+            assert_eq!(*v, Verdict::Deliver, "packet {i}");
+        }
+    }
+    assert_eq!(counter(&net.routers[&ia(4)], "accepted_packets"), 44);
+    let (via_u, via_v) =
+        (counter(&net.routers[&ia(2)], "forwarded_packets"), counter(&net.routers[&ia(3)], "forwarded_packets"));
+    // T alternates its egress over all 45 (routing comes before verification): the even
+    // packets by U, the odd ones by V, damaged packet 17 among them.
+    assert_eq!((via_u, via_v), (23, 21));
 }

@@ -5,7 +5,9 @@
 //! Position rows run the real node processing on a 12-node [`Chain`] (the paper's longest
 //! path): packets as they arrive at the node are prepared first, untimed, then the node
 //! processes them one after another; before each call the 101 header bytes are restored
-//! (the node changes nothing else), a copy included in the figures.
+//! (the node changes nothing else), a copy included in the figures. The batched rows hand
+//! the router [`BATCH`] packets at once, as a border router does ([`Chain::step_batch`]: the
+//! hashing of the whole batch runs together in the multi-state Keccak).
 
 use std::hint::black_box;
 
@@ -21,6 +23,8 @@ const PAYLOAD: usize = 1000;
 const NOW: u64 = 1_700_000_000;
 /// Distinct packets per position (their DataHash, and so the sampling, differs).
 const DISTINCT: usize = 512;
+/// Packets per call in the batched rows (a border router's batch).
+const BATCH: usize = aviary_pathval::batch::MAX_BATCH;
 
 /// The paper's Table IV (10^-7 s per call, Click on a 3 GHz i7), in ns.
 fn paper_function_ns(name: &str) -> Option<f64> {
@@ -88,6 +92,30 @@ fn time_node(at: usize, pkts: &[Vec<u8>], effort: Effort) -> f64 {
     })
 }
 
+/// ns per packet of router `at` over `pkts`, [`BATCH`] packets per call.
+fn time_router_batched(at: usize, pkts: &[Vec<u8>], effort: Effort) -> f64 {
+    let mut chain = chain();
+    let mut random = SeededRandom::new(7);
+    let header = locate(&pkts[0]).expect("a pathval packet").header;
+    let templates: Vec<Vec<u8>> = pkts.iter().map(|p| p[header.clone()].to_vec()).collect();
+    let mut work: Vec<Vec<u8>> = pkts.to_vec();
+    let batches = (work.len() / BATCH) as u64;
+    assert!(batches > 0, "at least one whole batch of packets");
+    let mut verdicts = [Verdict::Deliver; BATCH];
+    time_per_call(effort, BATCH as u64, |i| {
+        let start = (i % batches) as usize * BATCH;
+        let chunk = &mut work[start..start + BATCH];
+        for (p, t) in chunk.iter_mut().zip(&templates[start..]) {
+            p[header.clone()].copy_from_slice(t);
+        }
+        let mut packets = chunk.iter_mut();
+        let mut refs: [&mut [u8]; BATCH] =
+            std::array::from_fn(|_| packets.next().expect("a whole batch").as_mut_slice());
+        chain.step_batch(at, black_box(&mut refs), NOW, &mut random, &mut verdicts);
+        black_box(&verdicts);
+    })
+}
+
 /// The pathval rows.
 pub fn rows(effort: Effort) -> Vec<Row> {
     let mut rows = Vec::new();
@@ -97,13 +125,15 @@ pub fn rows(effort: Effort) -> Vec<Row> {
     }
     let source: Vec<Vec<u8>> = arriving(0).into_iter().map(|(p, _)| p).collect();
     rows.push(row("pathval source (init + construct)", 1, PAYLOAD, Some(1440.0), time_node(0, &source, effort)));
-    let mut means = Vec::new();
+    let (mut means, mut means_batched) = (Vec::new(), Vec::new());
     let (mut sampled_all, mut unsampled_all) = (Vec::new(), Vec::new());
     for at in 1..NODES - 1 {
         let pkts = arriving(at);
         let all: Vec<Vec<u8>> = pkts.iter().map(|(p, _)| p.clone()).collect();
         let ns = time_node(at, &all, effort);
+        let batched = time_router_batched(at, &all, effort);
         means.push(ns);
+        means_batched.push(batched);
         // Fig. 5 gives the second and the eighth hop.
         let hop = at + 1;
         if matches!(hop, 2 | 4 | 8 | 11) {
@@ -112,7 +142,9 @@ pub fn rows(effort: Effort) -> Vec<Row> {
                 8 => Some(500.0),
                 _ => None,
             };
-            rows.push(row(&format!("pathval router, hop {hop} of {NODES}"), 1, PAYLOAD, paper, ns));
+            let label = format!("pathval router, hop {hop} of {NODES}");
+            rows.push(row(&label, 1, PAYLOAD, paper, ns));
+            rows.push(row(&label, BATCH, PAYLOAD, paper, batched));
         }
         for (p, s) in pkts {
             if s {
@@ -124,6 +156,8 @@ pub fn rows(effort: Effort) -> Vec<Row> {
     }
     let mean = means.iter().sum::<f64>() / means.len() as f64;
     rows.push(row("pathval router, mean of hops 2-11", 1, PAYLOAD, None, mean));
+    let mean_batched = means_batched.iter().sum::<f64>() / means_batched.len() as f64;
+    rows.push(row("pathval router, mean of hops 2-11", BATCH, PAYLOAD, None, mean_batched));
     for (label, set) in [("sampled", &sampled_all), ("not sampled", &unsampled_all)] {
         // Per position, then weighted by how many packets each position contributes.
         let mut total = 0.0;
@@ -152,6 +186,9 @@ mod tests {
         }
         for r in ["source", "hop 2 of", "mean of hops", "sampled", "not sampled", "destination"] {
             assert!(rows.iter().any(|x| x.name.contains(r)), "{r}");
+        }
+        for r in ["hop 2 of", "hop 11 of", "mean of hops"] {
+            assert!(rows.iter().any(|x| x.name.contains(r) && x.batch == BATCH), "{r}, batched");
         }
         assert!(rows.iter().all(|r| r.ns_per_packet > 0.0 && r.payload_bytes == PAYLOAD));
     }

@@ -1,0 +1,168 @@
+//! SHA3-256 over many independent messages at once: Keccak-f[1600] permutes up to eight
+//! states side by side in SIMD registers (AVX-512: eight, AVX2: four at a time), the fastest
+//! implementation the CPU has chosen at run time, the `keccak` crate's one state at a time
+//! where there is none. pathval routers hash every packet of a batch this way (see
+//! [`crate::batch`]); a lone Keccak-f permutation in software is what made a router slow.
+//!
+//! The digests are exactly SHA3-256's (FIPS 202): rate 136 bytes, padding `0x06 … 0x80`.
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+mod permutation;
+mod portable;
+
+/// States permuted together.
+pub const LANES: usize = 8;
+/// SHA3-256's rate: the bytes absorbed per permutation.
+const RATE: usize = 136;
+pub const DIGEST_LEN: usize = 32;
+
+/// Eight states word by word: `[j][i]` is word `j` of state `i`, so that word `j` of all
+/// states is one vector.
+type Interleaved = [[u64; LANES]; 25];
+
+/// A Keccak-f[1600] implementation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Implementation {
+    /// One state after the other (the `keccak` crate).
+    Portable,
+    /// Four states per permutation.
+    Avx2,
+    /// Eight states per permutation.
+    Avx512,
+}
+
+impl Implementation {
+    /// The implementations this CPU can run, slowest first.
+    pub fn available() -> Vec<Implementation> {
+        let mut all = vec![Implementation::Portable];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::is_x86_feature_detected!("avx2") {
+                all.push(Implementation::Avx2);
+            }
+            if std::is_x86_feature_detected!("avx512f") {
+                all.push(Implementation::Avx512);
+            }
+        }
+        all
+    }
+
+    /// The fastest implementation this CPU can run (the detection is cached by `std`).
+    pub fn fastest() -> Implementation {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::is_x86_feature_detected!("avx512f") {
+                return Implementation::Avx512;
+            }
+            if std::is_x86_feature_detected!("avx2") {
+                return Implementation::Avx2;
+            }
+        }
+        Implementation::Portable
+    }
+
+    /// Permutes the states of `states`; those whose bit in `live` is clear may be left
+    /// unpermuted or permuted, whichever is cheaper.
+    fn permute(self, states: &mut Interleaved, live: u8) {
+        match self {
+            Implementation::Portable => portable::permute_live(states, live),
+            // SAFETY: only `available()`/`fastest()` name the SIMD variants, after detecting
+            // the feature; `sha3_256_many_with` checks a caller-chosen one again.
+            #[cfg(target_arch = "x86_64")]
+            Implementation::Avx2 => unsafe { avx2::permute_all(states, live) },
+            #[cfg(target_arch = "x86_64")]
+            Implementation::Avx512 => unsafe { avx512::permute_all(states) },
+            #[cfg(not(target_arch = "x86_64"))]
+            Implementation::Avx2 | Implementation::Avx512 => unreachable!("not detected off x86-64"),
+        }
+    }
+
+    fn runs_here(self) -> bool {
+        self == Implementation::Portable || Self::available().contains(&self)
+    }
+}
+
+/// `out[i] = SHA3-256(msgs[i])`, with the fastest implementation.
+///
+/// # Panics
+/// If `out` is shorter than `msgs`.
+pub fn sha3_256_many(msgs: &[&[u8]], out: &mut [[u8; DIGEST_LEN]]) {
+    assert!(out.len() >= msgs.len(), "one digest per message");
+    let fastest = Implementation::fastest();
+    for (group, digests) in msgs.chunks(LANES).zip(out.chunks_mut(LANES)) {
+        // A vector permutation costs more than one state's alone (about 1.4 times on the AMD
+        // EPYC of docs/pathval.md): a lone message is hashed alone.
+        let imp = if group.len() == 1 { Implementation::Portable } else { fastest };
+        hash_group(imp, group, digests);
+    }
+}
+
+/// [`sha3_256_many`] with the implementation `imp`.
+///
+/// # Panics
+/// If this CPU cannot run `imp`, or `out` is shorter than `msgs`.
+pub fn sha3_256_many_with(imp: Implementation, msgs: &[&[u8]], out: &mut [[u8; DIGEST_LEN]]) {
+    assert!(imp.runs_here(), "{imp:?} needs a CPU feature this one lacks");
+    hash_groups(imp, msgs, out);
+}
+
+fn hash_groups(imp: Implementation, msgs: &[&[u8]], out: &mut [[u8; DIGEST_LEN]]) {
+    assert!(out.len() >= msgs.len(), "one digest per message");
+    for (group, digests) in msgs.chunks(LANES).zip(out.chunks_mut(LANES)) {
+        hash_group(imp, group, digests);
+    }
+}
+
+/// Up to [`LANES`] messages, one per state. A message of `len` bytes takes `len / 136 + 1`
+/// blocks (the last one padded); a state whose message has ended is still permuted with the
+/// others but no longer read.
+fn hash_group(imp: Implementation, msgs: &[&[u8]], out: &mut [[u8; DIGEST_LEN]]) {
+    let mut states: Interleaved = [[0; LANES]; 25];
+    let blocks = |m: &[u8]| m.len() / RATE + 1;
+    let most = msgs.iter().map(|m| blocks(m)).max().unwrap_or(0);
+    for b in 0..most {
+        let mut live = 0u8;
+        for (lane, m) in msgs.iter().enumerate() {
+            if b < blocks(m) {
+                absorb(&mut states, lane, &m[b * RATE..], b + 1 == blocks(m));
+                live |= 1 << lane;
+            }
+        }
+        imp.permute(&mut states, live);
+        for (lane, m) in msgs.iter().enumerate() {
+            if b + 1 == blocks(m) {
+                squeeze(&states, lane, &mut out[lane]);
+            }
+        }
+    }
+}
+
+/// XORs the next block of a message (`rest`: the message from that block on) into state
+/// `lane`; the last block is `rest` padded with `0x06 … 0x80` (SHA3's domain bits and pad10*1).
+fn absorb(states: &mut Interleaved, lane: usize, rest: &[u8], last: bool) {
+    let mut padded = [0u8; RATE];
+    let block: &[u8; RATE] = if last {
+        padded[..rest.len()].copy_from_slice(rest);
+        padded[rest.len()] ^= 0x06;
+        padded[RATE - 1] ^= 0x80;
+        &padded
+    } else {
+        rest[..RATE].try_into().expect("a whole block")
+    };
+    for (words, chunk) in states.iter_mut().zip(block.chunks_exact(8)) {
+        words[lane] ^= u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+    }
+}
+
+/// The first 32 bytes of state `lane`, little-endian words.
+fn squeeze(states: &Interleaved, lane: usize, out: &mut [u8; DIGEST_LEN]) {
+    for (chunk, words) in out.chunks_exact_mut(8).zip(states.iter()) {
+        chunk.copy_from_slice(&words[lane].to_le_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests;

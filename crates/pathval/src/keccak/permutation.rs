@@ -1,0 +1,171 @@
+//! Keccak-f[1600] (FIPS 202, §3.3) written once over a vector of 64-bit words, so that each
+//! SIMD implementation only says how its vector type XORs, rotates and masks. Word `j` of the
+//! state is `A[x, y]` with `j = x + 5y`.
+
+/// The round constants of ι (FIPS 202, §3.2.5), one per round.
+const ROUND_CONSTANTS: [u64; 24] = [
+    0x0000_0000_0000_0001,
+    0x0000_0000_0000_8082,
+    0x8000_0000_0000_808a,
+    0x8000_0000_8000_8000,
+    0x0000_0000_0000_808b,
+    0x0000_0000_8000_0001,
+    0x8000_0000_8000_8081,
+    0x8000_0000_0000_8009,
+    0x0000_0000_0000_008a,
+    0x0000_0000_0000_0088,
+    0x0000_0000_8000_8009,
+    0x0000_0000_8000_000a,
+    0x0000_0000_8000_808b,
+    0x8000_0000_0000_008b,
+    0x8000_0000_0000_8089,
+    0x8000_0000_0000_8003,
+    0x8000_0000_0000_8002,
+    0x8000_0000_0000_0080,
+    0x0000_0000_0000_800a,
+    0x8000_0000_8000_000a,
+    0x8000_0000_8000_8081,
+    0x8000_0000_0000_8080,
+    0x0000_0000_8000_0001,
+    0x8000_0000_8000_8008,
+];
+
+/// The operations the permutation needs from a vector of independent 64-bit words (one per
+/// state). Implementations are `#[inline(always)]` so that the whole permutation is compiled
+/// inside a `#[target_feature]` function with the vector instructions it enables.
+pub(super) trait Words: Copy {
+    fn splat(w: u64) -> Self;
+    fn xor(self, other: Self) -> Self;
+    fn xor3(self, b: Self, c: Self) -> Self;
+    /// `self ^ (!b & c)`, χ's step.
+    fn xor_andnot(self, b: Self, c: Self) -> Self;
+    fn rotate_left(self, n: u32) -> Self;
+}
+
+/// Keccak-f[1600] on every state of `a` at once, written out with constant indices so that
+/// the state stays in registers. π moves word `x + 5y` to `y + 5((2x + 3y) mod 5)`, which ρ
+/// rotates by its offset of FIPS 202's Table 2; χ combines each row's words.
+#[inline(always)]
+pub(super) fn permute<W: Words>(a: &mut [W; 25]) {
+    let mut s = *a;
+    for rc in ROUND_CONSTANTS {
+        let a = &s;
+        // θ
+        let c = [
+            a[0].xor3(a[5], a[10]).xor3(a[15], a[20]),
+            a[1].xor3(a[6], a[11]).xor3(a[16], a[21]),
+            a[2].xor3(a[7], a[12]).xor3(a[17], a[22]),
+            a[3].xor3(a[8], a[13]).xor3(a[18], a[23]),
+            a[4].xor3(a[9], a[14]).xor3(a[19], a[24]),
+        ];
+        let d = [
+            c[4].xor(c[1].rotate_left(1)),
+            c[0].xor(c[2].rotate_left(1)),
+            c[1].xor(c[3].rotate_left(1)),
+            c[2].xor(c[4].rotate_left(1)),
+            c[3].xor(c[0].rotate_left(1)),
+        ];
+        // ρ and π: `b[PI[j]] = rot(a[j] ^ d[x], RHO[j])`.
+        let b = [
+            a[0].xor(d[0]).rotate_left(0),
+            a[6].xor(d[1]).rotate_left(44),
+            a[12].xor(d[2]).rotate_left(43),
+            a[18].xor(d[3]).rotate_left(21),
+            a[24].xor(d[4]).rotate_left(14),
+            a[3].xor(d[3]).rotate_left(28),
+            a[9].xor(d[4]).rotate_left(20),
+            a[10].xor(d[0]).rotate_left(3),
+            a[16].xor(d[1]).rotate_left(45),
+            a[22].xor(d[2]).rotate_left(61),
+            a[1].xor(d[1]).rotate_left(1),
+            a[7].xor(d[2]).rotate_left(6),
+            a[13].xor(d[3]).rotate_left(25),
+            a[19].xor(d[4]).rotate_left(8),
+            a[20].xor(d[0]).rotate_left(18),
+            a[4].xor(d[4]).rotate_left(27),
+            a[5].xor(d[0]).rotate_left(36),
+            a[11].xor(d[1]).rotate_left(10),
+            a[17].xor(d[2]).rotate_left(15),
+            a[23].xor(d[3]).rotate_left(56),
+            a[2].xor(d[2]).rotate_left(62),
+            a[8].xor(d[3]).rotate_left(55),
+            a[14].xor(d[4]).rotate_left(39),
+            a[15].xor(d[0]).rotate_left(41),
+            a[21].xor(d[1]).rotate_left(2),
+        ];
+        // χ, then ι.
+        s = [
+            b[0].xor_andnot(b[1], b[2]),
+            b[1].xor_andnot(b[2], b[3]),
+            b[2].xor_andnot(b[3], b[4]),
+            b[3].xor_andnot(b[4], b[0]),
+            b[4].xor_andnot(b[0], b[1]),
+            b[5].xor_andnot(b[6], b[7]),
+            b[6].xor_andnot(b[7], b[8]),
+            b[7].xor_andnot(b[8], b[9]),
+            b[8].xor_andnot(b[9], b[5]),
+            b[9].xor_andnot(b[5], b[6]),
+            b[10].xor_andnot(b[11], b[12]),
+            b[11].xor_andnot(b[12], b[13]),
+            b[12].xor_andnot(b[13], b[14]),
+            b[13].xor_andnot(b[14], b[10]),
+            b[14].xor_andnot(b[10], b[11]),
+            b[15].xor_andnot(b[16], b[17]),
+            b[16].xor_andnot(b[17], b[18]),
+            b[17].xor_andnot(b[18], b[19]),
+            b[18].xor_andnot(b[19], b[15]),
+            b[19].xor_andnot(b[15], b[16]),
+            b[20].xor_andnot(b[21], b[22]),
+            b[21].xor_andnot(b[22], b[23]),
+            b[22].xor_andnot(b[23], b[24]),
+            b[23].xor_andnot(b[24], b[20]),
+            b[24].xor_andnot(b[20], b[21]),
+        ];
+        s[0] = s[0].xor(W::splat(rc));
+    }
+    *a = s;
+}
+
+/// The permutation on one state, through the same code as the vector implementations.
+impl Words for u64 {
+    #[inline(always)]
+    fn splat(w: u64) -> Self {
+        w
+    }
+    #[inline(always)]
+    fn xor(self, other: Self) -> Self {
+        self ^ other
+    }
+    #[inline(always)]
+    fn xor3(self, b: Self, c: Self) -> Self {
+        self ^ b ^ c
+    }
+    #[inline(always)]
+    fn xor_andnot(self, b: Self, c: Self) -> Self {
+        self ^ (!b & c)
+    }
+    #[inline(always)]
+    fn rotate_left(self, n: u32) -> Self {
+        u64::rotate_left(self, n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_generic_permutation_is_the_keccak_crates() {
+        let mut ours = [0u64; 25];
+        let mut theirs = [0u64; 25];
+        for (i, (o, t)) in ours.iter_mut().zip(&mut theirs).enumerate() {
+            *o = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            *t = *o;
+        }
+        for _ in 0..3 {
+            permute(&mut ours);
+            keccak::Keccak::new().with_f1600(|f| f(&mut theirs));
+        }
+        assert_eq!(ours, theirs);
+    }
+}
