@@ -260,10 +260,22 @@ pub fn table(rows: &[GasRow]) -> String {
          opened all {LATENCY_HOPS} sealed reservations; the ASes fulfil (ResID, A_K, HPKE) and deliver in this \
          process; gas = the {LATENCY_HOPS} deliveries. One block per transaction, no network, no consensus.\n"
     );
+    out += &format!("latency measured on {}.\n", build_profile());
     out += "paper: Table 2 total = computation + storage - storage rebate (SUI; USD at 1.221 USD/SUI, 2024-04-18). \
             Sui bills storage per byte and refunds 99% on deletion, the EVM bills gas per slot and refunds at most \
             1/5: compare shapes, not numbers.\n";
     out
+}
+
+/// Which build measured the latency rows. A debug build runs the HPKE and X25519 code and
+/// revm unoptimised, about a hundred times slower than a release build: its figures are not
+/// comparable with a release build's.
+fn build_profile() -> &'static str {
+    if cfg!(debug_assertions) {
+        "a debug build (X25519, HPKE and the EVM unoptimised, ~100x slower than release; compare release builds only)"
+    } else {
+        "a release build"
+    }
 }
 
 #[cfg(test)]
