@@ -268,11 +268,11 @@ pub fn table(rows: &[GasRow]) -> String {
 }
 
 /// Which build measured the latency rows. A debug build runs the HPKE and X25519 code and
-/// revm unoptimised, about a hundred times slower than a release build: its figures are not
+/// revm unoptimised (up to a hundred times slower than a release build): its figures are not
 /// comparable with a release build's.
 fn build_profile() -> &'static str {
     if cfg!(debug_assertions) {
-        "a debug build (X25519, HPKE and the EVM unoptimised, ~100x slower than release; compare release builds only)"
+        "a debug build (X25519, HPKE and the EVM unoptimised, up to 100x slower than release; compare release builds only)"
     } else {
         "a release build"
     }
