@@ -444,7 +444,9 @@ mod tests {
         assert_eq!((link(EGRESS).local, link(EGRESS).remote), (ports.router_out, ports.sink));
         let secret = aviary_node::config::read_secret(&path, "master_secret_file", &cfg.master_secret_file).unwrap();
         assert_eq!(secret, bed.router_as().1);
-        assert!(router_config(&bed, &ports, &dir, 2).is_err());
+        assert_eq!(cfg.worker_count(), 1);
+        let two = RouterConfig::load(&router_config(&bed, &ports, &dir, 2).unwrap()).unwrap();
+        assert_eq!(two.worker_count(), 2);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
