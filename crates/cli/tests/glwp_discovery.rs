@@ -49,8 +49,12 @@ fn settled_discovery(net: &Network, extra: &[&str]) -> Output {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let o = discover(net, extra);
-        let timed_out = String::from_utf8_lossy(&o.stderr).contains("no answer after");
-        if !timed_out || Instant::now() > deadline {
+        // Until every service has fetched the others' Level-1 keys, a request goes unanswered
+        // (an on-path AS drops it as `no_key`) or its answer cannot be checked yet at the source
+        // (a refusal from an AS whose key the source is still fetching).
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        let keys_pending = stderr.contains("no answer after") || stderr.contains("rejected: no_key");
+        if !keys_pending || Instant::now() > deadline {
             return o;
         }
         std::thread::sleep(Duration::from_millis(500));
