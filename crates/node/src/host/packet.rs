@@ -61,6 +61,16 @@ impl Forgery {
     }
 }
 
+impl FlowSpec {
+    /// The flow's name fits the payload header.
+    fn check_name(&self) -> anyhow::Result<()> {
+        if self.name.len() > MAX_FLOW_NAME {
+            bail!("flow name {:?} is longer than {MAX_FLOW_NAME} bytes", self.name);
+        }
+        Ok(())
+    }
+}
+
 struct Forger {
     forgery: Forgery,
     /// Stamps with random authentication keys.
@@ -75,10 +85,21 @@ pub struct PacketFactory {
     buf: Vec<u8>,
     payload_off: usize,
     name: String,
-    source: Option<Source>,
-    forger: Option<Forger>,
-    epic: Option<PerAsSealer>,
-    glwp: Option<GlwpStamper>,
+    stamp: Stamp,
+}
+
+/// What a flow's packets get after the payload: one mechanism's authentication, or nothing.
+enum Stamp {
+    /// A best-effort flow.
+    Nothing,
+    /// Hummingbird flyovers, forged if so configured.
+    Flyovers {
+        source: Source,
+        forger: Option<Forger>,
+    },
+    /// Per-AS EPIC (Z-Lane).
+    PerAsEpic(PerAsSealer),
+    Glwp(GlwpStamper),
 }
 
 /// Stamps a GLWP flow's packets: each its own ts_pkt (the duplicate-suppression key), then the
@@ -98,9 +119,7 @@ impl PacketFactory {
         reservations: &[(usize, Reservation)],
         forgery: Option<Forgery>,
     ) -> anyhow::Result<Self> {
-        if spec.name.len() > MAX_FLOW_NAME {
-            bail!("flow name {:?} is longer than {MAX_FLOW_NAME} bytes", spec.name);
-        }
+        spec.check_name()?;
         if forgery.is_some() && reservations.is_empty() {
             bail!("forging flyovers needs a reservation to start from");
         }
@@ -121,7 +140,10 @@ impl PacketFactory {
         };
         let (template, payload_off) = template(spec, ptype, path_bytes)?;
         let ordered: Vec<Reservation> = reservations.iter().map(|(_, r)| *r).collect();
-        let source = (!ordered.is_empty()).then(|| Source::new(&template, &ordered)).transpose()?;
+        if ordered.is_empty() {
+            return Self::build(spec, template, payload_off, Stamp::Nothing);
+        }
+        let source = Source::new(&template, &ordered)?;
         let forger = match forgery {
             None => None,
             Some(forgery) => {
@@ -133,55 +155,28 @@ impl PacketFactory {
                 Some(Forger { forgery, wrong_key: Source::new(&template, &fake)?, flyovers: flyover_lines(&template) })
             }
         };
-        Ok(Self {
-            buf: template.clone(),
-            payload_off,
-            template,
-            name: spec.name.clone(),
-            source,
-            forger,
-            epic: None,
-            glwp: None,
-        })
+        Self::build(spec, template, payload_off, Stamp::Flyovers { source, forger })
     }
 
     /// The factory of a flow under a GLWP allocation (path type 252): the header is the path.
     pub fn glwp(spec: &FlowSpec, allocation: SourceAllocation) -> anyhow::Result<Self> {
-        if spec.name.len() > MAX_FLOW_NAME {
-            bail!("flow name {:?} is longer than {MAX_FLOW_NAME} bytes", spec.name);
-        }
+        spec.check_name()?;
         let path = allocation.unstamped_path(spec.src_ia, 0).context("the allocation's GLWP header")?;
         let (template, payload_off) = template(spec, aviary_glwp::PATH_TYPE, path)?;
-        Ok(Self {
-            buf: template.clone(),
-            payload_off,
-            template,
-            name: spec.name.clone(),
-            source: None,
-            forger: None,
-            epic: None,
-            glwp: Some(GlwpStamper { allocation, last_ts_pkt: 0 }),
-        })
+        Self::build(spec, template, payload_off, Stamp::Glwp(GlwpStamper { allocation, last_ts_pkt: 0 }))
     }
 
     /// The factory of a per-AS EPIC flow (Z-Lane) on `path`, sealed by `sealer`.
     pub fn per_as_epic(spec: &FlowSpec, path: &PathWire, sealer: PerAsSealer) -> anyhow::Result<Self> {
-        if spec.name.len() > MAX_FLOW_NAME {
-            bail!("flow name {:?} is longer than {MAX_FLOW_NAME} bytes", spec.name);
-        }
+        spec.check_name()?;
         let sp = path.standard_path()?.context("per-AS EPIC needs a path with at least one AS hop")?;
         let unsealed = PerAsPath::unsealed(PktId::default(), sp).to_bytes()?;
         let (template, payload_off) = template(spec, path_type::EPIC_PER_AS, unsealed)?;
-        Ok(Self {
-            buf: template.clone(),
-            payload_off,
-            template,
-            name: spec.name.clone(),
-            source: None,
-            forger: None,
-            epic: Some(sealer),
-            glwp: None,
-        })
+        Self::build(spec, template, payload_off, Stamp::PerAsEpic(sealer))
+    }
+
+    fn build(spec: &FlowSpec, template: Vec<u8>, payload_off: usize, stamp: Stamp) -> anyhow::Result<Self> {
+        Ok(Self { buf: template.clone(), payload_off, template, name: spec.name.clone(), stamp })
     }
 
     /// The packet with sequence number `seq`, sent at `now_ns` (Unix ns): payload header,
@@ -191,20 +186,18 @@ impl PacketFactory {
         buf.copy_from_slice(&self.template);
         PayloadHeader { flow: &self.name, seq, sent_ns: now_ns }.emit(&mut buf[self.payload_off..])?;
         udp::set_checksum(buf)?;
-        if let Some(sealer) = &mut self.epic {
-            sealer.seal(buf, now_ns)?;
-            return Ok(buf);
-        }
-        if let Some(g) = &mut self.glwp {
-            // Never the same ts_pkt twice, even within one clock tick: a repeat is a replay.
-            g.last_ts_pkt = now_ns.max(g.last_ts_pkt + 1);
-            g.allocation.restamp(buf, g.last_ts_pkt).context("cannot stamp the GLWP header")?;
-            return Ok(buf);
-        }
-        let Some(source) = &mut self.source else { return Ok(buf) };
-        match &mut self.forger {
-            None => source.stamp(buf, now_ns).context("cannot stamp the reserved path")?,
-            Some(f) => f.stamp(source, buf, seq, now_ns)?,
+        match &mut self.stamp {
+            Stamp::Nothing => {}
+            Stamp::Flyovers { source, forger: None } => {
+                source.stamp(buf, now_ns).context("cannot stamp the reserved path")?
+            }
+            Stamp::Flyovers { source, forger: Some(f) } => f.stamp(source, buf, seq, now_ns)?,
+            Stamp::PerAsEpic(sealer) => sealer.seal(buf, now_ns)?,
+            Stamp::Glwp(g) => {
+                // Never the same ts_pkt twice, even within one clock tick: a repeat is a replay.
+                g.last_ts_pkt = now_ns.max(g.last_ts_pkt + 1);
+                g.allocation.restamp(buf, g.last_ts_pkt).context("cannot stamp the GLWP header")?;
+            }
         }
         Ok(buf)
     }
