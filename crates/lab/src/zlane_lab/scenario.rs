@@ -97,6 +97,8 @@ pub fn topology() -> anyhow::Result<Topology> {
     router.link_class_table = Some(Policy::Zlane.name().to_owned());
     for f in std::iter::once(PROTECTED).chain(ATTACK) {
         if f.sending == Sending::Gateway {
+            // The gateway flags the flow's whole rate: whether that is within the AS's
+            // guarantee is 110's to decide (111's is, 112's and 310's are far above theirs).
             let rate = f.rate_bps(CONGESTED_BPS);
             let entry = as_entry(&mut t, f.ia)?;
             if entry.zlane_gateway.is_some() {
