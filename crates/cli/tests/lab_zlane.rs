@@ -1,6 +1,6 @@
 //! `aviary lab zlane --quick --json` as a user runs it, on real processes: the protected AS keeps
 //! its guarantee through the flooded router under Z-Lane and loses most of it under FIFO, and
-//! every class row is consistent with the congested link. Ports 47700-48299 (six ASes).
+//! every class row is consistent with the congested link. Ports 53000-53899 (nine ASes).
 
 use std::process::Command;
 
@@ -30,7 +30,7 @@ fn run(policy: &Value) -> (&str, f64, Vec<ClassRow<'_>>) {
 fn the_protected_as_keeps_its_guarantee_under_zlane_and_not_under_fifo() {
     let dir = std::env::temp_dir().join(format!("aviary-it-lab-zlane-{}", std::process::id()));
     let out = Command::new(env!("CARGO_BIN_EXE_aviary"))
-        .args(["lab", "zlane", "--quick", "--json", "--port-base", "47700", "--dir"])
+        .args(["lab", "zlane", "--quick", "--json", "--port-base", "53000", "--dir"])
         .arg(&dir)
         .env("RUST_LOG", "off")
         .output()

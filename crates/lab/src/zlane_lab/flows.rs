@@ -31,6 +31,8 @@ impl Sending {
 pub struct Flow {
     /// Flow and host name (the topology's host of the same name sends it).
     pub name: &'static str,
+    /// The AS of its host.
+    pub ia: &'static str,
     /// What the flow stands for in the paper's experiment.
     pub role: &'static str,
     pub sending: Sending,
@@ -39,26 +41,45 @@ pub struct Flow {
 }
 
 /// The protected AS's flow: through its gateway, at its guarantee (half of μ_G = 20 %).
-pub const PROTECTED: Flow =
-    Flow { name: "protected", role: "AS X at its guarantee", sending: Sending::Gateway, share_of_capacity: 0.10 };
+pub const PROTECTED: Flow = Flow {
+    name: "protected",
+    ia: "1-ff00:0:111",
+    role: "AS X at its guarantee",
+    sending: Sending::Gateway,
+    share_of_capacity: 0.10,
+};
 
 /// Everything else: together with the protected flow four times the link's capacity, as the
 /// paper's 160 Gbit/s on 40.
 pub const ATTACK: [Flow; 4] = [
     Flow {
         name: "as-overuse",
+        ia: "1-ff00:0:112",
         role: "an AS of the ISD over its guarantee",
         sending: Sending::Gateway,
         share_of_capacity: 1.2,
     },
     Flow {
         name: "isd-overuse",
+        ia: "3-ff00:0:310",
         role: "another ISD over its guarantee",
         sending: Sending::Gateway,
         share_of_capacity: 1.2,
     },
-    Flow { name: "authenticated", role: "EPIC without the QoS flag", sending: Sending::Epic, share_of_capacity: 0.5 },
-    Flow { name: "unauthenticated", role: "standard SCION", sending: Sending::Standard, share_of_capacity: 1.0 },
+    Flow {
+        name: "authenticated",
+        ia: "1-ff00:0:113",
+        role: "EPIC without the QoS flag",
+        sending: Sending::Epic,
+        share_of_capacity: 0.5,
+    },
+    Flow {
+        name: "unauthenticated",
+        ia: "1-ff00:0:113",
+        role: "standard SCION",
+        sending: Sending::Standard,
+        share_of_capacity: 1.0,
+    },
 ];
 
 impl Flow {

@@ -1,14 +1,15 @@
 //! `aviary lab zlane`: the border-router DDoS experiment of the Z-Lane paper (§6, Table 4) on
-//! real processes, scaled down to loopback. The network is `zlane.toml`: the protected AS sends
-//! through its gateway at its guarantee while other ASes and ISDs overuse theirs and hosts add
-//! authenticated and unauthenticated floods, four times the capacity of the one congested
-//! egress (core AS 110 towards ISD 2) in all. The same traffic runs once per policy of that
-//! router, `zlane` (Table 2's classes) and `fifo` (one queue): a switch of its
-//! `link_class_table`, so both are the real router configured differently. What the router did
-//! per class comes from its `/metrics`; what the protected AS kept, from the sink.
+//! real processes, scaled down to loopback. The network is `two-isd.toml` extended in code
+//! ([`scenario`]): the protected AS sends through its gateway at its guarantee while other ASes
+//! and ISDs overuse theirs and hosts add authenticated and unauthenticated floods, four times
+//! the capacity of the one congested egress (core AS 110 towards 210) in all. The same traffic
+//! runs once per policy of that router, `zlane` (Table 2's classes) and `fifo` (one queue): a
+//! switch of its `link_class_table`, so both are the real router configured differently. What
+//! the router did per class comes from its `/metrics`; what the protected AS kept, from the sink.
 
 mod flows;
 mod report;
+pub mod scenario;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -24,13 +25,11 @@ use crate::demo::{sink_args, start_host, summarise, wait_host, FlowSummary};
 use crate::router_metrics as metrics;
 pub use flows::{Flow, Sending, ATTACK, PROTECTED};
 pub use report::{html, table, PAPER};
+use scenario::{CONGESTED_AS, CONGESTED_INTERFACE, PROTECTED_AS, SINK_HOST};
 
-/// The embedded topology.
-pub const ZLANE_TOPOLOGY: &str = include_str!("../../../../testdata/topologies/zlane.toml");
-/// The congested router, and its egress interface towards the sink's ISD.
-pub const CONGESTED_AS: &str = "1-ff00:0:110";
-pub const CONGESTED_INTERFACE: u16 = 3;
 const SINK_PORT: u16 = 40_000;
+/// The derived topology in each policy's run directory.
+pub const TOPOLOGY_FILE: &str = "zlane-two-isd.toml";
 /// The attack starts this long before the protected flow and ends this long after it.
 const ATTACK_MARGIN_MS: u64 = 1000;
 
@@ -47,7 +46,7 @@ pub enum Policy {
 impl Policy {
     pub const ALL: [Policy; 2] = [Policy::Zlane, Policy::Fifo];
 
-    /// Its name in reports, and the name of the class table of `zlane.toml` its links use.
+    /// Its name in reports, and the name of the class table its links use.
     pub fn name(self) -> &'static str {
         match self {
             Policy::Zlane => "zlane",
@@ -113,8 +112,8 @@ pub fn congested_link(topology: &Topology) -> anyhow::Result<(u64, u64)> {
         .links_of(ia)
         .find(|(local, ..)| local.ifid == CONGESTED_INTERFACE)
         .map(|(.., link)| link.capacity_bps)
-        .context("zlane.toml has no congested link")?;
-    let router = &topology.as_entry(ia).context("zlane.toml has no congested AS")?.router;
+        .context("the scenario has no congested link")?;
+    let router = &topology.as_entry(ia).context("the scenario has no congested AS")?.router;
     let share = |s: &str| aviary_qos::RateBound::parse_share(s).map(u64::from);
     let g = router.class_table[Policy::Zlane.name()]
         .class
@@ -124,21 +123,18 @@ pub fn congested_link(topology: &Topology) -> anyhow::Result<(u64, u64)> {
             Some(aviary_node::router::classes::BoundConfig::Share(s)) => share(s).ok(),
             _ => None,
         })
-        .context("zlane.toml's G has no relative upper bound")?;
+        .context("the congested router's G has no relative upper bound")?;
     let own = match router.zlane.as_ref().and_then(|z| z.rates.get(PROTECTED_AS)) {
         Some(aviary_zlane::classes::RateConfig::Share(s)) => share(s)?,
-        _ => bail!("zlane.toml gives {PROTECTED_AS} no relative rate"),
+        _ => bail!("the congested router gives {PROTECTED_AS} no relative rate"),
     };
     let ppm = u64::from(aviary_qos::RateBound::PPM);
     Ok((capacity, capacity * g / ppm * own / ppm))
 }
 
-/// The protected AS.
-pub const PROTECTED_AS: &str = "1-ff00:0:111";
-
 /// Runs both policies; every network is stopped before this returns, also on error.
 pub fn run(opts: &ZlaneLabOptions) -> anyhow::Result<ZlaneLabReport> {
-    let topology: Topology = toml::from_str(ZLANE_TOPOLOGY).context("zlane.toml")?;
+    let topology = scenario::topology()?;
     let (capacity, guarantee) = congested_link(&topology)?;
     std::fs::create_dir_all(&opts.dir).with_context(|| format!("cannot create {}", opts.dir.display()))?;
     let mut runs = Vec::new();
@@ -162,7 +158,7 @@ pub fn run(opts: &ZlaneLabOptions) -> anyhow::Result<ZlaneLabReport> {
 fn topology_for(topology: &Topology, policy: Policy) -> anyhow::Result<String> {
     let mut t = topology.clone();
     let ia: IsdAsn = CONGESTED_AS.parse()?;
-    let entry = t.ases.iter_mut().find(|a| a.ia == ia).context("zlane.toml has no congested AS")?;
+    let entry = t.ases.iter_mut().find(|a| a.ia == ia).context("the scenario has no congested AS")?;
     entry.router.link_class_table = Some(policy.name().to_owned());
     Ok(toml::to_string(&t)?)
 }
@@ -179,7 +175,7 @@ fn run_policy(
         std::fs::remove_dir_all(&dir).with_context(|| format!("cannot empty {}", dir.display()))?;
     }
     std::fs::create_dir_all(&dir)?;
-    let topo_file = dir.join("zlane.toml");
+    let topo_file = dir.join(TOPOLOGY_FILE);
     std::fs::write(&topo_file, topology_for(topology, policy)?)?;
     let layout = RunLayout::write(&topo_file, &dir, opts.port_base)?;
     progress(opts.progress, &format!("{}: starting the network ({})", policy.name(), layout.dir.display()));
@@ -187,11 +183,12 @@ fn run_policy(
     let l = &net.layout;
     let router = l.ases[&CONGESTED_AS.parse::<IsdAsn>()?].router.management;
     let (exe, dur) = (&opts.exe, opts.duration_ms);
-    let sink = l.host("sink")?;
+    let sink = l.host(SINK_HOST)?;
     let dst = format!("{},{}:{SINK_PORT}", sink.ia, sink.addr);
     let report = |name: &str| l.dir.join(format!("{name}.json"));
     let attack_ms = dur + 2 * ATTACK_MARGIN_MS;
-    let sink_proc = start_host(exe, l, "sink", "sink", &sink_args(SINK_PORT, attack_ms + 1500, &report("sink")))?;
+    let sink_proc =
+        start_host(exe, l, SINK_HOST, SINK_HOST, &sink_args(SINK_PORT, attack_ms + 1500, &report(SINK_HOST)))?;
     std::thread::sleep(Duration::from_millis(300));
     let mut senders = Vec::new();
     for f in ATTACK {
@@ -211,8 +208,8 @@ fn run_policy(
     for (name, child) in senders {
         wait_host(child, l, name, grace)?;
     }
-    wait_host(sink_proc, l, "sink", grace)?;
-    let sink_report: SinkReport = read_json(&report("sink"))?;
+    wait_host(sink_proc, l, SINK_HOST, grace)?;
+    let sink_report: SinkReport = read_json(&report(SINK_HOST))?;
     let mut flows = Vec::new();
     for f in std::iter::once(PROTECTED).chain(ATTACK) {
         let sent: SenderReport = read_json(&report(f.name))?;
@@ -252,8 +249,7 @@ mod tests {
 
     #[test]
     fn the_topology_gives_the_protected_as_a_tenth_of_the_congested_link() {
-        let t: Topology = toml::from_str(ZLANE_TOPOLOGY).unwrap();
-        t.validate("zlane.toml").unwrap();
+        let t = scenario::topology().unwrap();
         let (capacity, guarantee) = congested_link(&t).unwrap();
         assert_eq!((capacity, guarantee), (10_000_000, 1_000_000));
         assert_eq!(PROTECTED.rate_bps(capacity), guarantee, "the protected AS sends at its guarantee");
@@ -261,10 +257,10 @@ mod tests {
 
     #[test]
     fn the_fifo_topology_differs_only_in_the_congested_routers_class_table() {
-        let t: Topology = toml::from_str(ZLANE_TOPOLOGY).unwrap();
+        let t = scenario::topology().unwrap();
         let fifo: Topology = toml::from_str(&topology_for(&t, Policy::Fifo).unwrap()).unwrap();
         let zlane: Topology = toml::from_str(&topology_for(&t, Policy::Zlane).unwrap()).unwrap();
-        assert_eq!(zlane, t, "the file's own table is zlane's");
+        assert_eq!(zlane, t, "the scenario's own table is zlane's");
         let ia: IsdAsn = CONGESTED_AS.parse().unwrap();
         let mut back = fifo.clone();
         back.ases.iter_mut().find(|a| a.ia == ia).unwrap().router.link_class_table = Some("zlane".into());
@@ -273,16 +269,16 @@ mod tests {
 
     #[test]
     fn each_policy_is_a_router_config_the_router_loads() {
-        let t: Topology = toml::from_str(ZLANE_TOPOLOGY).unwrap();
+        let t = scenario::topology().unwrap();
         let ia: IsdAsn = CONGESTED_AS.parse().unwrap();
         for (policy, link_policy) in
             [(Policy::Zlane, aviary_qos::LinkPolicy::BoundedShares), (Policy::Fifo, aviary_qos::LinkPolicy::Fifo)]
         {
             let dir = std::env::temp_dir().join(format!("aviary-zlane-lab-{}-{}", policy.name(), std::process::id()));
             std::fs::create_dir_all(&dir).unwrap();
-            let file = dir.join("zlane.toml");
+            let file = dir.join(TOPOLOGY_FILE);
             std::fs::write(&file, topology_for(&t, policy).unwrap()).unwrap();
-            let layout = RunLayout::write(&file, &dir, 47700).unwrap();
+            let layout = RunLayout::write(&file, &dir, 53000).unwrap();
             let path = layout.ases[&ia].dir.join("router.toml");
             let router = aviary_node::config::RouterConfig::load(&path).unwrap();
             let tables = router.class_tables("router.toml").unwrap();
