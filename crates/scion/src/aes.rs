@@ -82,6 +82,41 @@ mod imp {
             }
         }
 
+        /// `blocks[i][j] = AES_{ciphers[i]}(blocks[i][j])`: `B` blocks under each of several
+        /// keys, the rounds of four keys' blocks interleaved.
+        #[inline]
+        pub fn encrypt_each<const B: usize>(ciphers: &[Aes128], blocks: &mut [[[u8; 16]; B]]) {
+            let n = ciphers.len().min(blocks.len());
+            let mut i = 0;
+            while i < n {
+                let m = (n - i).min(4);
+                let (c, b) = (&ciphers[i..i + m], &mut blocks[i..i + m]);
+                // SAFETY: the cfg guarantees AES-NI; loads and stores are unaligned-safe.
+                unsafe {
+                    let mut x = [[_mm_setzero_si128(); B]; 4];
+                    for j in 0..m {
+                        for (xb, src) in x[j].iter_mut().zip(&b[j]) {
+                            *xb = _mm_xor_si128(_mm_loadu_si128(src.as_ptr().cast()), c[j].0[0]);
+                        }
+                    }
+                    for round in 1..10 {
+                        for j in 0..m {
+                            let rk = c[j].0[round];
+                            for xb in x[j].iter_mut() {
+                                *xb = _mm_aesenc_si128(*xb, rk);
+                            }
+                        }
+                    }
+                    for j in 0..m {
+                        for (xb, dst) in x[j].iter().zip(b[j].iter_mut()) {
+                            _mm_storeu_si128(dst.as_mut_ptr().cast(), _mm_aesenclast_si128(*xb, c[j].0[10]));
+                        }
+                    }
+                }
+                i += m;
+            }
+        }
+
         /// `blocks[i] = AES_{keys[i]}(blocks[i])`, expanding each key on the fly; the key
         /// schedules and rounds of four blocks run interleaved.
         #[inline]
@@ -147,6 +182,13 @@ mod imp {
                 *b = self.encrypt(b);
             }
         }
+        pub fn encrypt_each<const B: usize>(ciphers: &[Aes128], blocks: &mut [[[u8; 16]; B]]) {
+            for (c, bs) in ciphers.iter().zip(blocks) {
+                for b in bs.iter_mut() {
+                    *b = c.encrypt(b);
+                }
+            }
+        }
         pub fn encrypt_fresh_keys(keys: &[[u8; 16]], blocks: &mut [[u8; 16]]) {
             for (k, b) in keys.iter().zip(blocks) {
                 *b = Self::new(k).encrypt(b);
@@ -188,6 +230,13 @@ mod tests {
             Aes128::encrypt_fresh_keys(&keys, &mut fresh);
             for ((k, b), f) in keys.iter().zip(&blocks).zip(&fresh) {
                 prop_assert_eq!(*f, Aes128::new(k).encrypt(b));
+            }
+            let ciphers: Vec<Aes128> = keys.iter().map(Aes128::new).collect();
+            let mut pairs: Vec<[[u8; 16]; 2]> = blocks.iter().map(|b| [*b, [b[0]; 16]]).collect();
+            Aes128::encrypt_each(&ciphers, &mut pairs);
+            for ((k, b), pair) in keys.iter().zip(&blocks).zip(&pairs) {
+                prop_assert_eq!(pair[0], Aes128::new(k).encrypt(b));
+                prop_assert_eq!(pair[1], Aes128::new(k).encrypt(&[b[0]; 16]));
             }
             for (b, m) in blocks.iter().zip(&many) {
                 let mut r = GenericArray::from(*b);
