@@ -82,38 +82,33 @@ mod imp {
             }
         }
 
-        /// `blocks[i][j] = AES_{ciphers[i]}(blocks[i][j])`: `B` blocks under each of several
-        /// keys, the rounds of four keys' blocks interleaved.
+        /// `blocks[i][j] = AES_{ciphers[i]}(blocks[i][j])`: `B` blocks under each of `M` keys,
+        /// the rounds of all `M × B` blocks interleaved (keep `M × B` within the 16 vector
+        /// registers, with room for round keys).
         #[inline]
-        pub fn encrypt_each<const B: usize>(ciphers: &[Aes128], blocks: &mut [[[u8; 16]; B]]) {
-            let n = ciphers.len().min(blocks.len());
-            let mut i = 0;
-            while i < n {
-                let m = (n - i).min(4);
-                let (c, b) = (&ciphers[i..i + m], &mut blocks[i..i + m]);
-                // SAFETY: the cfg guarantees AES-NI; loads and stores are unaligned-safe.
-                unsafe {
-                    let mut x = [[_mm_setzero_si128(); B]; 4];
-                    for j in 0..m {
-                        for (xb, src) in x[j].iter_mut().zip(&b[j]) {
-                            *xb = _mm_xor_si128(_mm_loadu_si128(src.as_ptr().cast()), c[j].0[0]);
-                        }
+        pub fn encrypt_each<const M: usize, const B: usize>(ciphers: &[Aes128; M], blocks: &mut [[[u8; 16]; B]; M]) {
+            // SAFETY: the cfg guarantees AES-NI; loads and stores are unaligned-safe.
+            unsafe {
+                let mut x = [[_mm_setzero_si128(); B]; M];
+                for j in 0..M {
+                    for k in 0..B {
+                        x[j][k] = _mm_xor_si128(_mm_loadu_si128(blocks[j][k].as_ptr().cast()), ciphers[j].0[0]);
                     }
-                    for round in 1..10 {
-                        for j in 0..m {
-                            let rk = c[j].0[round];
-                            for xb in x[j].iter_mut() {
-                                *xb = _mm_aesenc_si128(*xb, rk);
-                            }
-                        }
-                    }
-                    for j in 0..m {
-                        for (xb, dst) in x[j].iter().zip(b[j].iter_mut()) {
-                            _mm_storeu_si128(dst.as_mut_ptr().cast(), _mm_aesenclast_si128(*xb, c[j].0[10]));
+                }
+                for round in 1..10 {
+                    for j in 0..M {
+                        let rk = ciphers[j].0[round];
+                        for xb in x[j].iter_mut() {
+                            *xb = _mm_aesenc_si128(*xb, rk);
                         }
                     }
                 }
-                i += m;
+                for j in 0..M {
+                    for k in 0..B {
+                        let out = _mm_aesenclast_si128(x[j][k], ciphers[j].0[10]);
+                        _mm_storeu_si128(blocks[j][k].as_mut_ptr().cast(), out);
+                    }
+                }
             }
         }
 
@@ -182,7 +177,7 @@ mod imp {
                 *b = self.encrypt(b);
             }
         }
-        pub fn encrypt_each<const B: usize>(ciphers: &[Aes128], blocks: &mut [[[u8; 16]; B]]) {
+        pub fn encrypt_each<const M: usize, const B: usize>(ciphers: &[Aes128; M], blocks: &mut [[[u8; 16]; B]; M]) {
             for (c, bs) in ciphers.iter().zip(blocks) {
                 for b in bs.iter_mut() {
                     *b = c.encrypt(b);
@@ -231,12 +226,17 @@ mod tests {
             for ((k, b), f) in keys.iter().zip(&blocks).zip(&fresh) {
                 prop_assert_eq!(*f, Aes128::new(k).encrypt(b));
             }
-            let ciphers: Vec<Aes128> = keys.iter().map(Aes128::new).collect();
-            let mut pairs: Vec<[[u8; 16]; 2]> = blocks.iter().map(|b| [*b, [b[0]; 16]]).collect();
+            let mut pairs: [[[u8; 16]; 2]; 3] = [[[0; 16]; 2]; 3];
+            let mut three = [[0u8; 16]; 3];
+            for (j, t) in three.iter_mut().enumerate() {
+                *t = [key[j] ^ j as u8; 16];
+                pairs[j] = [*t, [t[0].wrapping_add(1); 16]];
+            }
+            let ciphers = three.map(|k| Aes128::new(&k));
             Aes128::encrypt_each(&ciphers, &mut pairs);
-            for ((k, b), pair) in keys.iter().zip(&blocks).zip(&pairs) {
-                prop_assert_eq!(pair[0], Aes128::new(k).encrypt(b));
-                prop_assert_eq!(pair[1], Aes128::new(k).encrypt(&[b[0]; 16]));
+            for (k, pair) in three.iter().zip(&pairs) {
+                prop_assert_eq!(pair[0], Aes128::new(k).encrypt(k));
+                prop_assert_eq!(pair[1], Aes128::new(k).encrypt(&[k[0].wrapping_add(1); 16]));
             }
             for (b, m) in blocks.iter().zip(&many) {
                 let mut r = GenericArray::from(*b);

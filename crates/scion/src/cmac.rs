@@ -113,26 +113,37 @@ impl CmacKey {
 #[inline]
 pub fn mac_two_blocks_fresh_keys<const LEN: usize>(keys: &[[u8; 16]], msgs: &[[u8; LEN]], out: &mut [[u8; 16]]) {
     const { assert!(LEN > 16 && LEN <= 32, "two-block messages are 17 to 32 bytes") };
-    const GROUP: usize = 4;
     let n = keys.len().min(msgs.len()).min(out.len());
-    for start in (0..n).step_by(GROUP) {
-        let m = (n - start).min(GROUP);
-        let (keys, msgs, out) = (&keys[start..start + m], &msgs[start..start + m], &mut out[start..start + m]);
-        let ciphers: [Aes128; GROUP] = std::array::from_fn(|j| Aes128::new(&keys[j.min(m - 1)]));
-        let mut first = [[[0u8; 16]; 2]; GROUP];
-        for (f, msg) in first.iter_mut().zip(msgs) {
-            f[1] = first_block(msg);
-        }
-        Aes128::encrypt_each(&ciphers[..m], &mut first[..m]);
-        let mut last = [[[0u8; 16]; 1]; GROUP];
-        for ((l, f), msg) in last.iter_mut().zip(&first).zip(msgs) {
-            l[0] = xor(f[1], &last_block(&msg[16..], subkeys(f[0])));
-        }
-        Aes128::encrypt_each(&ciphers[..m], &mut last[..m]);
-        for (o, l) in out.iter_mut().zip(&last) {
-            *o = l[0];
-        }
+    let (mut keys, mut msgs, mut out) = (&keys[..n], &msgs[..n], &mut out[..n]);
+    while !keys.is_empty() {
+        // Groups of a fixed size, so that every loop inside has a constant trip count.
+        let m = match keys.len() {
+            1 => fresh_key_group::<1, LEN>(keys, msgs, out),
+            2 => fresh_key_group::<2, LEN>(keys, msgs, out),
+            3 => fresh_key_group::<3, LEN>(keys, msgs, out),
+            _ => fresh_key_group::<4, LEN>(keys, msgs, out),
+        };
+        (keys, msgs, out) = (&keys[m..], &msgs[m..], &mut std::mem::take(&mut out)[m..]);
     }
+}
+
+/// The first `M` messages of [`mac_two_blocks_fresh_keys`]; returns `M`.
+#[inline(always)]
+fn fresh_key_group<const M: usize, const LEN: usize>(
+    keys: &[[u8; 16]],
+    msgs: &[[u8; LEN]],
+    out: &mut [[u8; 16]],
+) -> usize {
+    let ciphers: [Aes128; M] = std::array::from_fn(|j| Aes128::new(&keys[j]));
+    let mut first: [[[u8; 16]; 2]; M] = std::array::from_fn(|j| [[0; 16], first_block(&msgs[j])]);
+    Aes128::encrypt_each(&ciphers, &mut first);
+    let mut last: [[[u8; 16]; 1]; M] =
+        std::array::from_fn(|j| [xor(first[j][1], &last_block(&msgs[j][16..], subkeys(first[j][0])))]);
+    Aes128::encrypt_each(&ciphers, &mut last);
+    for (o, l) in out.iter_mut().zip(&last) {
+        *o = l[0];
+    }
+    M
 }
 
 #[cfg(test)]
