@@ -9,17 +9,14 @@
 //! `K_k` is AS k's secret key, `i_k`/`j_k` its interface pair on the path, Src the source's
 //! ISD-AS, `pkt_len` the length of the whole SCION packet that carries the header.
 
-use aes::Aes128;
+use aviary_scion::cmac::CmacKey;
 use aviary_scion::IsdAsn;
-use cmac::{Cmac, Mac};
 
 use crate::header::field::HA_LEN;
 use crate::matrix::InterfaceId;
 
 fn cmac(key: &[u8; 16], input: &[u8]) -> [u8; 16] {
-    let mut mac = <Cmac<Aes128> as Mac>::new(key.into());
-    mac.update(input);
-    mac.finalize().into_bytes().into()
+    CmacKey::new(key).mac(input)
 }
 
 /// What AS k's hop key binds: the allocation and the AS's interface pair on its path.
@@ -61,14 +58,37 @@ pub fn hop_key(as_secret: &[u8; 16], input: &HopKeyInput) -> [u8; 16] {
     cmac(as_secret, &input.bytes())
 }
 
-/// `HA_k = MAC_{HK_k}(Src, ts_pkt, pkt_len)[0:3]`.
-pub fn hop_authenticator(hop_key: &[u8; 16], src: IsdAsn, ts_pkt: u64, pkt_len: u16) -> [u8; HA_LEN] {
+/// The 18 bytes a hop authenticator's MAC runs over, the same for every on-path AS.
+pub fn hop_authenticator_input(src: IsdAsn, ts_pkt: u64, pkt_len: u16) -> [u8; 18] {
     let mut b = [0u8; 18];
     b[0..8].copy_from_slice(&src.to_bytes());
     b[8..16].copy_from_slice(&ts_pkt.to_be_bytes());
     b[16..18].copy_from_slice(&pkt_len.to_be_bytes());
-    let mac = cmac(hop_key, &b);
+    b
+}
+
+/// The hop authenticator carried in a header: the first bytes of the MAC.
+pub fn truncate(mac: &[u8; 16]) -> [u8; HA_LEN] {
     [mac[0], mac[1], mac[2]]
+}
+
+/// `HA_k = MAC_{HK_k}(Src, ts_pkt, pkt_len)[0:3]`.
+pub fn hop_authenticator(hop_key: &[u8; 16], src: IsdAsn, ts_pkt: u64, pkt_len: u16) -> [u8; HA_LEN] {
+    truncate(&cmac(hop_key, &hop_authenticator_input(src, ts_pkt, pkt_len)))
+}
+
+/// `HA_k` for several hop keys of one packet at once (a source stamping its packet): the
+/// MACs under the different keys run interleaved.
+pub fn hop_authenticators(hop_keys: &[[u8; 16]], src: IsdAsn, ts_pkt: u64, pkt_len: u16, out: &mut [[u8; HA_LEN]]) {
+    const CHUNK: usize = 8;
+    let input = [hop_authenticator_input(src, ts_pkt, pkt_len); CHUNK];
+    for (keys, out) in hop_keys.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
+        let mut macs = [[0u8; 16]; CHUNK];
+        aviary_scion::cmac::mac_two_blocks_fresh_keys(keys, &input[..keys.len()], &mut macs);
+        for (o, mac) in out.iter_mut().zip(&macs) {
+            *o = truncate(mac);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -102,7 +122,28 @@ mod tests {
             ]
         );
         let key = [7u8; 16];
-        assert_eq!(hop_key(&key, &input), cmac(&key, &input.bytes()));
+        assert_eq!(hop_key(&key, &input), reference_cmac(&key, &input.bytes()));
+    }
+
+    /// The `cmac` crate, as the reference for the hand-rolled MAC.
+    fn reference_cmac(key: &[u8; 16], input: &[u8]) -> [u8; 16] {
+        use cmac::{Cmac, Mac};
+        let mut mac = <Cmac<aes::Aes128> as Mac>::new(key.into());
+        mac.update(input);
+        mac.finalize().into_bytes().into()
+    }
+
+    #[test]
+    fn authenticators_equal_the_reference_mac_one_by_one_and_batched() {
+        let src = IsdAsn::new(1, 0xff00_0000_0110);
+        let keys: Vec<[u8; 16]> = (0..11u8).map(|i| [i.wrapping_mul(37); 16]).collect();
+        let mut batched = vec![[0u8; HA_LEN]; keys.len()];
+        hop_authenticators(&keys, src, 0x0102_0304_0506_0708, 1234, &mut batched);
+        for (k, b) in keys.iter().zip(&batched) {
+            let want = reference_cmac(k, &hop_authenticator_input(src, 0x0102_0304_0506_0708, 1234));
+            assert_eq!(*b, truncate(&want));
+            assert_eq!(hop_authenticator(k, src, 0x0102_0304_0506_0708, 1234), truncate(&want));
+        }
     }
 
     #[test]

@@ -5,8 +5,9 @@
 
 use aviary_scion::{path_type, HeaderError as ScionHeaderError, IsdAsn, ScionHeader, ScionPacket, ScionView};
 
+use crate::header::field::HA_LEN;
 use crate::header::{header_len, EmitError, Header, HeaderError, HeaderRepr};
-use crate::hop_key::hop_authenticator;
+use crate::hop_key::hop_authenticators;
 use crate::matrix::InterfaceId;
 
 /// SCION path type of a packet carrying a GLWP header.
@@ -75,8 +76,13 @@ pub fn stamp(pkt: &mut [u8], hop_keys: &[[u8; 16]]) -> Result<(), PacketError> {
         return Err(PacketError::HopKeyCount { lambda: header.lambda(), keys: hop_keys.len() });
     }
     let ts_pkt = header.ts_pkt();
-    for (k, hk) in hop_keys.iter().enumerate() {
-        header.set_hop_authenticator(k + 1, &hop_authenticator(hk, at.src, ts_pkt, at.pkt_len));
+    const CHUNK: usize = 8;
+    for (c, keys) in hop_keys.chunks(CHUNK).enumerate() {
+        let mut has = [[0u8; HA_LEN]; CHUNK];
+        hop_authenticators(keys, at.src, ts_pkt, at.pkt_len, &mut has);
+        for (i, ha) in has[..keys.len()].iter().enumerate() {
+            header.set_hop_authenticator(CHUNK * c + i + 1, ha);
+        }
     }
     Ok(())
 }

@@ -27,7 +27,7 @@ pub use class::{
     Admission, ClassError, ClassId, ClassSpec, ClassTable, Classifier, LinkPolicy, QueueDiscipline, RateBound,
     ShareError,
 };
-pub use duplicates::{DuplicateFilter, DuplicateFilterConfig, DuplicateFilterConfigError};
+pub use duplicates::{DuplicateFilter, DuplicateFilterConfig, DuplicateFilterConfigError, KeyHash};
 pub use policer::{InverseRateTable, PolicerConfigError, ReservationPolicer, INV_SHIFT};
 pub use processor::{drop_label, Claim, Context, ControlError, LinkState, Processor, RandomSource, SeededRandom};
 pub use scheduler::{ClassStats, EgressScheduler, LinkParams, SchedulerStats};

@@ -82,6 +82,36 @@ mod imp {
             }
         }
 
+        /// `blocks[i][j] = AES_{ciphers[i]}(blocks[i][j])`: `B` blocks under each of `M` keys,
+        /// the rounds of all `M × B` blocks interleaved (keep `M × B` within the 16 vector
+        /// registers, with room for round keys).
+        #[inline]
+        pub fn encrypt_each<const M: usize, const B: usize>(ciphers: &[Aes128; M], blocks: &mut [[[u8; 16]; B]; M]) {
+            // SAFETY: the cfg guarantees AES-NI; loads and stores are unaligned-safe.
+            unsafe {
+                let mut x = [[_mm_setzero_si128(); B]; M];
+                for j in 0..M {
+                    for k in 0..B {
+                        x[j][k] = _mm_xor_si128(_mm_loadu_si128(blocks[j][k].as_ptr().cast()), ciphers[j].0[0]);
+                    }
+                }
+                for round in 1..10 {
+                    for j in 0..M {
+                        let rk = ciphers[j].0[round];
+                        for xb in x[j].iter_mut() {
+                            *xb = _mm_aesenc_si128(*xb, rk);
+                        }
+                    }
+                }
+                for j in 0..M {
+                    for k in 0..B {
+                        let out = _mm_aesenclast_si128(x[j][k], ciphers[j].0[10]);
+                        _mm_storeu_si128(blocks[j][k].as_mut_ptr().cast(), out);
+                    }
+                }
+            }
+        }
+
         /// `blocks[i] = AES_{keys[i]}(blocks[i])`, expanding each key on the fly; the key
         /// schedules and rounds of four blocks run interleaved.
         #[inline]
@@ -147,6 +177,13 @@ mod imp {
                 *b = self.encrypt(b);
             }
         }
+        pub fn encrypt_each<const M: usize, const B: usize>(ciphers: &[Aes128; M], blocks: &mut [[[u8; 16]; B]; M]) {
+            for (c, bs) in ciphers.iter().zip(blocks) {
+                for b in bs.iter_mut() {
+                    *b = c.encrypt(b);
+                }
+            }
+        }
         pub fn encrypt_fresh_keys(keys: &[[u8; 16]], blocks: &mut [[u8; 16]]) {
             for (k, b) in keys.iter().zip(blocks) {
                 *b = Self::new(k).encrypt(b);
@@ -188,6 +225,18 @@ mod tests {
             Aes128::encrypt_fresh_keys(&keys, &mut fresh);
             for ((k, b), f) in keys.iter().zip(&blocks).zip(&fresh) {
                 prop_assert_eq!(*f, Aes128::new(k).encrypt(b));
+            }
+            let mut pairs: [[[u8; 16]; 2]; 3] = [[[0; 16]; 2]; 3];
+            let mut three = [[0u8; 16]; 3];
+            for (j, t) in three.iter_mut().enumerate() {
+                *t = [key[j] ^ j as u8; 16];
+                pairs[j] = [*t, [t[0].wrapping_add(1); 16]];
+            }
+            let ciphers = three.map(|k| Aes128::new(&k));
+            Aes128::encrypt_each(&ciphers, &mut pairs);
+            for (k, pair) in three.iter().zip(&pairs) {
+                prop_assert_eq!(pair[0], Aes128::new(k).encrypt(k));
+                prop_assert_eq!(pair[1], Aes128::new(k).encrypt(&[k[0].wrapping_add(1); 16]));
             }
             for (b, m) in blocks.iter().zip(&many) {
                 let mut r = GenericArray::from(*b);

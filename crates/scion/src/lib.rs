@@ -6,6 +6,7 @@
 //! from owned representations ([`ScionPacket`], [`StandardPath`]) with `parse`/`emit`.
 
 pub mod aes;
+pub mod cmac;
 pub mod drkey;
 pub mod epic;
 pub mod forwarding;

@@ -55,9 +55,7 @@ impl std::fmt::Debug for HopMacKey {
 impl HopMacKey {
     pub fn new(key: &[u8; 16]) -> Self {
         let cipher = Aes128::new(key);
-        let l = u128::from_be_bytes(cipher.encrypt(&[0; 16]));
-        // dbl(): shift left by one, reduce with x^128 + x^7 + x^2 + x + 1.
-        let k1 = (l << 1) ^ if l >> 127 == 1 { 0x87 } else { 0 };
+        let k1 = crate::cmac::dbl(u128::from_be_bytes(cipher.encrypt(&[0; 16])));
         Self { cipher, k1 }
     }
 

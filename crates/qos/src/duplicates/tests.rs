@@ -143,3 +143,21 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// Checking through a hash (with a prefetch first, as a batch does) answers as checking
+    /// the key does.
+    #[test]
+    fn the_hashed_path_answers_as_the_key_path(ops in proptest::collection::vec((0u64..20, 0u64..4 * W), 1..200)) {
+        let mut by_key = DuplicateFilter::new(config(100, 0.01), KEY).unwrap();
+        let mut by_hash = by_key.clone();
+        let mut now = 0;
+        for (ts, dt) in ops {
+            now += dt / 8;
+            let k = key(1, ts);
+            let h = by_hash.hash(&k);
+            by_hash.prefetch(h);
+            prop_assert_eq!(by_key.check_and_insert(&k, now), by_hash.check_and_insert_hashed(h, now));
+        }
+    }
+}

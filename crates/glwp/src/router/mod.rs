@@ -4,8 +4,10 @@
 //! named reason: a shared [`DropReason`] where one fits, else a [`GlwpDrop`].
 //!
 //! The AS's secret `K_k` is expanded once, when the router is built; a packet costs one CMAC
-//! under it (the hop key), one key expansion and CMAC under the hop key (the hop
-//! authenticator), a duplicate-filter lookup and a token-bucket update, and no allocation.
+//! under it (the hop key, two AES blocks), one key expansion and CMAC under the hop key (the
+//! hop authenticator, three AES blocks), a duplicate-filter lookup and a token-bucket update,
+//! and no allocation. Packets go through in batches ([`stages`]): the AES work of a batch
+//! interleaves, and the duplicate filter's cache misses overlap.
 //!
 //! **The source AS's own packets.** A router built [`Router::with_source_as`] also sends its
 //! own AS's GLWP packets out: a packet from inside the AS (ingress 0) with HP = 0 and Src = this
@@ -19,16 +21,16 @@
 //! replayed packet is never charged to its source's allocation: a replaying adversary can
 //! neither burn the source's β nor make it look like overuse (property F8).
 
-use aes::Aes128;
-use aviary_qos::{Admission, Claim, Context, DropCounters, DropReason, DuplicateFilter, Processor, Verdict};
-use aviary_scion::IsdAsn;
-use cmac::{Cmac, Mac};
+mod stages;
 
-use crate::header::{field::HA_LEN, Header};
-use crate::hop_key::{hop_authenticator, HopKeyInput};
-use crate::matrix::LOCAL_INTERFACE;
-use crate::monitor::{AidMonitor, MonitorVerdict};
-use crate::packet::{locate, PacketError, PATH_TYPE};
+use aviary_qos::{Claim, Context, DropCounters, DropReason, DuplicateFilter, Processor, Verdict};
+use aviary_scion::cmac::CmacKey;
+use aviary_scion::IsdAsn;
+
+use crate::monitor::AidMonitor;
+use crate::packet::{PacketError, PATH_TYPE};
+
+pub use stages::BATCH;
 
 aviary_qos::mechanism_drops! {
     /// A GLWP router's own reasons for dropping a packet.
@@ -78,7 +80,7 @@ impl Freshness {
     }
 
     /// Line 12: the allocation must outlive any packet accepted now, `ts_exp ≥ now + L + ε`.
-    fn check_allocation(self, ts_exp_s: u32, now_ns: u64) -> Result<(), GlwpDrop> {
+    pub(crate) fn check_allocation(self, ts_exp_s: u32, now_ns: u64) -> Result<(), GlwpDrop> {
         let deadline = now_ns.saturating_add(self.lifetime_ns).saturating_add(self.skew_ns);
         if u64::from(ts_exp_s).saturating_mul(1_000_000_000) < deadline {
             return Err(GlwpDrop::AllocationExpired);
@@ -98,8 +100,8 @@ pub struct RouterStats {
 /// The border router of one on-path AS.
 #[derive(Clone)]
 pub struct Router {
-    /// `K_k`, expanded once.
-    secret: Cmac<Aes128>,
+    /// `K_k`, expanded once, with its CMAC subkeys.
+    secret: CmacKey,
     freshness: Freshness,
     monitor: AidMonitor,
     duplicates: DuplicateFilter,
@@ -119,7 +121,7 @@ impl Router {
     /// A router of the AS whose secret is `as_secret` (`K_k`). The duplicate filter's window
     /// must cover the spread of times a packet passes the freshness check, `L + 2ε`.
     pub fn new(as_secret: &[u8; 16], freshness: Freshness, monitor: AidMonitor, duplicates: DuplicateFilter) -> Self {
-        let secret = <Cmac<Aes128> as Mac>::new(as_secret.into());
+        let secret = CmacKey::new(as_secret);
         Self { secret, freshness, monitor, duplicates, source_as: None, stats: RouterStats::default() }
     }
 
@@ -131,108 +133,20 @@ impl Router {
     }
 
     /// Validates `pkt`, which arrived on interface `ingress` at `now_ns` (ns since the Unix
-    /// epoch), and advances its hop pointer.
+    /// epoch), and advances its hop pointer: the stages of [`Self::process_batch`] sized for
+    /// one packet.
     pub fn process(&mut self, pkt: &mut [u8], ingress: u16, now_ns: u64) -> Verdict {
-        let verdict = match self.validate(pkt, ingress, now_ns) {
-            Ok(v) => v,
-            Err(reason) => {
-                self.stats.drops.count(reason);
-                return Verdict::Drop(reason);
-            }
-        };
-        match verdict {
-            Verdict::Deliver => self.stats.delivered += 1,
-            _ => self.stats.forwarded += 1,
-        }
-        verdict
+        let mut verdict = [Verdict::Deliver];
+        self.run::<1>(&mut [pkt], ingress, now_ns, &mut verdict);
+        verdict[0]
     }
 
-    fn validate(&mut self, pkt: &mut [u8], ingress: u16, now_ns: u64) -> Result<Verdict, DropReason> {
-        let at = locate(pkt)?;
-        let mut header = Header::new_checked(&mut pkt[at.header]).map_err(DropReason::from)?;
-        let (lambda, hp) = (header.lambda(), header.hop_pointer());
-        if hp >= lambda {
-            return Err(GlwpDrop::PathComplete.reason());
-        }
-        if ingress == LOCAL_INTERFACE && hp == 0 {
-            return self.leave_source_as(&header, at.src, at.pkt_len, now_ns);
-        }
-        // This AS is on-path AS k = HP + 1: pair k of π, hop authenticator k.
-        let k = usize::from(hp) + 1;
-        let (i_k, j_k) = header.pair(k).ok_or(DropReason::PathIndexOutOfRange)?;
-        if ingress != i_k {
-            return Err(DropReason::BadIngress);
-        }
-        // Only the destination (k = λ) leaves at its local interface, and only it may.
-        if (j_k == LOCAL_INTERFACE) != (k == usize::from(lambda)) || i_k == LOCAL_INTERFACE {
-            return Err(DropReason::MalformedPath);
-        }
-        self.freshness.check_packet(header.ts_pkt(), now_ns).map_err(GlwpDrop::reason)?;
-        self.freshness.check_allocation(header.ts_exp(), now_ns).map_err(GlwpDrop::reason)?;
-        let input = HopKeyInput {
-            src: at.src,
-            aid: header.aid(),
-            beta: header.beta(),
-            ingress: i_k,
-            egress: j_k,
-            ts_exp: header.ts_exp(),
-        };
-        let mut mac = self.secret.clone();
-        mac.update(&input.bytes());
-        let hop_key: [u8; 16] = mac.finalize().into_bytes().into();
-        let want = hop_authenticator(&hop_key, at.src, header.ts_pkt(), at.pkt_len);
-        if !ha_eq(header.hop_authenticator(k), &want) {
-            return Err(GlwpDrop::BadHopAuthenticator.reason());
-        }
-        self.suppress_and_charge(&header, at.src, at.pkt_len, now_ns)?;
-        header.advance_hop_pointer();
-        Ok(if j_k == LOCAL_INTERFACE { Verdict::Deliver } else { Verdict::forward(j_k, Admission::GUARANTEED) })
-    }
-}
-
-impl Router {
-    /// A packet of this AS's own host, on its way to on-path AS 1: forwarded on `j_0` in the
-    /// guaranteed class if fresh, not a replay and within β; its hop pointer stays at 0.
-    fn leave_source_as(
-        &mut self,
-        header: &Header<&mut [u8]>,
-        src: IsdAsn,
-        pkt_len: u16,
-        now_ns: u64,
-    ) -> Result<Verdict, DropReason> {
-        if self.source_as != Some(src) {
-            // A host of this AS sending under another AS's name, or a router that sends no
-            // GLWP of its own: nothing here may leave as GLWP.
-            return Err(DropReason::BadSrcIa);
-        }
-        let (i_0, j_0) = header.pair(0).ok_or(DropReason::PathIndexOutOfRange)?;
-        if i_0 != LOCAL_INTERFACE || j_0 == LOCAL_INTERFACE {
-            return Err(DropReason::MalformedPath);
-        }
-        self.freshness.check_packet(header.ts_pkt(), now_ns).map_err(GlwpDrop::reason)?;
-        self.freshness.check_allocation(header.ts_exp(), now_ns).map_err(GlwpDrop::reason)?;
-        self.suppress_and_charge(header, src, pkt_len, now_ns)?;
-        Ok(Verdict::forward(j_0, Admission::GUARANTEED))
-    }
-
-    /// Line 17 before line 16: a replay is dropped before it can be charged to its source.
-    fn suppress_and_charge(
-        &mut self,
-        header: &Header<&mut [u8]>,
-        src: IsdAsn,
-        pkt_len: u16,
-        now_ns: u64,
-    ) -> Result<(), DropReason> {
-        let mut dup_key = [0u8; 16];
-        dup_key[..8].copy_from_slice(&src.to_bytes());
-        dup_key[8..].copy_from_slice(&header.ts_pkt().to_be_bytes());
-        if !self.duplicates.check_and_insert(&dup_key, now_ns) {
-            return Err(DropReason::Duplicate);
-        }
-        match self.monitor.charge(header.aid(), header.beta(), header.ts_exp(), u32::from(pkt_len), now_ns) {
-            MonitorVerdict::Within => Ok(()),
-            MonitorVerdict::Overuse => Err(GlwpDrop::Overuse.reason()),
-            MonitorVerdict::Full => Err(GlwpDrop::MonitorFull.reason()),
+    /// Validates packets that arrived on `ingress` at `now_ns`, [`BATCH`] at a time, with the
+    /// same verdicts (and the same effect on the duplicate filter and the monitor) as
+    /// [`Self::process`] on each in turn: see [`stages`] for how.
+    pub fn process_batch(&mut self, pkts: &mut [&mut [u8]], ingress: u16, now_ns: u64, verdicts: &mut [Verdict]) {
+        for (pkts, verdicts) in pkts.chunks_mut(BATCH).zip(verdicts.chunks_mut(BATCH)) {
+            self.run::<BATCH>(pkts, ingress, now_ns, verdicts);
         }
     }
 }
@@ -247,9 +161,7 @@ impl Processor for Router {
     }
 
     fn process_batch(&mut self, ctx: &mut Context<'_>, pkts: &mut [&mut [u8]], verdicts: &mut [Verdict]) {
-        for (pkt, verdict) in pkts.iter_mut().zip(verdicts) {
-            *verdict = self.process(pkt, ctx.ingress, ctx.now_ns);
-        }
+        Router::process_batch(self, pkts, ctx.ingress, ctx.now_ns, verdicts);
     }
 
     fn drop_reasons(&self) -> &'static [&'static str] {
@@ -260,11 +172,6 @@ impl Processor for Router {
         out("forwarded", self.stats.forwarded);
         out("delivered", self.stats.delivered);
     }
-}
-
-/// Constant-time comparison of a received hop authenticator with the recomputed one.
-fn ha_eq(got: Option<[u8; HA_LEN]>, want: &[u8; HA_LEN]) -> bool {
-    got.is_some_and(|got| got.iter().zip(want).fold(0u8, |d, (a, b)| d | (a ^ b)) == 0)
 }
 
 #[cfg(test)]

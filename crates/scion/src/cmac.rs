@@ -1,0 +1,215 @@
+//! AES-128-CMAC (RFC 4493) for the short inputs of per-packet MACs, on [`Aes128`].
+//!
+//! The `cmac` crate keeps a buffered streaming state: every call clones or builds it, pads
+//! through a generic block buffer and, with a fresh key, runs the `aes` crate's key schedule
+//! (encryption and decryption round keys). A per-packet MAC over one or two blocks needs none
+//! of that. Here the subkeys K1 and K2 are derived once per key; a message of `n` blocks costs
+//! `n` AES blocks; and batches of two-block messages interleave their AES rounds across
+//! messages, under one key ([`CmacKey::mac_two_blocks_many`]) or each under its own fresh key
+//! ([`mac_two_blocks_fresh_keys`]). The tests check both against the `cmac` crate.
+
+use crate::aes::Aes128;
+
+/// `dbl()` of RFC 4493: shift left by one bit in GF(2^128), reducing with x^128 + x^7 + x^2 + x + 1.
+#[inline]
+pub fn dbl(x: u128) -> u128 {
+    (x << 1) ^ if x >> 127 == 1 { 0x87 } else { 0 }
+}
+
+/// The subkeys `(K1, K2)` from `L = AES_K(0)`.
+#[inline]
+fn subkeys(l: [u8; 16]) -> (u128, u128) {
+    let k1 = dbl(u128::from_be_bytes(l));
+    (k1, dbl(k1))
+}
+
+/// The last block of a message whose final `tail` bytes (0 to 16 of them) it holds: complete
+/// blocks are XORed with K1, shorter ones padded with `0x80 0x00 …` and XORed with K2.
+#[inline]
+fn last_block(tail: &[u8], (k1, k2): (u128, u128)) -> [u8; 16] {
+    let mut b = [0u8; 16];
+    b[..tail.len()].copy_from_slice(tail);
+    let k = if tail.len() == 16 {
+        k1
+    } else {
+        b[tail.len()] = 0x80;
+        k2
+    };
+    (u128::from_be_bytes(b) ^ k).to_be_bytes()
+}
+
+#[inline]
+fn xor(a: [u8; 16], b: &[u8; 16]) -> [u8; 16] {
+    (u128::from_ne_bytes(a) ^ u128::from_ne_bytes(*b)).to_ne_bytes()
+}
+
+/// The first block of a two-block message.
+#[inline]
+fn first_block<const LEN: usize>(msg: &[u8; LEN]) -> [u8; 16] {
+    msg[..16].try_into().expect("a two-block message holds 16 bytes")
+}
+
+/// An expanded CMAC key with its subkeys.
+#[derive(Clone)]
+pub struct CmacKey {
+    cipher: Aes128,
+    k1: u128,
+    k2: u128,
+}
+
+impl std::fmt::Debug for CmacKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CmacKey(..)")
+    }
+}
+
+impl CmacKey {
+    #[inline]
+    pub fn new(key: &[u8; 16]) -> Self {
+        Self::from_cipher(Aes128::new(key))
+    }
+
+    #[inline]
+    fn from_cipher(cipher: Aes128) -> Self {
+        let (k1, k2) = subkeys(cipher.encrypt(&[0; 16]));
+        Self { cipher, k1, k2 }
+    }
+
+    /// The 16-byte CMAC of `msg`, of any length.
+    #[inline]
+    pub fn mac(&self, msg: &[u8]) -> [u8; 16] {
+        // Every block but the last goes through the CBC chain as it is; the last (possibly
+        // empty or partial) one is completed with a subkey.
+        let tail_len = if msg.is_empty() { 0 } else { (msg.len() - 1) % 16 + 1 };
+        let (body, tail) = msg.split_at(msg.len() - tail_len);
+        let mut x = [0u8; 16];
+        for block in body.chunks_exact(16) {
+            x = self.cipher.encrypt(&xor(x, block.try_into().expect("16-byte chunk")));
+        }
+        self.cipher.encrypt(&xor(x, &last_block(tail, (self.k1, self.k2))))
+    }
+
+    /// `out[i] = CMAC(msgs[i])` for messages of `LEN` bytes, 17 to 32 (two blocks each); the
+    /// AES rounds of several messages interleave.
+    #[inline]
+    pub fn mac_two_blocks_many<const LEN: usize>(&self, msgs: &[[u8; LEN]], out: &mut [[u8; 16]]) {
+        const { assert!(LEN > 16 && LEN <= 32, "two-block messages are 17 to 32 bytes") };
+        let out = &mut out[..msgs.len()];
+        for (o, m) in out.iter_mut().zip(msgs) {
+            *o = first_block(m);
+        }
+        self.cipher.encrypt_many(out);
+        for (o, m) in out.iter_mut().zip(msgs) {
+            *o = xor(*o, &last_block(&m[16..], (self.k1, self.k2)));
+        }
+        self.cipher.encrypt_many(out);
+    }
+}
+
+/// `out[i] = CMAC_{keys[i]}(msgs[i])` for messages of `LEN` bytes, 17 to 32 (two blocks each),
+/// each under its own key: per message one key schedule and three AES blocks (the subkey's
+/// `L = AES_K(0)` and the first block together, then the last), the rounds of four messages
+/// interleaved.
+#[inline]
+pub fn mac_two_blocks_fresh_keys<const LEN: usize>(keys: &[[u8; 16]], msgs: &[[u8; LEN]], out: &mut [[u8; 16]]) {
+    const { assert!(LEN > 16 && LEN <= 32, "two-block messages are 17 to 32 bytes") };
+    let n = keys.len().min(msgs.len()).min(out.len());
+    let (mut keys, mut msgs, mut out) = (&keys[..n], &msgs[..n], &mut out[..n]);
+    while !keys.is_empty() {
+        // Groups of a fixed size, so that every loop inside has a constant trip count.
+        let m = match keys.len() {
+            1 => fresh_key_group::<1, LEN>(keys, msgs, out),
+            2 => fresh_key_group::<2, LEN>(keys, msgs, out),
+            3 => fresh_key_group::<3, LEN>(keys, msgs, out),
+            _ => fresh_key_group::<4, LEN>(keys, msgs, out),
+        };
+        (keys, msgs, out) = (&keys[m..], &msgs[m..], &mut std::mem::take(&mut out)[m..]);
+    }
+}
+
+/// The first `M` messages of [`mac_two_blocks_fresh_keys`]; returns `M`.
+#[inline(always)]
+fn fresh_key_group<const M: usize, const LEN: usize>(
+    keys: &[[u8; 16]],
+    msgs: &[[u8; LEN]],
+    out: &mut [[u8; 16]],
+) -> usize {
+    let ciphers: [Aes128; M] = std::array::from_fn(|j| Aes128::new(&keys[j]));
+    let mut first: [[[u8; 16]; 2]; M] = std::array::from_fn(|j| [[0; 16], first_block(&msgs[j])]);
+    Aes128::encrypt_each(&ciphers, &mut first);
+    let mut last: [[[u8; 16]; 1]; M] =
+        std::array::from_fn(|j| [xor(first[j][1], &last_block(&msgs[j][16..], subkeys(first[j][0])))]);
+    Aes128::encrypt_each(&ciphers, &mut last);
+    for (o, l) in out.iter_mut().zip(&last) {
+        *o = l[0];
+    }
+    M
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ::cmac::{Cmac, Mac};
+    use proptest::prelude::*;
+
+    fn reference(key: &[u8; 16], msg: &[u8]) -> [u8; 16] {
+        let mut mac = <Cmac<::aes::Aes128> as Mac>::new(key.into());
+        mac.update(msg);
+        mac.finalize().into_bytes().into()
+    }
+
+    /// RFC 4493 section 4: the examples of 0, 16, 40 and 64 bytes.
+    #[test]
+    fn rfc4493_examples() {
+        let key: [u8; 16] = hex::decode("2b7e151628aed2a6abf7158809cf4f3c").unwrap().try_into().unwrap();
+        let msg = hex::decode(concat!(
+            "6bc1bee22e409f96e93d7e117393172a",
+            "ae2d8a571e03ac9c9eb76fac45af8e51",
+            "30c81c46a35ce411e5fbc1191a0a52ef",
+            "f69f2445df4f9b17ad2b417be66c3710"
+        ))
+        .unwrap();
+        let k = CmacKey::new(&key);
+        for (len, want) in [
+            (0, "bb1d6929e95937287fa37d129b756746"),
+            (16, "070a16b46b4d4144f79bdd9dd04a287c"),
+            (40, "dfa66747de9ae63030ca32611497c827"),
+            (64, "51f0bebf7e3b9d92fc49741779363cfe"),
+        ] {
+            assert_eq!(hex::encode(k.mac(&msg[..len])), want, "{len} bytes");
+        }
+    }
+
+    /// The two-block lengths the GLWP hop key (28 bytes) and hop authenticator (18) use.
+    fn check_two_blocks<const LEN: usize>(keys: &[[u8; 16]], msgs: &[[u8; LEN]]) -> Result<(), TestCaseError> {
+        let mut fresh = vec![[0u8; 16]; msgs.len()];
+        mac_two_blocks_fresh_keys(keys, msgs, &mut fresh);
+        let mut many = vec![[0u8; 16]; msgs.len()];
+        CmacKey::new(&keys[0]).mac_two_blocks_many(msgs, &mut many);
+        for ((k, m), (f, y)) in keys.iter().zip(msgs).zip(fresh.iter().zip(&many)) {
+            prop_assert_eq!(*f, reference(k, m));
+            prop_assert_eq!(*y, reference(&keys[0], m));
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #[test]
+        fn mac_equals_the_cmac_crate(key: [u8; 16], msg in proptest::collection::vec(any::<u8>(), 0..100)) {
+            prop_assert_eq!(CmacKey::new(&key).mac(&msg), reference(&key, &msg));
+        }
+
+        #[test]
+        fn batched_two_block_macs_equal_the_cmac_crate(
+            keys in proptest::collection::vec(any::<[u8; 16]>(), 1..11),
+            seed: u8,
+        ) {
+            let msgs18: Vec<[u8; 18]> = (0..keys.len()).map(|i| [seed.wrapping_add(i as u8); 18]).collect();
+            let msgs28: Vec<[u8; 28]> = (0..keys.len()).map(|i| [seed ^ i as u8; 28]).collect();
+            let msgs32: Vec<[u8; 32]> = (0..keys.len()).map(|i| [seed.wrapping_mul(i as u8); 32]).collect();
+            check_two_blocks(&keys, &msgs18)?;
+            check_two_blocks(&keys, &msgs28)?;
+            check_two_blocks(&keys, &msgs32)?;
+        }
+    }
+}
