@@ -279,4 +279,48 @@ mod tests {
         let absurd = TokenInfo { symbol: "Y".into(), decimals: 200 };
         assert_eq!(format_amount(U256::from(7), &absurd), "7 (x 10^-200) Y");
     }
+
+    fn offer(id: u64, token: Address, price: u128, expiry: u64) -> Offer {
+        use crate::contracts::{Asset, Listing};
+        Offer {
+            listing_id: U256::from(id),
+            listing: Listing { seller: Address::repeat_byte(1), marketplaceId: 2, pricePerUnit: price, assetId: 1 },
+            asset: Asset {
+                owner: Address::repeat_byte(1),
+                isdAs: (1 << 48) | 0xff00_0000_0110,
+                interfaceId: 2,
+                isIngress: false,
+                bandwidth: 1500,
+                startTime: 0,
+                expiryTime: expiry,
+                timeGranularity: 60,
+                minBandwidth: 100,
+            },
+            payment_token: token,
+            issuer_registered: true,
+        }
+    }
+
+    #[test]
+    fn rows_hide_expired_offers_and_put_the_cheapest_first_across_decimals() {
+        let six = Address::repeat_byte(6);
+        let tokens: TokenBook = [(six, TokenInfo { symbol: "SIX".into(), decimals: 6 })].into();
+        // 10^9 wei (10^-9 ETH) < 1 SIX unit (10^-6 SIX) < 2 * 10^12 wei (2 * 10^-6 ETH).
+        let offers = [
+            offer(1, Address::ZERO, 2_000_000_000_000, 7200),
+            offer(2, six, 1, 7200),
+            offer(3, Address::ZERO, 1_000_000_000, 7200),
+            offer(4, Address::ZERO, 1, 3600),
+        ];
+        let rows = offer_rows(&offers, &tokens, 3600);
+        assert_eq!(rows.iter().map(|r| r.listing.as_str()).collect::<Vec<_>>(), ["3", "2", "1"]);
+        assert_eq!(rows[1].price_per_mbps_s, "0.001 SIX");
+        assert_eq!(rows[1].marketplace, "2 (SIX)");
+        assert_eq!(rows[0].price_per_mbps_s, "0.000001 ETH");
+        assert_eq!((rows[0].start.as_str(), rows[0].duration.as_str()), ("1970-01-01T00:00:00Z", "2 h"));
+        assert_eq!((rows[0].grid.as_str(), rows[0].bandwidth.as_str()), ("1 min", "1.5 Mbit/s"));
+        let table = offers_table(&rows);
+        assert!(table.lines().next().unwrap().starts_with("listing  ISD-AS"), "{table}");
+        assert_eq!(table.lines().count(), 4);
+    }
 }
