@@ -184,7 +184,7 @@ pub fn token_infos<L: Ledger + ?Sized>(
                 (Err(e), _) | (_, Err(e)) if !matches!(e, LedgerError::Revert(_) | LedgerError::Decode(_)) => {
                     return Err(e)
                 }
-                _ => TokenInfo { symbol: format!("units of {t}"), decimals: 0 },
+                _ => TokenInfo::unknown(t),
             }
         };
         book.insert(t, info);

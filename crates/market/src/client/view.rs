@@ -24,6 +24,11 @@ impl TokenInfo {
     pub fn native() -> Self {
         Self { symbol: "ETH".into(), decimals: 18 }
     }
+
+    /// A token whose symbol and decimals are not known: amounts in its smallest units.
+    pub fn unknown(token: Address) -> Self {
+        Self { symbol: format!("units of {token}"), decimals: 0 }
+    }
 }
 
 /// What is known of each payment token (zero: the native currency).
@@ -33,7 +38,7 @@ fn info(book: &TokenBook, token: Address) -> TokenInfo {
     match book.get(&token) {
         Some(i) => i.clone(),
         None if token == Address::ZERO => TokenInfo::native(),
-        None => TokenInfo { symbol: format!("units of {token}"), decimals: 0 },
+        None => TokenInfo::unknown(token),
     }
 }
 
