@@ -34,6 +34,11 @@ abstract contract MarketPayments {
     error PaymentFailed(address token, address to, uint256 amount);
     /// @notice A state-changing market call re-entered the market.
     error Reentrancy();
+    /// @notice The purchase's total in `token` would exceed 2^256 - 1 (`total` so far, `price` to add).
+    error PriceSumOverflow(address token, uint256 total, uint256 price);
+    /// @notice `seller`'s proceeds in `token` would exceed 2^256 - 1 (only a token whose balances
+    /// are not backed by a supply can get there).
+    error ProceedsOverflow(address seller, address token, uint256 proceeds, uint256 price);
 
     /// @notice A seller withdrew its proceeds in `token`.
     event Withdrawn(address indexed seller, address indexed token, uint256 amount);
@@ -70,16 +75,26 @@ abstract contract MarketPayments {
         bill.amounts = new uint256[](capacity);
     }
 
-    /// @dev Credit `price` in `token` to `seller` and add it to the buyer's bill.
+    /// @dev Credit `price` in `token` to `seller` and add it to the buyer's bill. Each price
+    /// fits (uint128 x uint64 x uint64), but two sums of them need not: the explicit checks name
+    /// the overflow where checked arithmetic would revert with Panic(0x11).
     function _charge(Bill memory bill, address seller, address token, uint256 price) internal {
-        _proceeds[seller][token] += price;
+        uint256 proceeds = _proceeds[seller][token];
+        if (price > type(uint256).max - proceeds) revert ProceedsOverflow(seller, token, proceeds, price);
+        unchecked {
+            _proceeds[seller][token] = proceeds + price;
+        }
         _addToBill(bill, token, price);
     }
 
     function _addToBill(Bill memory bill, address token, uint256 amount) private pure {
         for (uint256 k = 0; k < bill.count; ++k) {
             if (bill.tokens[k] == token) {
-                bill.amounts[k] += amount;
+                uint256 total = bill.amounts[k];
+                if (amount > type(uint256).max - total) revert PriceSumOverflow(token, total, amount);
+                unchecked {
+                    bill.amounts[k] = total + amount;
+                }
                 return;
             }
         }
@@ -117,6 +132,8 @@ abstract contract MarketPayments {
         if (balance < available) available = balance;
         if (available < amount) revert PaymentTooLow(amount, available);
         uint256 held = t.balanceOf(address(this));
+        // A token reporting a balance that cannot grow by `amount` cannot be paid in.
+        if (amount > type(uint256).max - held) revert PaymentFailed(token, address(this), amount);
         (bool ok, bytes memory ret) =
             token.call(abi.encodeCall(IERC20Payment.transferFrom, (msg.sender, address(this), amount)));
         if (!_succeeded(ok, ret) || t.balanceOf(address(this)) != held + amount) {

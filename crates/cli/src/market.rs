@@ -2,11 +2,12 @@
 //! resume waiting for them, list the requests and reclaim the undelivered ones) and the
 //! seller's withdrawal.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use aviary_market::client::{self, RequestState};
+use aviary_market::client::{self, view, RequestState};
 use aviary_market::{Account, Address, Deployment, Ledger, RpcLedger, SharedLedger};
 use aviary_node::as_service::DeploymentFile;
 use aviary_node::buyer::{self, NewPurchase, Purchase, PurchaseRecord};
@@ -73,7 +74,8 @@ impl Chain {
 
 #[derive(Subcommand)]
 pub enum MarketCommand {
-    /// Every open listing: AS, interface, direction, interval, bandwidth, price.
+    /// Every open listing, cheapest first: AS, interface, direction, start (UTC) and duration,
+    /// time grid, bandwidth, minimum piece, price per Mbit/s·s in the token's units, marketplace.
     Offers {
         #[command(flatten)]
         chain: Chain,
@@ -97,7 +99,7 @@ pub enum MarketCommand {
         path_index: usize,
         #[arg(long)]
         bandwidth_bps: u64,
-        /// Start (Unix s; default: now, rounded down to the time grid).
+        /// Start (Unix s, on the time grid; default: the grid's next point after the chain's time).
         #[arg(long)]
         start: Option<u64>,
         #[arg(long, default_value_t = 600)]
@@ -194,26 +196,14 @@ pub fn run(cmd: MarketCommand) -> Result<()> {
     match cmd {
         MarketCommand::Offers { chain, ia: only } => {
             let (ledger, dep, _) = chain.open()?;
-            let offers = client::open_offers(&*ledger, &dep.deployment())?;
-            println!(
-                "{:>8} {:<16} {:>5} {:<8} {:>10} {:>10} {:>10} {:>8} {:>12}",
-                "listing", "ISD-AS", "if", "dir", "start", "expiry", "kbit/s", "min", "wei/kbit·s"
-            );
-            for o in offers.iter().filter(|o| only.is_none_or(|i| i.to_u64() == o.asset.isdAs)) {
-                let a = &o.asset;
-                println!(
-                    "{:>8} {:<16} {:>5} {:<8} {:>10} {:>10} {:>10} {:>8} {:>12}",
-                    o.listing_id.to_string(),
-                    ia(a.isdAs),
-                    a.interfaceId,
-                    if a.isIngress { "ingress" } else { "egress" },
-                    a.startTime,
-                    a.expiryTime,
-                    a.bandwidth,
-                    a.minBandwidth,
-                    o.listing.pricePerUnit
-                );
-            }
+            let mut offers = client::open_offers(&*ledger, &dep.deployment())?;
+            offers.retain(|o| only.is_none_or(|i| i.to_u64() == o.asset.isdAs));
+            let tokens =
+                client::token_infos(&*ledger, offers.iter().map(|o| o.payment_token).collect::<BTreeSet<_>>())?;
+            let now = ledger.pending_timestamp()?;
+            let rows = view::offer_rows(&offers, &tokens, now);
+            println!("chain time {}; {} open listing(s), cheapest first", view::format_utc(now), rows.len());
+            print!("{}", view::offers_table(&rows));
         }
         MarketCommand::Buy {
             chain,
@@ -232,17 +222,23 @@ pub fn run(cmd: MarketCommand) -> Result<()> {
         } => {
             let (mut ledger, dep, account) = chain.open()?;
             let d: Deployment = dep.deployment();
+            // The window is checked against the chain's clock before anything else is asked or sent.
+            let now = ledger.pending_timestamp()?;
+            let start = match start {
+                Some(s) => s,
+                None => client::next_grid_point(now, granularity_s)?,
+            };
+            let window = client::window(start, duration_s, bandwidth_bps.div_ceil(1000))?;
+            client::check_window(window, granularity_s, now)?;
             let host = HostConfig::load(&host)?;
             let paths = aviary_node::api::fetch_paths(host.control, dst)?;
             let path = paths
                 .get(path_index)
                 .with_context(|| format!("there are {} paths, not {}", paths.len(), path_index + 1))?;
-            let gran = granularity_s.max(1);
-            let start = start.unwrap_or(aviary_node::clock::unix_s() / gran * gran);
             let purchase = Purchase {
-                start,
-                expiry: start + duration_s,
-                bandwidth_kbps: bandwidth_bps.div_ceil(1000),
+                start: window.start,
+                expiry: window.expiry,
+                bandwidth_kbps: window.bandwidth,
                 reverse: reverse_out.is_some(),
                 wait_for_offers: Duration::ZERO,
                 wait_for_delivery: Duration::from_secs(wait_s),
@@ -250,23 +246,9 @@ pub fn run(cmd: MarketCommand) -> Result<()> {
             };
             let wants = buyer::wants(path, purchase.reverse);
             let plan = buyer::plan(&*ledger, &d, account.as_ref().map(Account::address), &wants, &purchase)?;
-            let listings = |pieces: &[client::Piece]| {
-                pieces.iter().map(|p| p.offer.listing_id.to_string()).collect::<Vec<_>>().join("+")
-            };
-            for h in &plan.hops {
-                println!(
-                    "{:<16} {:>3} -> {:<3} listings {} / {}  {}",
-                    ia(h.want.isd_as),
-                    h.want.ingress,
-                    h.want.egress,
-                    listings(&h.ingress),
-                    listings(&h.egress),
-                    h.price
-                );
-            }
-            println!("total {} wei for [{}, {}) at {} kbit/s", plan.total, plan.start, plan.expiry, plan.bandwidth);
-            for (token, amount) in &plan.token_totals {
-                println!("  and {amount} of ERC-20 token {token}");
+            let tokens = client::token_infos(&*ledger, plan.totals().into_keys())?;
+            for line in view::plan_lines(&plan, &tokens) {
+                println!("{line}");
             }
             if dry_run {
                 return Ok(());

@@ -10,6 +10,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use aviary_market::client::{self, HopWant};
+use aviary_market::Ledger;
 use aviary_node::buyer::{self, NewPurchase, Purchase};
 use aviary_node::host::ReservationFile;
 use aviary_node::runner::market_setup::MarketLayout;
@@ -128,6 +129,13 @@ fn a_missed_deadline_is_reclaimed_and_a_killed_purchase_is_resumed_by_wait() {
         assert!(t0.elapsed() < Duration::from_secs(90), "C's listings within 90 s:\n{}", run.log());
         std::thread::sleep(Duration::from_millis(200));
     }
+    // The offers as the buyer reads them: dates, durations, the grid, prices in ETH.
+    let offers = run.market(&["offers", "--ia", C]);
+    assert!(offers.status.success(), "{}", text(&offers));
+    let shown = text(&offers);
+    for part in ["price per Mbit/s·s", "ingress", "egress", " 1 min ", " 1 h ", " ETH ", "1 (ETH)", "Z "] {
+        assert!(shown.contains(part), "{part:?} in\n{shown}");
+    }
     drop(service);
 
     let unanswered_out = run.dir.join("unanswered.json");
@@ -173,4 +181,33 @@ fn a_missed_deadline_is_reclaimed_and_a_killed_purchase_is_resumed_by_wait() {
     assert_eq!(file.reservations[0].ia, C.parse::<IsdAsn>().unwrap());
     assert_eq!(std::fs::metadata(&out).unwrap().permissions().mode() & 0o777, 0o600);
     assert!(text(&run.market(&["requests"])).contains("delivered"));
+}
+
+#[test]
+fn the_dry_run_rejects_past_off_grid_and_overflowing_windows_before_anything_else() {
+    let run = Run::new("market-window");
+    let now = run.market.ledger().unwrap().pending_timestamp().unwrap();
+    // No host config exists: the window is refused before the path is asked for.
+    let host = run.dir.join("no-such-host.toml");
+    let buy = |start: u64| {
+        let start = start.to_string();
+        let args = ["buy", "--host", host.to_str().unwrap(), "--dst", "1-ff00:0:112", "--bandwidth-bps", "1000000"];
+        run.market(&[&args[..], &["--start", &start, "--dry-run"]].concat())
+    };
+    let past = buy(now / 60 * 60 - 60);
+    assert!(!past.status.success());
+    assert!(
+        text(&past).contains("before the chain's time") && text(&past).contains("next grid point"),
+        "{}",
+        text(&past)
+    );
+    let off = buy(now / 60 * 60 + 150);
+    assert!(!off.status.success());
+    assert!(text(&off).contains("is not on the time grid of 1 min"), "{}", text(&off));
+    let huge = buy(u64::MAX - 59);
+    assert!(!huge.status.success());
+    assert!(text(&huge).contains("past the largest time"), "{}", text(&huge));
+    // A window on the grid and ahead gets past the check (to the missing host config).
+    let ahead = buy(now / 60 * 60 + 120);
+    assert!(text(&ahead).contains("no-such-host.toml"), "{}", text(&ahead));
 }

@@ -19,12 +19,18 @@ use aviary_hummingbird::BuyerKey;
 use crate::contracts::{token, Asset, Deployment, Listing};
 use crate::{Account, Ledger, LedgerError, Revert};
 
+pub mod available;
 pub mod delivery;
 pub mod plan;
+pub mod view;
+pub mod window;
+pub use available::{Available, OpenPiece};
 pub use delivery::{
     await_deliveries, await_outcomes, find_requests, reclaim_expired, request_state, Outcome, RequestState,
 };
 pub use plan::{plan_affordable, plan_cheapest, Funds, Piece, Plan, PlannedHop, Window};
+pub use view::{TokenBook, TokenInfo};
+pub use window::{check_window, next_grid_point, window};
 
 /// The delivery window a purchase gives the ASes unless told otherwise (s).
 pub const DEFAULT_DELIVERY_WINDOW_S: u32 = 600;
@@ -66,12 +72,34 @@ impl Offer {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error("hop {hop} ({isd_as}): no listing offers interface {interface} ({dir}) for the interval and bandwidth")]
-    NoOffer { hop: usize, isd_as: String, interface: u16, dir: &'static str },
+    #[error(
+        "hop {hop} ({isd_as}): nothing covers {} from {} at {} on interface {interface} ({dir}); {available}",
+        view::format_duration(.window.expiry.saturating_sub(.window.start)),
+        view::format_utc(.window.start),
+        view::format_bandwidth(.window.bandwidth)
+    )]
+    NoOffer { hop: usize, isd_as: String, interface: u16, dir: &'static str, window: Window, available: Available },
     #[error("hop {hop} ({isd_as}) has no interface on one side: only transit ASes can be bought")]
     NotTransit { hop: usize, isd_as: String },
     #[error("the requested interval [{0}, {1}) is empty")]
     EmptyInterval(u64, u64),
+    #[error(
+        "{} ({time}) is not on the time grid of {}: the assets split only at its points",
+        view::format_utc(*.time),
+        view::format_duration(*.granularity)
+    )]
+    OffGrid { time: u64, granularity: u64 },
+    #[error(
+        "the window starts at {}, before the chain's time {}: the next grid point is {} ({next})",
+        view::format_utc(*.start),
+        view::format_utc(*.now),
+        view::format_utc(*.next)
+    )]
+    WindowInPast { start: u64, now: u64, next: u64 },
+    #[error("{start} + {duration} s is past the largest time a uint64 holds")]
+    TimeOverflow { start: u64, duration: u64 },
+    #[error("the price in {} is more than 2^256 - 1 of its smallest unit", token_text(.token))]
+    PriceOverflow { token: Address },
     #[error("the cheapest plan needs {needed} of token {token}, the buyer has {available}")]
     Unaffordable { token: Address, needed: U256, available: U256 },
     #[error("the purchase reverted {attempts} times, re-planned each time; last: {last}")]
@@ -88,6 +116,14 @@ pub enum ClientError {
 
 fn ia_text(isd_as: u64) -> String {
     aviary_scion::IsdAsn::from_u64(isd_as).to_string()
+}
+
+fn token_text(token: &Address) -> String {
+    if *token == Address::ZERO {
+        "the native currency".into()
+    } else {
+        format!("token {token}")
+    }
 }
 
 /// Every open listing of the market (listing ids are dense from 1) whose asset has not expired
@@ -129,6 +165,31 @@ pub fn funds_of<L: Ledger + ?Sized>(
         funds.insert(t, token::balance_of(l, t, buyer)?);
     }
     Ok(funds)
+}
+
+/// The symbol and decimals of each of `tokens` (zero: the native currency, ETH with 18
+/// decimals), for showing amounts. A token that does not answer `symbol()` and `decimals()` as
+/// ERC-20 says is shown in its smallest units, named by its address.
+pub fn token_infos<L: Ledger + ?Sized>(
+    l: &L,
+    tokens: impl IntoIterator<Item = Address>,
+) -> Result<TokenBook, LedgerError> {
+    let mut book = TokenBook::new();
+    for t in tokens {
+        let info = if t == Address::ZERO {
+            TokenInfo::native()
+        } else {
+            match (token::symbol(l, t), token::decimals(l, t)) {
+                (Ok(symbol), Ok(decimals)) => TokenInfo { symbol, decimals },
+                (Err(e), _) | (_, Err(e)) if !matches!(e, LedgerError::Revert(_) | LedgerError::Decode(_)) => {
+                    return Err(e)
+                }
+                _ => TokenInfo::unknown(t),
+            }
+        };
+        book.insert(t, info);
+    }
+    Ok(book)
 }
 
 /// Buys and redeems every hop of `plan` in one transaction, the reservations to be sealed and

@@ -477,4 +477,14 @@ pub mod token {
     pub fn balance_of<L: Ledger + ?Sized>(l: &L, token: Address, account: Address) -> Result<U256, LedgerError> {
         view(l, token, &TestToken::balanceOfCall { account })
     }
+
+    /// The token's symbol (ERC-20 `symbol()`).
+    pub fn symbol<L: Ledger + ?Sized>(l: &L, token: Address) -> Result<String, LedgerError> {
+        view(l, token, &TestToken::symbolCall {})
+    }
+
+    /// The digits of the token's smallest unit (ERC-20 `decimals()`).
+    pub fn decimals<L: Ledger + ?Sized>(l: &L, token: Address) -> Result<u8, LedgerError> {
+        view(l, token, &TestToken::decimalsCall {})
+    }
 }

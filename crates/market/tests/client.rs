@@ -61,6 +61,11 @@ fn cheapest_plan_is_bought_atomically_and_opened_by_the_buyer() {
     assert_eq!(plan.hops[0].ingress[0].offer.listing_id, cheap_listing);
     assert_eq!(plan.total, U256::from(10u64 * 1000 * 600));
     assert_eq!(plan.token_totals[&tok], U256::from(20u64 * 1000 * 600));
+    // The plan in the tokens' units: BWD's symbol and decimals read from the token itself.
+    let tokens = client::token_infos(&l, plan.totals().into_keys()).unwrap();
+    assert_eq!(tokens[&tok], client::TokenInfo { symbol: "BWD".into(), decimals: 18 });
+    let lines = client::view::plan_lines(&plan, &tokens);
+    assert!(lines.last().unwrap().contains(" BWD for 10 min from 2027-01-15T08:01:00Z"), "{lines:?}");
     // Hops that cannot be bought are named.
     let none = client::plan_cheapest(&offers, &[HopWant { isd_as: IA, ingress: 3, egress: 2 }], w);
     assert!(matches!(none, Err(ClientError::NoOffer { hop: 0, interface: 3, .. })), "{none:?}");

@@ -30,6 +30,12 @@ fn nothing_is_stranded_on_embedded_ledger() {
 }
 
 #[test]
+fn sums_do_not_overflow_on_embedded_ledger() {
+    let mut ledger = EmbeddedLedger::in_memory();
+    common::overflow::scenarios(&mut ledger);
+}
+
+#[test]
 fn state_survives_reopening_the_data_directory() {
     let dir = fresh_dir("embedded-reopen");
     let mut ledger = EmbeddedLedger::open(&dir).unwrap();

@@ -41,3 +41,9 @@ fn nothing_is_stranded_on_hardhat_node() {
     let (_node, mut ledger) = HardhatNode::start("stranded");
     common::stranded::scenarios(&mut ledger);
 }
+
+#[test]
+fn sums_do_not_overflow_on_hardhat_node() {
+    let (_node, mut ledger) = HardhatNode::start("overflow");
+    common::overflow::scenarios(&mut ledger);
+}

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use alloy_primitives::{Address, U256};
 
-use super::{ia_text, ClientError, HopWant, Offer};
+use super::{ia_text, Available, ClientError, HopWant, Offer};
 use crate::contracts::{PathPurchase, PriceLimit};
 
 /// What the buyer can spend, per payment token (zero: the native currency).
@@ -40,13 +40,13 @@ pub struct Plan {
     pub token_totals: BTreeMap<Address, U256>,
 }
 
-/// One hop: the pieces of each side in time order, and the hop's price (in whatever tokens).
+/// One hop: the pieces of each side in time order, and the hop's price per payment token.
 #[derive(Clone, Debug)]
 pub struct PlannedHop {
     pub want: HopWant,
     pub ingress: Vec<Piece>,
     pub egress: Vec<Piece>,
-    pub price: U256,
+    pub prices: BTreeMap<Address, U256>,
 }
 
 /// The part `[start, expiry)` of an offer that a side buys, and its price.
@@ -90,6 +90,12 @@ impl Plan {
     /// Every listing the plan buys from.
     pub fn listing_ids(&self) -> BTreeSet<U256> {
         self.hops.iter().flat_map(|h| h.ingress.iter().chain(&h.egress)).map(|p| p.offer.listing_id).collect()
+    }
+
+    /// The total per payment token (zero: the native currency, listed if anything is paid in it).
+    pub fn totals(&self) -> BTreeMap<Address, U256> {
+        let native = (self.total > U256::ZERO).then_some((Address::ZERO, self.total));
+        native.into_iter().chain(self.token_totals.iter().map(|(t, a)| (*t, *a))).collect()
     }
 
     fn total_of(&self, token: Address) -> U256 {
@@ -144,26 +150,34 @@ fn plan_in_tokens(
             return Err(ClientError::NotTransit { hop: i, isd_as: ia_text(want.isd_as) });
         }
         let side = |interface: u16, is_ingress: bool| {
-            cheapest_chain(&usable, want.isd_as, interface, is_ingress, w).ok_or(ClientError::NoOffer {
+            cheapest_chain(&usable, want.isd_as, interface, is_ingress, w).ok_or_else(|| ClientError::NoOffer {
                 hop: i,
                 isd_as: ia_text(want.isd_as),
                 interface,
                 dir: if is_ingress { "ingress" } else { "egress" },
+                window: w,
+                available: Available::on_side(&usable, want.isd_as, interface, is_ingress, w),
             })
         };
         let (ingress, egress) = (side(want.ingress, true)?, side(want.egress, false)?);
-        let mut price = U256::ZERO;
+        let mut prices = BTreeMap::new();
         for p in ingress.iter().chain(&egress) {
-            price += p.price;
-            if p.offer.payment_token == Address::ZERO {
-                total += p.price;
-            } else {
-                *token_totals.entry(p.offer.payment_token).or_insert(U256::ZERO) += p.price;
+            let token = p.offer.payment_token;
+            add(prices.entry(token).or_insert(U256::ZERO), p.price, token)?;
+            match token {
+                Address::ZERO => add(&mut total, p.price, token)?,
+                _ => add(token_totals.entry(token).or_insert(U256::ZERO), p.price, token)?,
             }
         }
-        hops.push(PlannedHop { want: *want, ingress, egress, price });
+        hops.push(PlannedHop { want: *want, ingress, egress, prices });
     }
     Ok(Plan { hops, start: w.start, expiry: w.expiry, bandwidth: w.bandwidth, total, token_totals })
+}
+
+/// `sum += price`, or the named overflow (the market would revert with `PriceSumOverflow`).
+fn add(sum: &mut U256, price: U256, token: Address) -> Result<(), ClientError> {
+    *sum = sum.checked_add(price).ok_or(ClientError::PriceOverflow { token })?;
+    Ok(())
 }
 
 /// Whether the market can take `bandwidth` off `o` (the piece and any remainder at least the
@@ -218,7 +232,8 @@ fn chain_in(group: &[&Offer], w: Window) -> Option<(Cost, Vec<Piece>)> {
             let mut ids = cost.2.clone();
             ids.push(o.listing_id);
             let price = o.price(t, end, w.bandwidth);
-            let next = (cost.0 + price, cost.1 + 1, ids);
+            // An overflowing chain costs the most; the hop's sum then names the overflow.
+            let next = (cost.0.saturating_add(price), cost.1 + 1, ids);
             if best.get(&end).is_none_or(|(c, _)| next < *c) {
                 let mut chain = chain.clone();
                 chain.push(Piece { offer: (*o).clone(), start: t, expiry: end, price });
@@ -280,6 +295,40 @@ mod tests {
         assert!(matches!(plan_cheapest(&offers, &WANT, w), Err(ClientError::NoOffer { .. })));
         let w = Window { start: 30, expiry: 600, bandwidth: 50 };
         assert!(matches!(plan_cheapest(&offers, &WANT, w), Err(ClientError::NoOffer { .. })));
+    }
+
+    #[test]
+    fn an_uncovered_window_names_what_is_open_on_the_interface() {
+        // Egress: 1 Mbit/s for [0, 600) and [1200, 1800); nothing at 2 Mbit/s, a gap in the middle.
+        let offers = [offer(1, 1, 0, 3600, 5000, 1), offer(2, 2, 0, 600, 1000, 1), offer(3, 2, 1200, 1800, 1000, 1)];
+        let w = Window { start: 0, expiry: 1800, bandwidth: 2000 };
+        let e = plan_cheapest(&offers, &WANT, w).unwrap_err();
+        let ClientError::NoOffer { interface: 2, ref available, .. } = e else { panic!("{e:?}") };
+        assert_eq!(available.pieces.iter().map(|p| p.listing_id).collect::<Vec<_>>(), [U256::from(2), U256::from(3)]);
+        assert_eq!(
+            e.to_string(),
+            "hop 0 (1-ff00:0:110): nothing covers 30 min from 1970-01-01T00:00:00Z at 2 Mbit/s on interface 2 \
+             (egress); open there: 1 Mbit/s from 1970-01-01T00:00:00Z to 1970-01-01T00:10:00Z (listing 2, grid \
+             1 min, min 10 kbit/s); 1 Mbit/s from 1970-01-01T00:20:00Z to 1970-01-01T00:30:00Z (listing 3, grid \
+             1 min, min 10 kbit/s)"
+        );
+        // Far from the window: only the nearest piece before it is named.
+        let w = Window { start: 2400, expiry: 3000, bandwidth: 100 };
+        let ClientError::NoOffer { available, .. } = plan_cheapest(&offers, &WANT, w).unwrap_err() else { panic!() };
+        assert_eq!(available.pieces.iter().map(|p| p.listing_id).collect::<Vec<_>>(), [U256::from(3)]);
+        let none = [offer(1, 1, 0, 3600, 5000, 1)];
+        let e = plan_cheapest(&none, &WANT, w).unwrap_err();
+        assert!(e.to_string().ends_with("interface 2 (egress); nothing is listed there"), "{e}");
+    }
+
+    #[test]
+    fn a_price_sum_past_256_bits_is_a_named_error() {
+        let (top, end) = (u128::MAX, u64::MAX / 60 * 60);
+        let offers = [offer(1, 1, 0, end, u64::MAX, top), offer(2, 2, 0, end, u64::MAX, top)];
+        let w = Window { start: 0, expiry: end, bandwidth: u64::MAX };
+        // Each piece fits (below 2^128 × 2^64 × 2^64), their sum does not.
+        let ClientError::PriceOverflow { token } = plan_cheapest(&offers, &WANT, w).unwrap_err() else { panic!() };
+        assert_eq!(token, Address::ZERO);
     }
 
     proptest! {
