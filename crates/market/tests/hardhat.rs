@@ -41,3 +41,15 @@ fn nothing_is_stranded_on_hardhat_node() {
     let (_node, mut ledger) = HardhatNode::start("stranded");
     common::stranded::scenarios(&mut ledger);
 }
+
+#[test]
+fn revoked_or_expired_ases_sell_nothing_on_hardhat_node() {
+    let (_node, mut ledger) = HardhatNode::start("registry");
+    common::registry::scenarios(&mut ledger);
+}
+
+#[test]
+fn buyers_resell_on_hardhat_node() {
+    let (_node, mut ledger) = HardhatNode::start("resale");
+    common::resale::scenarios(&mut ledger);
+}
