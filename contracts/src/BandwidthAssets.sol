@@ -127,8 +127,11 @@ contract BandwidthAssets {
     error MalformedReservation(uint256 requestId, uint256 length);
     /// @notice reclaim: only the request's requester reclaims.
     error NotRequester(uint256 requestId, address caller);
-    /// @notice reclaim before the request's deadline has passed.
+    /// @notice reclaim before the request's deadline has passed, while its AS is still registered.
     error DeadlineNotPassed(uint256 requestId, uint64 deadline);
+    /// @notice redeem: no account is registered for the assets' ISD-AS (deregistered, revoked
+    /// or its certificate expired): nobody could deliver the reservation.
+    error IssuerNotRegistered(uint64 isdAs);
 
     // ------------------------------------------------------------------ events
 
@@ -392,9 +395,11 @@ contract BandwidthAssets {
         emit ReservationDelivered(requestId, isdAs, r.requester, sealedReservation);
     }
 
-    /// @notice After the deadline of an undelivered request, its requester takes both escrowed
-    /// assets back (to redeem again, resell or let expire). The payment of a market purchase
-    /// stays with the sellers: what was bought is returned, not refunded. Once per request.
+    /// @notice After the deadline of an undelivered request, or as soon as no account is
+    /// registered for its ISD-AS (deregistered, revoked or expired: nobody can deliver it), its
+    /// requester takes both escrowed assets back (to redeem again, resell or let expire). The
+    /// payment of a market purchase stays with the sellers: what was bought is returned, not
+    /// refunded. Once per request.
     function reclaim(uint256 requestId) external {
         RedeemRequest storage r = _requests[requestId];
         RequestStatus status = r.status;
@@ -403,7 +408,9 @@ contract BandwidthAssets {
         address requester = r.requester;
         if (msg.sender != requester) revert NotRequester(requestId, msg.sender);
         uint64 deadline = r.deadline;
-        if (block.timestamp <= deadline) revert DeadlineNotPassed(requestId, deadline);
+        if (block.timestamp <= deadline && registry.accountOf(r.isdAs) != address(0)) {
+            revert DeadlineNotPassed(requestId, deadline);
+        }
 
         r.status = RequestStatus.Reclaimed;
         uint256 ingressId = r.ingressId;
@@ -512,6 +519,7 @@ contract BandwidthAssets {
         ) revert IncompatibleAssets(ingressId, egressId);
         uint64 expiry = i.expiryTime;
         if (expiry <= block.timestamp) revert AssetExpired(ingressId, expiry);
+        if (registry.accountOf(i.isdAs) == address(0)) revert IssuerNotRegistered(i.isdAs);
 
         _move(owner, address(this), ingressId);
         _move(owner, address(this), egressId);

@@ -6,8 +6,9 @@ import {BandwidthAssets} from "./BandwidthAssets.sol";
 import {MarketPayments} from "./MarketPayments.sol";
 
 /// @title Market
-/// @notice Posted-price marketplaces for bandwidth assets (the Hummingbird paper, §4.2, §6):
-/// registered ASes list assets at a price per bandwidth-time unit; buyers take the whole listed
+/// @notice Posted-price marketplaces for bandwidth assets (the Hummingbird paper, §4.2, §5, §6):
+/// ASes list the assets they issued, and any account lists assets it bought (resale), at a
+/// price per bandwidth-time unit; buyers take the whole listed
 /// asset or any sub-rectangle of it (time x bandwidth); a path's pieces are bought and redeemed
 /// atomically, each side of a hop from one or several listings whose pieces are fused.
 /// @dev Price unit: one unit is 1 kbit/s reserved for 1 s (= 1 kbit of reserved capacity);
@@ -21,6 +22,9 @@ import {MarketPayments} from "./MarketPayments.sol";
 /// got A's id) L takes the first remainder; every other remainder gets a new listing id
 /// (event Listed with parentListingId = L). If nothing remains, L is closed (ListingClosed).
 /// Worst case (s > S, e < E, b < B): three splits, three remainders, two new listings.
+///
+/// A piece is sold only while its issuing AS is registered in the registry (its key seals the
+/// reservation); the seller may be that AS or a reseller, who gets no other power over the asset.
 ///
 /// Payment is by pull (MarketPayments): a purchase credits each seller's proceeds in the
 /// market, and sellers withdraw them. No seller code runs during a purchase, so no seller can
@@ -79,7 +83,7 @@ contract Market is MarketPayments {
     uint256 public nextListingId = 1;
 
     mapping(uint64 marketplaceId => Marketplace) private _marketplaces;
-    mapping(uint64 marketplaceId => mapping(address seller => uint64 isdAs)) private _sellers;
+    mapping(uint64 marketplaceId => mapping(address seller => bool)) private _sellers;
     mapping(uint256 listingId => Listing) private _listings;
 
     // ------------------------------------------------------------------ errors
@@ -88,14 +92,18 @@ contract Market is MarketPayments {
     error InvalidPaymentToken(address token);
     /// @notice No marketplace has this id.
     error UnknownMarketplace(uint64 marketplaceId);
-    /// @notice The caller is not a registered AS.
-    error NotRegisteredAs(address account);
     /// @notice The caller is already a seller in this marketplace.
     error AlreadySeller(uint64 marketplaceId, address account);
     /// @notice The caller is not a seller in this marketplace.
     error NotSeller(uint64 marketplaceId, address account);
-    /// @notice The caller does not own the asset it wants to list.
+    /// @notice The caller does not own the asset it wants to list (or there is no such asset;
+    /// an asset in a redeem request is owned by the asset contract).
     error NotAssetOwner(uint256 assetId, address caller);
+    /// @notice createListing: the asset has expired (the asset contract's error of the same name).
+    error AssetExpired(uint256 id, uint64 expiryTime);
+    /// @notice No account is registered for the ISD-AS that issued the listed asset (deregistered,
+    /// revoked or its certificate expired): nobody could deliver its reservation, so it is not sold.
+    error IssuerNotRegistered(uint256 listingId, uint64 isdAs);
     /// @notice The market is not approved to take the asset (approve or setApprovalForAll first).
     error MarketNotApproved(uint256 assetId);
     /// @notice No listing has this id (never existed, sold out or delisted).
@@ -125,8 +133,8 @@ contract Market is MarketPayments {
 
     /// @notice A marketplace was created.
     event MarketplaceCreated(uint64 indexed marketplaceId, address indexed paymentToken, address indexed creator);
-    /// @notice A registered AS became a seller in a marketplace.
-    event SellerRegistered(uint64 indexed marketplaceId, address indexed seller, uint64 indexed isdAs);
+    /// @notice An account became a seller in a marketplace (an AS, or a reseller of assets it bought).
+    event SellerRegistered(uint64 indexed marketplaceId, address indexed seller);
     /// @notice An asset is listed (parentListingId != 0: a remainder of a purchase from that listing).
     event Listed(
         uint256 indexed listingId,
@@ -179,20 +187,21 @@ contract Market is MarketPayments {
         emit MarketplaceCreated(marketplaceId, paymentToken, msg.sender);
     }
 
-    /// @notice Become a seller in a marketplace. The caller must be a registered AS.
+    /// @notice Become a seller in a marketplace. Any account may: an AS sells what it issued, a
+    /// buyer resells what it bought (the Hummingbird paper, §5: a buyer's opportunity cost is to
+    /// resell). What is sold is checked per asset: owned by the seller at listing, issued by an
+    /// AS still registered at purchase.
     function registerSeller(uint64 marketplaceId) external {
         _marketplace(marketplaceId);
-        uint64 isdAs = registry.asOf(msg.sender);
-        if (isdAs == 0) revert NotRegisteredAs(msg.sender);
-        if (_sellers[marketplaceId][msg.sender] != 0) revert AlreadySeller(marketplaceId, msg.sender);
-        _sellers[marketplaceId][msg.sender] = isdAs;
-        emit SellerRegistered(marketplaceId, msg.sender, isdAs);
+        if (_sellers[marketplaceId][msg.sender]) revert AlreadySeller(marketplaceId, msg.sender);
+        _sellers[marketplaceId][msg.sender] = true;
+        emit SellerRegistered(marketplaceId, msg.sender);
     }
 
     // ------------------------------------------------------------------ listings
 
-    /// @notice List an asset the caller owns; the market takes it into escrow. The caller must be
-    /// a seller of the marketplace and have approved the market for the asset.
+    /// @notice List an asset the caller owns (not expired); the market takes it into escrow. The
+    /// caller must be a seller of the marketplace and have approved the market for the asset.
     /// @param pricePerUnit Price per kbit/s x s in the marketplace's payment token.
     /// @return listingId The new listing's id.
     function createListing(uint64 marketplaceId, uint256 assetId, uint128 pricePerUnit)
@@ -201,8 +210,10 @@ contract Market is MarketPayments {
         returns (uint256 listingId)
     {
         _marketplace(marketplaceId);
-        if (_sellers[marketplaceId][msg.sender] == 0) revert NotSeller(marketplaceId, msg.sender);
-        if (assets.ownerOf(assetId) != msg.sender) revert NotAssetOwner(assetId, msg.sender);
+        if (!_sellers[marketplaceId][msg.sender]) revert NotSeller(marketplaceId, msg.sender);
+        BandwidthAssets.Asset memory a = assets.assetOf(assetId);
+        if (a.owner != msg.sender) revert NotAssetOwner(assetId, msg.sender);
+        if (a.expiryTime <= block.timestamp) revert AssetExpired(assetId, a.expiryTime);
         if (assets.getApproved(assetId) != address(this) && !assets.isApprovedForAll(msg.sender, address(this))) {
             revert MarketNotApproved(assetId);
         }
@@ -344,8 +355,8 @@ contract Market is MarketPayments {
         return _marketplaces[marketplaceId];
     }
 
-    /// @notice The ISD-AS `account` registered as seller with in `marketplaceId` (0: not a seller).
-    function sellerAs(uint64 marketplaceId, address account) external view returns (uint64) {
+    /// @notice Whether `account` is a seller in `marketplaceId`.
+    function isSeller(uint64 marketplaceId, address account) external view returns (bool) {
         return _sellers[marketplaceId][account];
     }
 
@@ -457,6 +468,7 @@ contract Market is MarketPayments {
     ) private returns (uint256 piece, uint256 restListing, uint256 restAsset) {
         uint256 assetId = l.assetId;
         if (a.expiryTime <= block.timestamp) revert ListingExpired(listingId, a.expiryTime);
+        if (registry.accountOf(a.isdAs) == address(0)) revert IssuerNotRegistered(listingId, a.isdAs);
         if (start >= expiry || start < a.startTime || expiry > a.expiryTime || bandwidth == 0 || bandwidth > a.bandwidth)
         {
             revert OutsideListing(listingId, start, expiry, bandwidth);

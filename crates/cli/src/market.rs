@@ -1,6 +1,6 @@
 //! `aviary market`: the buyer's commands (list offers, plan and buy reservations for a path,
-//! resume waiting for them, list the requests and reclaim the undelivered ones) and the
-//! seller's withdrawal.
+//! resume waiting for them, list the requests and reclaim the undelivered ones, list the
+//! assets it owns and resell them) and the seller's delisting and withdrawal.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -75,7 +75,8 @@ impl Chain {
 #[derive(Subcommand)]
 pub enum MarketCommand {
     /// Every open listing, cheapest first: AS, interface, direction, start (UTC) and duration,
-    /// time grid, bandwidth, minimum piece, price per Mbit/s·s in the token's units, marketplace.
+    /// time grid, bandwidth, minimum piece, price per Mbit/s·s in the token's units, marketplace
+    /// and who sells (the issuing AS, or a reseller of what it bought).
     Offers {
         #[command(flatten)]
         chain: Chain,
@@ -146,6 +147,31 @@ pub enum MarketCommand {
     Reclaim {
         #[command(flatten)]
         chain: Chain,
+    },
+    /// The assets the account owns (bought and not redeemed, or reclaimed): what it can resell.
+    Assets {
+        #[command(flatten)]
+        chain: Chain,
+    },
+    /// Resell an asset the account owns on the deployment's marketplace (the account becomes
+    /// a seller there if it is not one). It is sold like the issuer's listings, by the piece;
+    /// the issuing AS still delivers the reservation.
+    Sell {
+        #[command(flatten)]
+        chain: Chain,
+        /// The asset (see `aviary market assets`).
+        #[arg(long)]
+        asset: aviary_market::U256,
+        /// Price per kbit/s × s, in wei.
+        #[arg(long)]
+        price_per_unit: u128,
+    },
+    /// Close one of the account's listings: the market gives the rest of its asset back.
+    Delist {
+        #[command(flatten)]
+        chain: Chain,
+        #[arg(long)]
+        listing: aviary_market::U256,
     },
     /// A seller's proceeds: the market credits each sale to the seller, who withdraws them
     /// (native currency and the given ERC-20 tokens) to its account (`--account-key`: the AS's).
@@ -331,6 +357,43 @@ pub fn run(cmd: MarketCommand) -> Result<()> {
             }
             let now = ledger.pending_timestamp()?;
             println!("{reclaimed} request(s) reclaimed (chain time {now})");
+        }
+        MarketCommand::Assets { chain } => {
+            let (ledger, dep, account) = chain.open()?;
+            let account = account.context("--account-key (or --run) is needed: whose assets")?;
+            let now = ledger.pending_timestamp()?;
+            println!(
+                "{:>8} {:<16} {:>5} {:<8} {:>10} {:>10} {:>10} {:>8}",
+                "asset", "ISD-AS", "if", "dir", "start", "expiry", "kbit/s", "state"
+            );
+            for (id, a) in client::owned_assets(&*ledger, &dep.deployment(), account.address())? {
+                println!(
+                    "{:>8} {:<16} {:>5} {:<8} {:>10} {:>10} {:>10} {:>8}",
+                    id.to_string(),
+                    ia(a.isdAs),
+                    a.interfaceId,
+                    if a.isIngress { "ingress" } else { "egress" },
+                    a.startTime,
+                    a.expiryTime,
+                    a.bandwidth,
+                    if a.expiryTime > now { "live" } else { "expired" }
+                );
+            }
+        }
+        MarketCommand::Sell { chain, asset, price_per_unit } => {
+            let (mut ledger, dep, account) = chain.open()?;
+            let account = account.context("--account-key (or --run) is needed: the asset's owner sells")?;
+            let listing =
+                client::list_asset(&mut *ledger, &dep.deployment(), &account, dep.marketplace, asset, price_per_unit)?;
+            println!("asset {asset} listed as {listing} at {price_per_unit} wei per kbit/s × s");
+        }
+        MarketCommand::Delist { chain, listing } => {
+            let (mut ledger, dep, account) = chain.open()?;
+            let account = account.context("--account-key (or --run) is needed: the listing's seller delists")?;
+            let d = dep.deployment();
+            let asset = d.listing_of(&*ledger, listing)?.assetId;
+            d.delist(&mut *ledger, &account, listing)?;
+            println!("listing {listing} closed; asset {asset} is the seller's again");
         }
         MarketCommand::Withdraw { chain, token, dry_run } => {
             let (mut ledger, dep, account) = chain.open()?;

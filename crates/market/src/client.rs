@@ -2,7 +2,7 @@
 //! of a path, plan the cheapest purchase the buyer can pay ([`plan`]), buy and redeem every hop
 //! in one transaction (re-planning without a listing that made it revert), wait for the ASes to
 //! deliver by the requests' deadline, open the sealed reservations, and take back the assets
-//! of requests an AS left undelivered ([`delivery`]).
+//! of requests an AS left undelivered ([`delivery`]); and resell what was bought ([`resale`]).
 //!
 //! A hop is one AS with its ingress and egress interface in the direction of travel; it needs
 //! an ingress asset of the first and an egress asset of the second, each covering the wanted
@@ -25,10 +25,12 @@ pub mod plan;
 pub mod view;
 pub mod window;
 pub use available::{Available, OpenPiece};
+pub mod resale;
 pub use delivery::{
     await_deliveries, await_outcomes, find_requests, reclaim_expired, request_state, Outcome, RequestState,
 };
 pub use plan::{plan_affordable, plan_cheapest, Funds, Piece, Plan, PlannedHop, Window};
+pub use resale::{list_asset, owned_assets};
 pub use view::{TokenBook, TokenInfo};
 pub use window::{check_window, next_grid_point, window};
 
@@ -59,8 +61,11 @@ pub struct Offer {
     pub asset: Asset,
     pub payment_token: Address,
     /// Whether an account is registered for the asset's ISD-AS: without one, nobody would
-    /// deliver the reservation, so the planner skips the offer.
+    /// deliver the reservation (and the market refuses to sell it), so the planner skips the offer.
     pub issuer_registered: bool,
+    /// Whether the seller is not the issuing AS's account: a buyer reselling what it bought.
+    /// The planner treats it like any offer (the issuer delivers either way).
+    pub resale: bool,
 }
 
 impl Offer {
@@ -132,7 +137,7 @@ pub fn open_offers<L: Ledger + ?Sized>(l: &L, d: &Deployment) -> Result<Vec<Offe
     let next = d.next_listing_id(l)?;
     let now = l.pending_timestamp()?;
     let mut out = Vec::new();
-    let mut registered = BTreeMap::new();
+    let mut issuers = BTreeMap::new();
     let mut id = U256::from(1);
     while id < next {
         let listing = d.listing_of(l, id)?;
@@ -142,11 +147,13 @@ pub fn open_offers<L: Ledger + ?Sized>(l: &L, d: &Deployment) -> Result<Vec<Offe
         };
         if let Some(asset) = asset {
             let (_, payment_token) = d.quote(l, id, asset.startTime, asset.expiryTime, asset.bandwidth)?;
-            let issuer_registered = match registered.get(&asset.isdAs) {
-                Some(r) => *r,
-                None => *registered.entry(asset.isdAs).or_insert(d.account_of(l, asset.isdAs)? != Address::ZERO),
+            let issuer = match issuers.get(&asset.isdAs) {
+                Some(a) => *a,
+                None => *issuers.entry(asset.isdAs).or_insert(d.account_of(l, asset.isdAs)?),
             };
-            out.push(Offer { listing_id: id, listing, asset, payment_token, issuer_registered });
+            let issuer_registered = issuer != Address::ZERO;
+            let resale = listing.seller != issuer;
+            out.push(Offer { listing_id: id, listing, asset, payment_token, issuer_registered, resale });
         }
         id += U256::from(1);
     }

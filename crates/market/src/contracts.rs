@@ -10,7 +10,7 @@ use alloy_primitives::{Address, Bytes, B256, U256};
 use alloy_sol_types::{SolCall, SolConstructor, SolEvent};
 
 use crate::bindings::{AsRegistry, BandwidthAssets, Market, TestToken};
-use crate::registration::{public_key_xy, P256Signature, Registration, P256_VERIFIER};
+use crate::registration::{public_key_xy, Certificate, Registration, P256_VERIFIER};
 use crate::{Account, Ledger, LedgerError, Receipt, Submitted};
 
 pub use BandwidthAssets::{Asset, RedeemRequest};
@@ -182,7 +182,7 @@ impl Deployment {
         &self,
         l: &L,
         isd_as: u64,
-        certificate: P256Signature,
+        certificate: Certificate,
         as_key: &p256::ecdsa::SigningKey,
         account: Address,
     ) -> Result<Registration, LedgerError> {
@@ -205,9 +205,36 @@ impl Deployment {
         transact(l, from, self.registry, &AsRegistry::deregisterCall {}, U256::ZERO)
     }
 
-    /// Revoke the registration of `isd_as` (registry owner only).
+    /// Revoke the certificate the registration of `isd_as` uses (registry owner only): the
+    /// registration ends and that certificate cannot be registered again.
     pub fn revoke<L: Ledger + ?Sized>(&self, l: &mut L, owner: &Account, isd_as: u64) -> Result<Receipt, LedgerError> {
         transact(l, owner, self.registry, &AsRegistry::revokeCall { isdAs: isd_as }, U256::ZERO)
+    }
+
+    /// Revoke `certificate` of `as_key` for `isd_as`, registered or not (registry owner only).
+    pub fn revoke_certificate<L: Ledger + ?Sized>(
+        &self,
+        l: &mut L,
+        owner: &Account,
+        isd_as: u64,
+        as_key: &p256::ecdsa::VerifyingKey,
+        certificate: &Certificate,
+    ) -> Result<Receipt, LedgerError> {
+        let (x, y) = public_key_xy(as_key);
+        let call =
+            AsRegistry::revokeCertificateCall { isdAs: isd_as, asKeyX: x, asKeyY: y, notAfter: certificate.not_after };
+        transact(l, owner, self.registry, &call, U256::ZERO)
+    }
+
+    /// Whether the registry owner revoked the certificate with `digest`.
+    pub fn is_revoked<L: Ledger + ?Sized>(&self, l: &L, digest: B256) -> Result<bool, LedgerError> {
+        view(l, self.registry, &AsRegistry::isRevokedCall { digest })
+    }
+
+    /// The digest and expiry of the certificate `isd_as` is registered with (zeros: none).
+    pub fn certificate_of<L: Ledger + ?Sized>(&self, l: &L, isd_as: u64) -> Result<(B256, u64), LedgerError> {
+        let c = view(l, self.registry, &AsRegistry::certificateOfCall { isdAs: isd_as })?;
+        Ok((c.digest, c.notAfter))
     }
 
     /// The AS key registered for `isd_as` (zeros: none).
@@ -228,9 +255,11 @@ impl Deployment {
         l: &L,
         isd_as: u64,
         as_key: &p256::ecdsa::VerifyingKey,
+        not_after: u64,
     ) -> Result<B256, LedgerError> {
         let (x, y) = public_key_xy(as_key);
-        view(l, self.registry, &AsRegistry::certificateDigestCall { isdAs: isd_as, asKeyX: x, asKeyY: y })
+        let call = AsRegistry::certificateDigestCall { isdAs: isd_as, asKeyX: x, asKeyY: y, notAfter: not_after };
+        view(l, self.registry, &call)
     }
 
     /// The nonce the next proof of possession of `account` signs.

@@ -1,6 +1,7 @@
 //! P-256 keys and signatures for AS registration (contracts/src/AsRegistry.sol).
 //!
-//! An ISD root certifies an AS key by signing `certificate_digest(isdAs, asKey)`; the AS proves
+//! An ISD root certifies an AS key until an expiry by signing `certificate_digest(isdAs, asKey,
+//! notAfter)`; the AS proves
 //! possession of its key for one account by signing `registration_digest(registry, chainid,
 //! account, nonce)`. Both digests are SHA-256 of `abi.encodePacked(...)`, computed here exactly
 //! as the contract does, so a registration can be prepared without a call to the chain except
@@ -53,14 +54,15 @@ pub fn sign_digest(key: &SigningKey, digest: B256) -> P256Signature {
     P256Signature { r: B256::from_slice(&r), s: B256::from_slice(&s) }
 }
 
-/// `sha256("aviary-as-cert-v1" | isdAs (8) | asKeyX (32) | asKeyY (32))`.
-pub fn certificate_digest(isd_as: u64, as_key: &VerifyingKey) -> B256 {
+/// `sha256("aviary-as-cert-v2" | isdAs (8) | asKeyX (32) | asKeyY (32) | notAfter (8))`.
+pub fn certificate_digest(isd_as: u64, as_key: &VerifyingKey, not_after: u64) -> B256 {
     let (x, y) = public_key_xy(as_key);
     let mut h = Sha256::new();
-    h.update(b"aviary-as-cert-v1");
+    h.update(b"aviary-as-cert-v2");
     h.update(isd_as.to_be_bytes());
     h.update(x);
     h.update(y);
+    h.update(not_after.to_be_bytes());
     B256::from_slice(&h.finalize())
 }
 
@@ -75,9 +77,18 @@ pub fn registration_digest(registry: Address, chain_id: u64, account: Address, n
     B256::from_slice(&h.finalize())
 }
 
-/// The ISD root's certificate of `as_key` for `isd_as`.
-pub fn certify(root: &SigningKey, isd_as: u64, as_key: &VerifyingKey) -> P256Signature {
-    sign_digest(root, certificate_digest(isd_as, as_key))
+/// An ISD root's certificate of an AS key: valid until `not_after` (Unix s, exclusive; the
+/// registry treats the registration as ended from then on), and the root's signature over
+/// [`certificate_digest`] (JSON `{"not_after": …, "signature": {"r": …, "s": …}}` in files).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Certificate {
+    pub not_after: u64,
+    pub signature: P256Signature,
+}
+
+/// The ISD root's certificate of `as_key` for `isd_as`, valid until `not_after`.
+pub fn certify(root: &SigningKey, isd_as: u64, as_key: &VerifyingKey, not_after: u64) -> Certificate {
+    Certificate { not_after, signature: sign_digest(root, certificate_digest(isd_as, as_key, not_after)) }
 }
 
 /// The arguments of `AsRegistry.register`.
@@ -87,8 +98,8 @@ pub struct Registration {
     pub isd_as: u64,
     /// The AS public key.
     pub as_key: (B256, B256),
-    /// The ISD root's signature over the certificate digest.
-    pub certificate: P256Signature,
+    /// The ISD root's certificate (expiry and signature).
+    pub certificate: Certificate,
     /// The AS key's signature over the registration digest (proof of possession).
     pub proof: P256Signature,
 }
@@ -98,7 +109,7 @@ impl Registration {
     /// `registrationNonce`) on the registry `registry` of chain `chain_id`.
     pub fn new(
         isd_as: u64,
-        certificate: P256Signature,
+        certificate: Certificate,
         as_key: &SigningKey,
         registry: Address,
         chain_id: u64,
@@ -115,8 +126,9 @@ impl Registration {
             isdAs: self.isd_as,
             asKeyX: self.as_key.0,
             asKeyY: self.as_key.1,
-            certR: self.certificate.r,
-            certS: self.certificate.s,
+            notAfter: self.certificate.not_after,
+            certR: self.certificate.signature.r,
+            certS: self.certificate.signature.s,
             popR: self.proof.r,
             popS: self.proof.s,
         }
@@ -132,9 +144,9 @@ mod tests {
     fn signatures_verify_over_the_digest() {
         let root = p256_key_from_seed(b"root");
         let as_key = p256_key_from_seed(b"as");
-        let cert = certify(&root, 0x0001_0000_0000_0110, as_key.verifying_key());
-        let sig = Signature::from_scalars(cert.r.0, cert.s.0).unwrap();
-        let digest = certificate_digest(0x0001_0000_0000_0110, as_key.verifying_key());
+        let cert = certify(&root, 0x0001_0000_0000_0110, as_key.verifying_key(), 1 << 40);
+        let sig = Signature::from_scalars(cert.signature.r.0, cert.signature.s.0).unwrap();
+        let digest = certificate_digest(0x0001_0000_0000_0110, as_key.verifying_key(), 1 << 40);
         root.verifying_key().verify_prehash(digest.as_slice(), &sig).unwrap();
         assert!(as_key.verifying_key().verify_prehash(digest.as_slice(), &sig).is_err());
     }

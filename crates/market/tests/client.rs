@@ -34,7 +34,15 @@ fn cheapest_plan_is_bought_atomically_and_opened_by_the_buyer() {
     let root = p256_key_from_seed(b"root");
     let as_key = p256_key_from_seed(b"as");
     d.set_isd_root(&mut l, owner, 1, root.verifying_key()).unwrap();
-    let reg = d.registration(&l, IA, certify(&root, IA, as_key.verifying_key()), &as_key, as_acct.address()).unwrap();
+    let reg = d
+        .registration(
+            &l,
+            IA,
+            certify(&root, IA, as_key.verifying_key(), l.block_timestamp().unwrap() + 86_400 * 30),
+            &as_key,
+            as_acct.address(),
+        )
+        .unwrap();
     d.register(&mut l, as_acct, &reg).unwrap();
     let native = d.create_marketplace(&mut l, owner, Address::ZERO).unwrap();
     let tok = deploy_test_token(&mut l, owner, "Bandwidth Dollar", "BWD").unwrap();

@@ -49,7 +49,15 @@ fn fixture(now: u64) -> Fixture {
     let root = p256_key_from_seed(b"root");
     let key = p256_key_from_seed(b"as");
     d.set_isd_root(&mut l, &owner, 1, root.verifying_key()).unwrap();
-    let reg = d.registration(&l, IA, certify(&root, IA, key.verifying_key()), &key, seller.address()).unwrap();
+    let reg = d
+        .registration(
+            &l,
+            IA,
+            certify(&root, IA, key.verifying_key(), l.block_timestamp().unwrap() + 86_400 * 30),
+            &key,
+            seller.address(),
+        )
+        .unwrap();
     d.register(&mut l, &seller, &reg).unwrap();
     let native = d.create_marketplace(&mut l, &owner, Address::ZERO).unwrap();
     d.register_seller(&mut l, &seller, native).unwrap();

@@ -36,6 +36,18 @@ fn sums_do_not_overflow_on_embedded_ledger() {
 }
 
 #[test]
+fn revoked_or_expired_ases_sell_nothing_on_embedded_ledger() {
+    let mut ledger = EmbeddedLedger::in_memory();
+    common::registry::scenarios(&mut ledger);
+}
+
+#[test]
+fn buyers_resell_on_embedded_ledger() {
+    let mut ledger = EmbeddedLedger::in_memory();
+    common::resale::scenarios(&mut ledger);
+}
+
+#[test]
 fn state_survives_reopening_the_data_directory() {
     let dir = fresh_dir("embedded-reopen");
     let mut ledger = EmbeddedLedger::open(&dir).unwrap();

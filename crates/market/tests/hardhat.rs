@@ -47,3 +47,15 @@ fn sums_do_not_overflow_on_hardhat_node() {
     let (_node, mut ledger) = HardhatNode::start("overflow");
     common::overflow::scenarios(&mut ledger);
 }
+
+#[test]
+fn revoked_or_expired_ases_sell_nothing_on_hardhat_node() {
+    let (_node, mut ledger) = HardhatNode::start("registry");
+    common::registry::scenarios(&mut ledger);
+}
+
+#[test]
+fn buyers_resell_on_hardhat_node() {
+    let (_node, mut ledger) = HardhatNode::start("resale");
+    common::resale::scenarios(&mut ledger);
+}

@@ -44,7 +44,15 @@ fn base() -> &'static Base {
         let mut issued = BTreeMap::new();
         for (acct, ia) in [(&a[1], IA1), (&a[2], IA2)] {
             let key = p256_key_from_seed(&ia.to_be_bytes());
-            let reg = dep.registration(&l, ia, certify(&root, ia, key.verifying_key()), &key, acct.address()).unwrap();
+            let reg = dep
+                .registration(
+                    &l,
+                    ia,
+                    certify(&root, ia, key.verifying_key(), l.block_timestamp().unwrap() + 86_400 * 30),
+                    &key,
+                    acct.address(),
+                )
+                .unwrap();
             dep.register(&mut l, acct, &reg).unwrap();
             dep.register_seller(&mut l, acct, marketplace).unwrap();
             dep.set_approval_for_all(&mut l, acct, dep.market, true).unwrap();

@@ -440,6 +440,9 @@ pub(super) fn gas_from_fee(fee: U256) -> Result<u64> {
     Ok((fee / price).try_into()?)
 }
 
+/// How long the AS certificates of the gas world last (a year).
+const CERTIFICATE_VALIDITY_S: u64 = 365 * 24 * 3600;
+
 /// The seed of ISD 1's root key.
 const ROOT_SEED: &[u8] = b"aviary lab gas: ISD 1 root";
 
@@ -447,7 +450,8 @@ const ROOT_SEED: &[u8] = b"aviary lab gas: ISD 1 root";
 fn register(l: &mut EmbeddedLedger, dep: &Deployment, account: &Account, ia: u64) -> Result<Receipt> {
     let root = &p256_key_from_seed(ROOT_SEED);
     let as_key = p256_key_from_seed(format!("aviary lab gas: AS {ia:#x}").as_bytes());
-    let cert = certify(root, ia, as_key.verifying_key());
+    let not_after = l.block_timestamp()? + CERTIFICATE_VALIDITY_S;
+    let cert = certify(root, ia, as_key.verifying_key(), not_after);
     let reg: Registration = dep.registration(l, ia, cert, &as_key, account.address())?;
     Ok(dep.register(l, account, &reg)?)
 }

@@ -170,8 +170,10 @@ pub fn find_requests<L: Ledger + ?Sized>(
     Ok(out)
 }
 
-/// Reclaims the assets of every one of `requests` whose deadline passed undelivered; returns
-/// the requests reclaimed. The others are left alone.
+/// Reclaims the assets of every one of `requests` whose deadline passed undelivered, or that
+/// is pending for an ISD-AS nobody is registered for any more (deregistered, revoked or its
+/// certificate expired: nobody can deliver it, and the asset contract lets the buyer reclaim
+/// at once); returns the requests reclaimed. The others are left alone.
 pub fn reclaim_expired<L: Ledger + ?Sized>(
     l: &mut L,
     d: &Deployment,
@@ -181,7 +183,9 @@ pub fn reclaim_expired<L: Ledger + ?Sized>(
     let now = l.pending_timestamp()?;
     let mut reclaimed = Vec::new();
     for id in requests {
-        if matches!(request_state(&d.request_of(l, *id)?, now), RequestState::Expired { .. }) {
+        let req = d.request_of(l, *id)?;
+        let orphaned = req.status == request_status::PENDING && d.account_of(l, req.isdAs)? == Address::ZERO;
+        if orphaned || matches!(request_state(&req, now), RequestState::Expired { .. }) {
             d.reclaim(l, requester, *id)?;
             reclaimed.push(*id);
         }

@@ -275,6 +275,7 @@ mod tests {
             },
             payment_token: Address::ZERO,
             issuer_registered: true,
+            resale: false,
         }
     }
 

@@ -123,9 +123,11 @@ pub struct OfferRow {
     /// The posted price per Mbit/s reserved for one second, in the token's units.
     pub price_per_mbps_s: String,
     pub marketplace: String,
+    /// `AS` when the issuing AS sells, `resale` when an account resells what it bought.
+    pub seller: &'static str,
 }
 
-const HEADER: [&str; 11] = [
+const HEADER: [&str; 12] = [
     "listing",
     "ISD-AS",
     "if",
@@ -137,10 +139,11 @@ const HEADER: [&str; 11] = [
     "min",
     "price per Mbit/s·s",
     "market",
+    "seller",
 ];
 
 impl OfferRow {
-    fn cells(&self) -> [&str; 11] {
+    fn cells(&self) -> [&str; 12] {
         [
             &self.listing,
             &self.isd_as,
@@ -153,6 +156,7 @@ impl OfferRow {
             &self.min_bandwidth,
             &self.price_per_mbps_s,
             &self.marketplace,
+            self.seller,
         ]
     }
 }
@@ -179,6 +183,7 @@ pub fn offer_rows(offers: &[Offer], tokens: &TokenBook, now: u64) -> Vec<OfferRo
                 min_bandwidth: format_bandwidth(a.minBandwidth.into()),
                 price_per_mbps_s: format_amount(per_mbps_s, &token),
                 marketplace: format!("{} ({})", o.listing.marketplaceId, token.symbol),
+                seller: if o.resale { "resale" } else { "AS" },
             }
         })
         .collect()

@@ -170,9 +170,14 @@ impl Deployment {
         view(l, self.market, &Market::marketplaceOfCall { marketplaceId: id })
     }
 
-    /// The ISD-AS `account` sells as in `marketplace` (0: not a seller).
-    pub fn seller_as<L: Ledger + ?Sized>(&self, l: &L, marketplace: u64, account: Address) -> Result<u64, LedgerError> {
-        view(l, self.market, &Market::sellerAsCall { marketplaceId: marketplace, account })
+    /// Whether `account` is a seller in `marketplace` (an AS or a reseller).
+    pub fn is_seller<L: Ledger + ?Sized>(
+        &self,
+        l: &L,
+        marketplace: u64,
+        account: Address,
+    ) -> Result<bool, LedgerError> {
+        view(l, self.market, &Market::isSellerCall { marketplaceId: marketplace, account })
     }
 
     /// The id the next listing gets.

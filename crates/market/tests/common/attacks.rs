@@ -8,7 +8,7 @@ use aviary_market::contracts::{deploy_test_token, events, token, PathPurchase, P
 use aviary_market::registration::{certify, p256_key_from_seed};
 use aviary_market::{Account, Address, AssetSpec, Bytes, Deployment, Ledger, B256, U256};
 
-use super::{expect_revert, GRAN, IA1, IA2, WINDOW};
+use super::{cert_expiry, expect_revert, GRAN, IA1, IA2, WINDOW};
 
 /// 1-ff00:0:112: the refusing seller's AS.
 const IA3: u64 = (1 << 48) | 0xff00_0000_0112;
@@ -47,7 +47,9 @@ pub(super) fn setup<L: Ledger>(l: &mut L) -> Fixture {
     let mp = dep.create_marketplace(l, &owner, Address::ZERO).unwrap();
     for (acct, ia) in [(&as1, IA1), (&as2, IA2)] {
         let key = p256_key_from_seed(&ia.to_be_bytes());
-        let reg = dep.registration(l, ia, certify(&root, ia, key.verifying_key()), &key, acct.address()).unwrap();
+        let reg = dep
+            .registration(l, ia, certify(&root, ia, key.verifying_key(), cert_expiry(l)), &key, acct.address())
+            .unwrap();
         dep.register(l, acct, &reg).unwrap();
         dep.register_seller(l, acct, mp).unwrap();
         dep.set_approval_for_all(l, acct, dep.market, true).unwrap();
@@ -234,7 +236,8 @@ fn seller_refusing_payment<L: Ledger>(l: &mut L) {
     };
     let root = p256_key_from_seed(b"isd 1 root");
     let key = p256_key_from_seed(b"refusing AS");
-    let reg = f.dep.registration(l, IA3, certify(&root, IA3, key.verifying_key()), &key, refuser).unwrap();
+    let reg =
+        f.dep.registration(l, IA3, certify(&root, IA3, key.verifying_key(), cert_expiry(l)), &key, refuser).unwrap();
     exec(l, f.dep.registry, reg.call().abi_encode()).unwrap();
     exec(l, f.dep.market, Market::registerSellerCall { marketplaceId: f.mp }.abi_encode()).unwrap();
     let approve = BandwidthAssets::setApprovalForAllCall { operator: f.dep.market, approved: true };

@@ -18,7 +18,7 @@ use std::time::Duration;
 use anyhow::Context;
 use aviary_hummingbird::{ReservationService, ServiceState};
 use aviary_market::contracts::AssetSpec;
-use aviary_market::registration::P256Signature;
+use aviary_market::registration::Certificate;
 use aviary_market::{Account, Deployment, Ledger, RpcLedger, SharedLedger};
 use aviary_scion::IsdAsn;
 use serde::{Deserialize, Serialize};
@@ -107,7 +107,8 @@ pub struct AsServiceConfig {
     pub deployment_file: PathBuf,
     /// The AS's ledger account (secp256k1 private key, hex).
     pub account_key_file: PathBuf,
-    /// The AS's P-256 key (hex scalar) and its certificate by the ISD root (JSON `{r, s}`).
+    /// The AS's P-256 key (hex scalar) and its certificate by the ISD root (JSON
+    /// `{"not_after": <Unix s>, "signature": {"r": …, "s": …}}`).
     pub as_key_file: PathBuf,
     pub certificate_file: PathBuf,
     pub state_dir: PathBuf,
@@ -374,7 +375,7 @@ impl AsService {
         if d.as_of(&*self.ledger, me)? != ia {
             let key = p256::ecdsa::SigningKey::from_slice(&read_hex_file(&self.cfg.as_key_file)?)
                 .context("as_key_file: not a P-256 private key")?;
-            let cert: P256Signature = serde_json::from_str(
+            let cert: Certificate = serde_json::from_str(
                 &std::fs::read_to_string(&self.cfg.certificate_file)
                     .with_context(|| format!("cannot read {}", self.cfg.certificate_file.display()))?,
             )
@@ -384,7 +385,7 @@ impl AsService {
             self.count(|s| *s.registrations.entry("registry").or_default() += 1);
             tracing::info!(ia = %self.cfg.ia, account = %me, "registered on the AS registry");
         }
-        if d.seller_as(&*self.ledger, self.deployment.marketplace, me)? != ia {
+        if !d.is_seller(&*self.ledger, self.deployment.marketplace, me)? {
             d.register_seller(&mut *self.ledger, &self.account, self.deployment.marketplace)?;
             d.set_approval_for_all(&mut *self.ledger, &self.account, d.market, true)?;
             self.count(|s| *s.registrations.entry("seller").or_default() += 1);

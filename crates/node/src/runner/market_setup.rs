@@ -1,6 +1,8 @@
 //! The bandwidth market of a run (`aviary run --market`, `aviary demo`): the embedded ledger
-//! in `<run>/market/ledger`, the contracts deployed by the registry owner, a root key per ISD
-//! (the runner plays each ISD's certificate authority), a marketplace paid in the native
+//! in `<run>/market/ledger`, the contracts deployed by the registry owner (an account of its
+//! own, generated for the run: none of the dev accounts, which anyone may use), a root key per
+//! ISD (the runner plays each ISD's certificate authority; certificates last
+//! [`CERTIFICATE_VALIDITY_S`]), a marketplace paid in the native
 //! currency, and per AS a ledger account, an AS key certified by its ISD root and the config
 //! of its AS service, which sells half of each link's capacity in both directions (of the 80%
 //! reservable; the operator's grants have the rest).
@@ -8,6 +10,7 @@
 //! ```text
 //! market/ledger/                 the embedded ledger (shared by the processes, locked per use)
 //! market/deployment.json         contract addresses and the marketplace id
+//! market/registry-owner.key      the registry owner's account (sets ISD roots, revokes certificates)
 //! market/isd-<n>-root.key        ISD root keys (P-256), the CA's secret
 //! market/buyer.key               a funded account for buying (the demo's source)
 //! <isd-as>/as-service.toml       the AS service; account.key, as-p256.key, as-cert.json beside it
@@ -18,7 +21,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use aviary_market::registration::{certify, P256Signature};
+use aviary_market::registration::{certify, Certificate};
 use aviary_market::{Account, Address, Deployment, Ledger, SharedLedger, U256};
 
 use crate::as_service::{AsServiceConfig, DeploymentFile, Direction, LedgerConfig, OfferConfig};
@@ -33,6 +36,9 @@ pub const PRICE_PER_UNIT: u64 = 1_000_000;
 /// Assets: one hour each, on a one-minute grid, two periods on sale.
 pub const PERIOD_S: u64 = 3600;
 pub const GRANULARITY_S: u32 = 60;
+/// How long the AS certificates the runner issues last, from the time the run is set up (a
+/// year; a run set up again re-issues them).
+pub const CERTIFICATE_VALIDITY_S: u64 = 365 * 24 * 3600;
 
 /// The buyers' purchase records, beside the deployment file in a run's market directory.
 pub const PURCHASES_DIR: &str = "purchases";
@@ -104,7 +110,10 @@ impl RunLayout {
         let ledger_dir = dir.join("ledger");
         let deployment_file = dir.join("deployment.json");
         let mut ledger = SharedLedger::open(&ledger_dir)?;
-        let owner = Account::dev(0);
+        let owner = Account::from_private_key(&key_file(&dir.join("registry-owner.key"))?)?;
+        if ledger.balance(owner.address())?.is_zero() {
+            ledger.fund(owner.address(), U256::from(FUNDS))?;
+        }
         let deployment = match DeploymentFile::load(&deployment_file) {
             Ok(d) => d,
             Err(_) => {
@@ -136,7 +145,8 @@ impl RunLayout {
                 ledger.fund(account.address(), U256::from(FUNDS))?;
             }
             let as_key = p256_key(&a.dir.join("as-p256.key"))?;
-            let cert: P256Signature = certify(&roots[&a.ia.isd()], a.ia.to_u64(), as_key.verifying_key());
+            let not_after = ledger.pending_timestamp()? + CERTIFICATE_VALIDITY_S;
+            let cert: Certificate = certify(&roots[&a.ia.isd()], a.ia.to_u64(), as_key.verifying_key(), not_after);
             std::fs::write(a.dir.join("as-cert.json"), serde_json::to_string_pretty(&cert)? + "\n")?;
             let offers = a
                 .router
