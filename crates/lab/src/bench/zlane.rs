@@ -117,7 +117,7 @@ impl GatewayCase {
     pub fn warm_gateway(&self) -> Gateway {
         let mut gw = self.net.gateway(&self.config, t0()).expect("gateway");
         let mut pkts = self.warm_up.clone();
-        let mut verdicts = vec![GatewayVerdict::Unflagged; BATCH];
+        let mut verdicts = [GatewayVerdict::Unflagged; BATCH];
         let now = t0() + self.warm_up.len() as u64 * GAP_NS;
         for chunk in pkts.chunks_mut(BATCH) {
             let mut batch: Vec<&mut [u8]> = chunk.iter_mut().map(|p| p.as_mut_slice()).collect();
