@@ -19,7 +19,7 @@ use serde::Serialize;
 
 mod glwp;
 mod pathval;
-mod zlane;
+pub mod zlane;
 
 /// Batch size of the batched rows.
 pub const BATCH: usize = 32;

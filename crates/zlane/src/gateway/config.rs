@@ -22,6 +22,7 @@
 //! entry has no rate: all of its traffic is over-rate. A host in several prefixes belongs to
 //! the longest.
 
+use std::collections::HashSet;
 use std::fmt;
 use std::net::IpAddr;
 use std::str::FromStr;
@@ -206,9 +207,11 @@ impl GatewayConfig {
             return Err(GatewayConfigError::ZeroBurst);
         }
         let mut prefixes: Vec<Prefix> = Vec::with_capacity(self.hosts.len());
+        // A set, not a scan of `prefixes`: an AS may list tens of thousands of hosts.
+        let mut seen = HashSet::with_capacity(self.hosts.len());
         for (index, h) in self.hosts.iter().enumerate() {
             let p: Prefix = h.prefix.parse().map_err(|reason| GatewayConfigError::BadPrefix { index, reason })?;
-            if prefixes.contains(&p) {
+            if !seen.insert(p) {
                 return Err(GatewayConfigError::DuplicatePrefix { index, prefix: p });
             }
             if let Some(bps) = h.rate_bps.filter(|b| Rate::from_bps(*b).is_err()) {

@@ -8,6 +8,13 @@
 //!
 //! The keys are the Level-1 keys `K_{A_i→A_0}` that each AS A_i issued to the gateway's AS
 //! A_0, expanded once ([`GatewayKey`]).
+//!
+//! Which AS owns each hop field depends only on the source and the hop fields' egress
+//! interfaces, and a gateway's packets follow few paths, so walks are remembered (a bounded
+//! direct-mapped table keyed by that sequence): a remembered path costs one hash of its
+//! interfaces instead of a hash lookup per AS. A walk names ASes by their index, and their keys
+//! are read afresh for every packet, so a key that changes (a new DRKey epoch, a key withdrawn)
+//! takes effect at once; a link that changes forgets every walk.
 
 use std::collections::HashMap;
 
@@ -20,13 +27,38 @@ use foldhash::fast::RandomState;
 /// Index of an AS in the table.
 type AsIndex = u32;
 
+/// Walks remembered (few in tests, so that paths share slots).
+const CACHED_WALKS: usize = if cfg!(test) { 8 } else { 1024 };
+/// Hop fields of the longest path whose walk is remembered (longer ones are walked each time).
+const CACHED_HOPS: usize = 16;
+
+/// A remembered walk: the AS of each hop field of the paths leaving `src` through `egress`.
+#[derive(Clone, Copy, Debug, Default)]
+struct Walk {
+    /// Hop fields; 0 for a slot not in use.
+    hops: u8,
+    src: AsIndex,
+    /// The egress interface of each hop field in the direction of travel (the last one's is
+    /// not needed, and 0).
+    egress: [u16; CACHED_HOPS],
+    ases: [AsIndex; CACHED_HOPS],
+}
+
 /// The known ASes, their links and their keys.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct PathKeys {
     index: HashMap<IsdAsn, AsIndex, RandomState>,
     keys: Vec<Option<GatewayKey>>,
     /// (AS, egress interface) → the AS at the other end.
     links: HashMap<(AsIndex, u16), AsIndex, RandomState>,
+    walks: Box<[Walk; CACHED_WALKS]>,
+}
+
+impl Default for PathKeys {
+    fn default() -> Self {
+        let (index, keys, links) = Default::default();
+        Self { index, keys, links, walks: Box::new([Walk::default(); CACHED_WALKS]) }
+    }
 }
 
 /// Why a path's hop fields have no keys.
@@ -54,7 +86,9 @@ impl PathKeys {
     /// The link from `from`'s interface `egress` to `to`.
     pub fn add_link(&mut self, from: IsdAsn, egress: u16, to: IsdAsn) {
         let (f, t) = (self.intern(from), self.intern(to));
-        self.links.insert((f, egress), t);
+        if self.links.insert((f, egress), t) != Some(t) {
+            self.forget_walks();
+        }
     }
 
     /// `K_{ia→A_0}`, replacing the AS's previous key.
@@ -75,29 +109,68 @@ impl PathKeys {
         self.keys.iter().filter(|k| k.is_some()).count()
     }
 
+    fn forget_walks(&mut self) {
+        self.walks.iter_mut().for_each(|w| w.hops = 0);
+    }
+
     /// The key of every hop field of `path` (leaving `src`, at its first hop field) into
     /// `out[..n]`, `n` the path's hop fields.
     pub fn resolve<'a>(
-        &'a self,
+        &'a mut self,
         src: IsdAsn,
         path: &StandardPathView<&[u8]>,
         out: &mut [Option<&'a GatewayKey>; MAX_HOPS],
     ) -> Result<(), PathKeyError> {
+        let mut ases = [0; MAX_HOPS];
+        let n = path.num_hops();
+        self.walk_cached(src, path, &mut ases)?;
+        for (o, at) in out.iter_mut().zip(&ases[..n]) {
+            let key = self.keys[*at as usize].as_ref();
+            *o = Some(key.ok_or_else(|| PathKeyError::NoKey(self.ia_of(*at)))?);
+        }
+        Ok(())
+    }
+
+    /// [`PathKeys::walk`], remembered for paths of up to [`CACHED_HOPS`] hop fields.
+    fn walk_cached(
+        &mut self,
+        src: IsdAsn,
+        path: &StandardPathView<&[u8]>,
+        ases: &mut [AsIndex; MAX_HOPS],
+    ) -> Result<(), PathKeyError> {
+        let n = path.num_hops();
+        let mut egress = [0u16; MAX_HOPS];
+        travel_egresses(path, &mut egress);
+        if n > CACHED_HOPS {
+            return self.walk(src, &egress[..n], ases);
+        }
+        let at = *self.index.get(&src).ok_or(PathKeyError::UnknownLink)?;
+        let egress: [u16; CACHED_HOPS] = egress[..CACHED_HOPS].try_into().expect("CACHED_HOPS ≤ MAX_HOPS");
+        let mut hash = u64::from(at) ^ (n as u64) << 32;
+        for e in &egress[..n] {
+            hash = (hash ^ u64::from(*e)).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
+        }
+        let slot = (hash.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize % CACHED_WALKS;
+        let w = &self.walks[slot];
+        if usize::from(w.hops) == n && w.src == at && w.egress == egress {
+            ases[..n].copy_from_slice(&w.ases[..n]);
+            return Ok(());
+        }
+        self.walk(src, &egress[..n], ases)?;
+        let mut walk = Walk { hops: n as u8, src: at, egress, ases: [0; CACHED_HOPS] };
+        walk.ases.copy_from_slice(&ases[..CACHED_HOPS]);
+        self.walks[slot] = walk;
+        Ok(())
+    }
+
+    /// The AS of every hop field of a path leaving `src` through `egress` (one per hop field)
+    /// into `ases`, walking the links.
+    fn walk(&self, src: IsdAsn, egress: &[u16], ases: &mut [AsIndex; MAX_HOPS]) -> Result<(), PathKeyError> {
         let mut at = *self.index.get(&src).ok_or(PathKeyError::UnknownLink)?;
-        let seg_len = path.meta().seg_len;
-        let mut hop = 0;
-        for (info_index, len) in seg_len.iter().enumerate().take(path.num_info_fields()) {
-            let cons_dir = path.info(info_index).cons_dir;
-            for _ in 0..usize::from(*len) {
-                let key = self.keys[at as usize].as_ref();
-                out[hop] = Some(key.ok_or_else(|| PathKeyError::NoKey(self.ia_of(at)))?);
-                let h = path.hop(hop);
-                let egress = if cons_dir { h.cons_egress } else { h.cons_ingress };
-                let last = hop + 1 == path.num_hops();
-                if egress != 0 && !last {
-                    at = *self.links.get(&(at, egress)).ok_or(PathKeyError::UnknownLink)?;
-                }
-                hop += 1;
+        for (hop, (slot, e)) in ases.iter_mut().zip(egress).enumerate() {
+            *slot = at;
+            if *e != 0 && hop + 1 < egress.len() {
+                at = *self.links.get(&(at, *e)).ok_or(PathKeyError::UnknownLink)?;
             }
         }
         Ok(())
@@ -105,5 +178,145 @@ impl PathKeys {
 
     fn ia_of(&self, at: AsIndex) -> IsdAsn {
         self.index.iter().find(|(_, i)| **i == at).map(|(ia, _)| *ia).expect("interned")
+    }
+}
+
+/// The egress interface of every hop field but the last of `path` in the direction of travel
+/// into `out[..n]` (the last one's is left 0: the walk ends there).
+fn travel_egresses(path: &StandardPathView<&[u8]>, out: &mut [u16; MAX_HOPS]) {
+    let n = path.num_hops();
+    let mut hop = 0;
+    for (info, len) in path.meta().seg_len.iter().enumerate().take(path.num_info_fields()) {
+        let cons_dir = path.info(info).cons_dir;
+        for _ in 0..usize::from(*len) {
+            if hop + 1 < n {
+                out[hop] = path.hop(hop).travel_interfaces(cons_dir).1;
+            }
+            hop += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aviary_scion::wire::path::{HopField, InfoField};
+    use aviary_scion::StandardPath;
+    use proptest::prelude::*;
+
+    fn ia(i: u64) -> IsdAsn {
+        IsdAsn::new(1, 0xff00_0000_0100 + i)
+    }
+
+    fn level1(seed: u8) -> Level1Key {
+        Level1Key::from_bytes([seed; 16])
+    }
+
+    /// A path of segments `(cons_dir, [(cons_ingress, cons_egress)])`, as bytes.
+    fn path_bytes(segments: &[(bool, Vec<(u16, u16)>)]) -> Vec<u8> {
+        let mut seg_len = [0u8; 3];
+        let (mut info, mut hops) = (Vec::new(), Vec::new());
+        for (s, (cons_dir, hs)) in segments.iter().enumerate() {
+            seg_len[s] = hs.len() as u8;
+            info.push(InfoField { peering: false, cons_dir: *cons_dir, seg_id: 0, timestamp: 0 });
+            hops.extend(hs.iter().map(|(i, e)| HopField {
+                ingress_alert: false,
+                egress_alert: false,
+                exp_time: 0,
+                cons_ingress: *i,
+                cons_egress: *e,
+                mac: [0; 6],
+            }));
+        }
+        StandardPath { curr_inf: 0, curr_hf: 0, seg_len, info, hops }.to_bytes().expect("a valid path")
+    }
+
+    /// The key of every hop field, as the address of the expanded key in the table.
+    fn resolved(keys: &mut PathKeys, src: IsdAsn, bytes: &[u8]) -> Result<Vec<*const GatewayKey>, PathKeyError> {
+        let path = StandardPathView::new_checked(bytes).expect("a valid path");
+        let mut out = [None; MAX_HOPS];
+        keys.resolve(src, &path, &mut out)?;
+        Ok(out[..path.num_hops()].iter().map(|k| k.expect("resolved") as *const _).collect())
+    }
+
+    /// The same without the remembered walks.
+    fn walked(keys: &PathKeys, src: IsdAsn, bytes: &[u8]) -> Result<Vec<*const GatewayKey>, PathKeyError> {
+        let path = StandardPathView::new_checked(bytes).expect("a valid path");
+        let (mut egress, mut ases) = ([0; MAX_HOPS], [0; MAX_HOPS]);
+        travel_egresses(&path, &mut egress);
+        keys.walk(src, &egress[..path.num_hops()], &mut ases)?;
+        ases[..path.num_hops()]
+            .iter()
+            .map(|at| {
+                keys.keys[*at as usize].as_ref().map(|k| k as *const _).ok_or(PathKeyError::NoKey(keys.ia_of(*at)))
+            })
+            .collect()
+    }
+
+    /// The output of the key the gateway would write hop field `hop` with.
+    fn field(keys: &mut PathKeys, src: IsdAsn, bytes: &[u8], hop: usize) -> [u8; 4] {
+        let path = StandardPathView::new_checked(bytes).expect("a valid path");
+        let mut out = [None; MAX_HOPS];
+        keys.resolve(src, &path, &mut out).expect("keys");
+        out[hop].expect("resolved").hvf(&[1, 2, 3, 4])
+    }
+
+    /// A chain 0 → 1 → 2 over interface 1, one down segment.
+    fn chain() -> (PathKeys, Vec<u8>) {
+        let mut keys = PathKeys::new();
+        for i in 0..4 {
+            keys.set_key(ia(i), &level1(i as u8));
+        }
+        keys.add_link(ia(0), 1, ia(1));
+        keys.add_link(ia(1), 1, ia(2));
+        (keys, path_bytes(&[(true, vec![(0, 1), (2, 1), (2, 0)])]))
+    }
+
+    #[test]
+    fn a_key_that_changes_is_used_for_a_remembered_path() {
+        let (mut keys, path) = chain();
+        let old = field(&mut keys, ia(0), &path, 2);
+        assert_eq!(old, GatewayKey::new(&level1(2)).hvf(&[1, 2, 3, 4]));
+        keys.set_key(ia(2), &level1(99));
+        assert_eq!(field(&mut keys, ia(0), &path, 2), GatewayKey::new(&level1(99)).hvf(&[1, 2, 3, 4]));
+        keys.clear_keys();
+        assert_eq!(resolved(&mut keys, ia(0), &path), Err(PathKeyError::NoKey(ia(0))));
+    }
+
+    #[test]
+    fn a_link_that_changes_is_followed_for_a_remembered_path() {
+        let (mut keys, path) = chain();
+        assert_eq!(field(&mut keys, ia(0), &path, 2), GatewayKey::new(&level1(2)).hvf(&[1, 2, 3, 4]));
+        keys.add_link(ia(1), 1, ia(3));
+        assert_eq!(field(&mut keys, ia(0), &path, 2), GatewayKey::new(&level1(3)).hvf(&[1, 2, 3, 4]));
+        assert_eq!(resolved(&mut keys, ia(0), &path), walked(&keys, ia(0), &path));
+    }
+
+    fn segment() -> impl Strategy<Value = (bool, Vec<(u16, u16)>)> {
+        (any::<bool>(), prop::collection::vec((0u16..4, 0u16..4), 1..9))
+    }
+
+    proptest! {
+        /// Remembered and fresh walks agree on every path, in any order, with colliding and
+        /// overlong paths, unknown links and ASes without keys.
+        #[test]
+        fn remembered_walks_are_the_walks(
+            links in prop::collection::vec((0u64..6, 1u16..4, 0u64..6), 0..24),
+            unkeyed in 0u64..8,
+            paths in prop::collection::vec((0u64..6, prop::collection::vec(segment(), 1..4)), 1..40),
+            order in prop::collection::vec(any::<prop::sample::Index>(), 1..80),
+        ) {
+            let mut keys = PathKeys::new();
+            for i in (0..6).filter(|i| *i != unkeyed) {
+                keys.set_key(ia(i), &level1(i as u8));
+            }
+            for (from, egress, to) in links {
+                keys.add_link(ia(from), egress, ia(to));
+            }
+            let paths: Vec<(IsdAsn, Vec<u8>)> = paths.iter().map(|(src, segs)| (ia(*src), path_bytes(segs))).collect();
+            for (src, p) in paths.iter().chain(order.iter().map(|i| &paths[i.index(paths.len())])) {
+                prop_assert_eq!(resolved(&mut keys, *src, p), walked(&keys, *src, p));
+            }
+        }
     }
 }
