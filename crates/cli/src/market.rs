@@ -194,12 +194,17 @@ pub fn run(cmd: MarketCommand) -> Result<()> {
     match cmd {
         MarketCommand::Offers { chain, ia: only } => {
             let (ledger, dep, _) = chain.open()?;
-            let offers = client::open_offers(&*ledger, &dep.deployment())?;
+            // The market's index of open listings: all sides, or those of one ISD-AS.
+            let d = dep.deployment();
+            let offers = match only {
+                Some(ia) => client::open_offers_on(&*ledger, &d, &d.listed_sides_of(&*ledger, ia.to_u64())?)?,
+                None => client::open_offers(&*ledger, &d)?,
+            };
             println!(
                 "{:>8} {:<16} {:>5} {:<8} {:>10} {:>10} {:>10} {:>8} {:>12}",
                 "listing", "ISD-AS", "if", "dir", "start", "expiry", "kbit/s", "min", "wei/kbit·s"
             );
-            for o in offers.iter().filter(|o| only.is_none_or(|i| i.to_u64() == o.asset.isdAs)) {
+            for o in &offers {
                 let a = &o.asset;
                 println!(
                     "{:>8} {:<16} {:>5} {:<8} {:>10} {:>10} {:>10} {:>8} {:>12}",

@@ -41,3 +41,9 @@ fn nothing_is_stranded_on_hardhat_node() {
     let (_node, mut ledger) = HardhatNode::start("stranded");
     common::stranded::scenarios(&mut ledger);
 }
+
+#[test]
+fn open_listings_are_indexed_per_interface_on_hardhat_node() {
+    let (_node, mut ledger) = HardhatNode::start("index");
+    common::index::scenarios(&mut ledger);
+}

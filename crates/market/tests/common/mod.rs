@@ -4,6 +4,7 @@
 
 pub mod attacks;
 pub mod hardhat;
+pub mod index;
 pub mod stranded;
 
 use std::collections::BTreeMap;
