@@ -40,6 +40,7 @@ contract Market is MarketPayments, MarketIndex {
     struct Listing {
         address seller; // zero: no such listing
         uint64 marketplaceId;
+        uint32 openSlot; // position + 1 among its side's open listings (MarketIndex)
         uint128 pricePerUnit; // per kbit/s x s
         uint128 assetId;
     }
@@ -222,7 +223,7 @@ contract Market is MarketPayments, MarketIndex {
             revert MarketNotApproved(assetId);
         }
         assets.transferFrom(msg.sender, address(this), assetId);
-        listingId = _list(Listing(msg.sender, marketplaceId, pricePerUnit, 0), assetId, 0, a);
+        listingId = _list(Listing(msg.sender, marketplaceId, 0, pricePerUnit, 0), assetId, 0, a);
     }
 
     /// @notice Change the price of a listing. Caller: its seller.
@@ -238,8 +239,7 @@ contract Market is MarketPayments, MarketIndex {
         Listing storage l = _listing(listingId);
         if (l.seller != msg.sender) revert NotListingSeller(listingId, msg.sender);
         uint256 assetId = l.assetId;
-        delete _listings[listingId];
-        _unindex(listingId);
+        _close(listingId, l.openSlot, assets.assetOf(assetId));
         assets.transferFrom(address(this), msg.sender, assetId);
         emit Delisted(listingId, assetId);
     }
@@ -251,8 +251,7 @@ contract Market is MarketPayments, MarketIndex {
         Listing memory l = _listing(listingId);
         BandwidthAssets.Asset memory a = assets.assetOf(l.assetId);
         if (a.expiryTime > block.timestamp) revert ListingNotExpired(listingId, a.expiryTime);
-        delete _listings[listingId];
-        _unindex(listingId);
+        _close(listingId, l.openSlot, a);
         assets.transferFrom(address(this), l.seller, l.assetId);
         emit Delisted(listingId, l.assetId);
     }
@@ -296,8 +295,7 @@ contract Market is MarketPayments, MarketIndex {
         } else {
             revert NotMergeable(listingId, otherListingId);
         }
-        delete _listings[otherListingId];
-        _unindex(otherListingId);
+        _close(otherListingId, o.openSlot, b);
         emit ListingsMerged(listingId, otherListingId, kept);
     }
 
@@ -426,15 +424,24 @@ contract Market is MarketPayments, MarketIndex {
         if (l.seller == address(0)) revert UnknownListing(listingId);
     }
 
+    /// @dev Close listing `listingId` (at `slot` of the side of asset `a`): delete it and take
+    /// it out of the index (the listing that takes its position gets its slot).
+    function _close(uint256 listingId, uint32 slot, BandwidthAssets.Asset memory a) private {
+        delete _listings[listingId];
+        uint256 moved = _unindex(_sideKey(a.isdAs, a.interfaceId, a.isIngress), slot);
+        if (moved != 0) _listings[moved].openSlot = slot;
+    }
+
     /// @dev A new listing of `assetId` by `terms`' seller in its marketplace at its price
-    /// (`terms.assetId` is ignored); `a`: the asset's attributes, its side in the index.
+    /// (`terms.openSlot` and `terms.assetId` are ignored); `a`: the asset's attributes, its
+    /// side in the index.
     function _list(Listing memory terms, uint256 assetId, uint256 parent, BandwidthAssets.Asset memory a)
         private
         returns (uint256 listingId)
     {
         listingId = nextListingId++;
-        _listings[listingId] = Listing(terms.seller, terms.marketplaceId, terms.pricePerUnit, uint128(assetId));
-        _index(listingId, _sideKey(a.isdAs, a.interfaceId, a.isIngress));
+        uint32 slot = _index(_sideKey(a.isdAs, a.interfaceId, a.isIngress), listingId);
+        _listings[listingId] = Listing(terms.seller, terms.marketplaceId, slot, terms.pricePerUnit, uint128(assetId));
         emit Listed(listingId, terms.marketplaceId, terms.seller, assetId, terms.pricePerUnit, parent);
     }
 
@@ -464,8 +471,7 @@ contract Market is MarketPayments, MarketIndex {
             if (restListing != 0) {
                 if (prev.listingId != 0 && _alike(prev, l, a)) {
                     assets.fuseTime(prev.assetId, restAsset);
-                    delete _listings[restListing];
-                    _unindex(restListing);
+                    _close(restListing, _listings[restListing].openSlot, a);
                     emit ListingsMerged(prev.listingId, restListing, prev.assetId);
                 } else {
                     prev = Leftover(restListing, restAsset, l, a);
@@ -494,19 +500,18 @@ contract Market is MarketPayments, MarketIndex {
             && b.minBandwidth == a.minBandwidth;
     }
 
-    /// @dev The `n` remainders `rest` of a purchase from listing `listingId`: it keeps its asset
-    /// if that remains, else (`assetSold`) takes the first remainder; the others are listed
+    /// @dev The remainders `rest` (ids, then zeros) of a purchase from listing `listingId`: it
+    /// keeps its asset if that remains, else takes the first remainder; the others are listed
     /// anew. Returns the listing that holds `restAsset` (0: none).
     function _relist(
         uint256 listingId,
         Listing memory l,
         BandwidthAssets.Asset memory a,
         uint256[3] memory rest,
-        uint256 n,
-        bool assetSold,
         uint256 restAsset
     ) private returns (uint256 restListing) {
-        for (uint256 k = 0; k < n; ++k) {
+        bool assetSold = rest[0] != l.assetId && rest[1] != l.assetId && rest[2] != l.assetId;
+        for (uint256 k = 0; k < 3 && rest[k] != 0; ++k) {
             uint256 r = rest[k];
             uint256 holder = listingId;
             if (r == l.assetId) {
@@ -560,11 +565,10 @@ contract Market is MarketPayments, MarketIndex {
 
         // Remainders: the listing keeps its asset if that remains, else takes the first remainder.
         if (n == 0) {
-            delete _listings[listingId];
-            _unindex(listingId);
+            _close(listingId, l.openSlot, a);
             emit ListingClosed(listingId);
         } else {
-            restListing = _relist(listingId, l, a, rest, n, piece == assetId, restAsset);
+            restListing = _relist(listingId, l, a, rest, restAsset);
         }
 
         uint256 price = uint256(l.pricePerUnit) * bandwidth * (expiry - start);

@@ -5,12 +5,15 @@ pragma solidity ^0.8.24;
 /// @notice The market's index of open listings per side of an AS's interface: (issuing ISD-AS,
 /// interface, direction) of the listed asset. A buyer planning a path reads the open listings
 /// of the interfaces it needs, not every listing ever created.
-/// @dev Each side's open listings are an array kept by swap-and-pop; each indexed listing
-/// stores its side's key and its position + 1, so that adding and removing one cost O(1)
-/// storage writes. The sides and ISD-ASes that ever had a listing are append-only lists, so a
-/// client can enumerate the whole market (`offers` without a filter) in O(sides + open
-/// listings). Expired listings stay indexed until someone closes them (`closeExpired`) or their
-/// seller delists them: pruning is lazy, and readers skip expired ones.
+/// @dev Each side's open listings are a list kept by swap-and-pop: adding or removing one costs
+/// O(1) storage writes. Each listing stores its position + 1 (its "slot") in the listing's
+/// own first storage slot (Market.Listing.openSlot, free space beside seller and marketplace),
+/// so indexing adds no storage slot per listing. Positions past a side's count keep stale ids
+/// (never zeroed): a side whose listings open and close rewrites non-zero slots (2 900 gas)
+/// instead of filling fresh ones (22 100). The sides and ISD-ASes that ever had a listing are
+/// append-only lists, so a client can enumerate the whole market (`offers` without a filter)
+/// in O(sides + open listings). Expired listings stay indexed until someone closes them
+/// (`closeExpired`) or their seller delists them: pruning is lazy, and readers skip them.
 abstract contract MarketIndex {
     /// @notice One side of an AS's interface.
     struct InterfaceSide {
@@ -18,10 +21,15 @@ abstract contract MarketIndex {
         bool isIngress;
     }
 
-    mapping(uint256 key => uint256[] listingIds) private _open;
-    /// @dev key << 64 | (position in _open[key]) + 1; 0: not indexed.
-    mapping(uint256 listingId => uint256 entry) private _openEntry;
-    mapping(uint256 key => bool) private _sideKnown;
+    /// @dev A side's open listings: ids[0 .. countPlusOne - 1). countPlusOne is 0 for a side
+    /// that never had a listing and never returns to 0, so a side that empties and fills
+    /// again rewrites a non-zero slot.
+    struct OpenSet {
+        uint256 countPlusOne;
+        mapping(uint256 position => uint256 listingId) ids;
+    }
+
+    mapping(uint256 key => OpenSet) private _open;
     mapping(uint64 isdAs => InterfaceSide[]) private _sidesOf;
     uint64[] private _issuers;
 
@@ -38,7 +46,8 @@ abstract contract MarketIndex {
     /// @notice How many listings of this interface side are open (expired ones included until
     /// they are closed).
     function openListingCount(uint64 isdAs, uint16 interfaceId, bool isIngress) external view returns (uint256) {
-        return _open[_sideKey(isdAs, interfaceId, isIngress)].length;
+        uint256 c = _open[_sideKey(isdAs, interfaceId, isIngress)].countPlusOne;
+        return c == 0 ? 0 : c - 1;
     }
 
     /// @dev The ids of open listings `offset` to `offset + limit` (fewer at the end) of a side.
@@ -47,40 +56,43 @@ abstract contract MarketIndex {
         view
         returns (uint256[] memory ids)
     {
-        uint256[] storage all = _open[_sideKey(isdAs, interfaceId, isIngress)];
-        uint256 end = offset + limit < all.length ? offset + limit : all.length;
+        OpenSet storage set = _open[_sideKey(isdAs, interfaceId, isIngress)];
+        uint256 count = set.countPlusOne == 0 ? 0 : set.countPlusOne - 1;
+        uint256 end = offset + limit < count ? offset + limit : count;
         ids = new uint256[](end > offset ? end - offset : 0);
         for (uint256 i = 0; i < ids.length; ++i) {
-            ids[i] = all[offset + i];
+            ids[i] = set.ids[offset + i];
         }
     }
 
-    /// @dev Index a new listing under its asset's side (`_sideKey`).
-    function _index(uint256 listingId, uint256 key) internal {
-        if (!_sideKnown[key]) _addSide(key);
-        uint256[] storage ids = _open[key];
-        ids.push(listingId);
-        _openEntry[listingId] = (key << 64) | ids.length;
+    /// @dev Add a new listing to side `key`; returns its slot (position + 1) for the listing.
+    function _index(uint256 key, uint256 listingId) internal returns (uint32 slot) {
+        OpenSet storage set = _open[key];
+        uint256 c = set.countPlusOne;
+        if (c == 0) {
+            _addSide(key);
+            c = 1;
+        }
+        set.ids[c - 1] = listingId;
+        set.countPlusOne = c + 1;
+        // 2^32 - 1 open listings on one side would cost more gas than exists.
+        slot = uint32(c);
     }
 
-    /// @dev Remove a closed listing from its side (the last one takes its place).
-    function _unindex(uint256 listingId) internal {
-        uint256 entry = _openEntry[listingId];
-        if (entry == 0) return;
-        uint256[] storage ids = _open[entry >> 64];
-        uint256 position = uint64(entry) - 1;
-        uint256 last = ids[ids.length - 1];
-        if (last != listingId) {
-            ids[position] = last;
-            _openEntry[last] = (entry >> 64 << 64) | (position + 1);
+    /// @dev Remove the listing at `slot` from side `key`; the last one takes its place. Returns
+    /// that listing (0: the removed one was the last), whose slot the caller sets to `slot`.
+    function _unindex(uint256 key, uint32 slot) internal returns (uint256 moved) {
+        OpenSet storage set = _open[key];
+        uint256 last = set.countPlusOne - 2;
+        if (slot - 1 != last) {
+            moved = set.ids[last];
+            set.ids[slot - 1] = moved;
         }
-        ids.pop();
-        delete _openEntry[listingId];
+        set.countPlusOne = last + 1;
     }
 
     /// @dev The first listing of a side: record the side (and its ISD-AS, if new).
     function _addSide(uint256 key) private {
-        _sideKnown[key] = true;
         uint64 isdAs = uint64(key >> 17);
         if (_sidesOf[isdAs].length == 0) _issuers.push(isdAs);
         _sidesOf[isdAs].push(InterfaceSide(uint16(key >> 1), key & 1 == 1));

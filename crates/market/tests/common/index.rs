@@ -22,8 +22,13 @@ pub fn indexed<L: Ledger + ?Sized>(l: &L, dep: &Deployment) -> BTreeMap<IndexedS
         let n = dep.open_listing_count(l, side).unwrap();
         let mut ids = BTreeSet::new();
         for offset in (0..n).step_by(2) {
-            for open in dep.open_listings(l, side, offset, 2).unwrap() {
+            for (i, open) in dep.open_listings(l, side, offset, 2).unwrap().into_iter().enumerate() {
                 assert_eq!(dep.listing_of(l, open.listingId).unwrap(), open.listing, "stale listing in the index");
+                assert_eq!(
+                    u64::from(open.listing.openSlot),
+                    offset + i as u64 + 1,
+                    "listing's slot != its position + 1"
+                );
                 assert!(ids.insert(open.listingId), "listing {} indexed twice", open.listingId);
             }
         }
