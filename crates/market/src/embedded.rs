@@ -30,7 +30,7 @@ use revm::{DatabaseCommit, ExecuteEvm, MainBuilder};
 
 use crate::ledger::{Ledger, Receipt, TX_GAS_CAP};
 use crate::snapshot::{AccountState, Snapshot, FORMAT_VERSION, STATE_FILE};
-use crate::state_log::{AccountChange, BlockRecord, StateLog};
+use crate::state_log::StateLog;
 use crate::{Account, LedgerError, Revert};
 
 mod persist;
@@ -91,45 +91,11 @@ impl EmbeddedLedger {
         let snapshot_bytes = std::fs::metadata(dir.join(STATE_FILE)).map_or(0, |m| m.len());
         let (log, records) = StateLog::open(&dir, generation)?;
         for record in records {
-            ledger.apply(&dir, record)?;
+            ledger.apply_record(&dir, record)?;
         }
         let compact_at = snapshot_bytes.max(COMPACT_MIN_BYTES);
         ledger.persistence = Some(Persistence { dir, log, generation, compact_at });
         Ok(ledger)
-    }
-
-    /// Replay the blocks that other handles on the data directory appended since this one
-    /// last read or wrote the log (reloading the snapshot if they compacted it). Call it
-    /// holding the directory's lock; an in-memory ledger has nothing to catch up on.
-    pub fn catch_up(&mut self) -> Result<(), LedgerError> {
-        let Some(p) = self.persistence.as_mut() else { return Ok(()) };
-        match p.log.read_new()? {
-            Some(records) => {
-                let dir = p.dir.clone();
-                for record in records {
-                    self.apply(&dir, record)?;
-                }
-            }
-            None => *self = Self::open_with_clock(p.dir.clone(), self.clock.clone())?,
-        }
-        Ok(())
-    }
-
-    /// Compact the log after every block (tests of compaction).
-    #[cfg(test)]
-    pub(crate) fn compact_after_every_block(&mut self) {
-        if let Some(p) = self.persistence.as_mut() {
-            p.compact_at = 0;
-        }
-    }
-
-    fn apply(&mut self, dir: &Path, record: BlockRecord) -> Result<(), LedgerError> {
-        persist::apply(&mut self.db, record.accounts)
-            .map_err(|message| LedgerError::State { path: dir.display().to_string(), message })?;
-        self.block_number = record.block_number;
-        self.timestamp = record.timestamp;
-        self.time_offset = record.time_offset;
-        Ok(())
     }
 
     /// A ledger that lives in memory only (tests, benchmarks).
@@ -237,30 +203,6 @@ impl EmbeddedLedger {
             generation: self.persistence.as_ref().map_or(0, |p| p.generation),
             accounts,
         }
-    }
-
-    /// Append the latest block's changes to the log (a persistent ledger), and compact the
-    /// log into a new snapshot once it has outgrown the last one.
-    fn persist(&mut self, accounts: std::collections::BTreeMap<Address, AccountChange>) -> Result<(), LedgerError> {
-        let record = BlockRecord {
-            block_number: self.block_number,
-            timestamp: self.timestamp,
-            time_offset: self.time_offset,
-            accounts,
-        };
-        let Some(p) = self.persistence.as_mut() else { return Ok(()) };
-        p.log.append(&record)?;
-        if p.log.len() <= p.compact_at {
-            return Ok(());
-        }
-        let mut snap = self.snapshot();
-        snap.generation += 1;
-        let p = self.persistence.as_mut().expect("persistent");
-        let bytes = snap.store(&p.dir)?;
-        p.log = StateLog::create(&p.dir, snap.generation)?;
-        p.generation = snap.generation;
-        p.compact_at = if p.compact_at == 0 { 0 } else { bytes.max(COMPACT_MIN_BYTES) };
-        Ok(())
     }
 
     /// Timestamp of the next block: the clock plus the offset, at least one second after the

@@ -2,14 +2,16 @@
 //! block as a [`BlockRecord`] for the log, and a record applied to the in-memory state.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use alloy_primitives::Address;
 use revm::database::{CacheDB, EmptyDB};
 use revm::primitives::KECCAK_EMPTY;
 use revm::state::{AccountInfo, Bytecode, EvmState};
 
-use crate::state_log::{AccountChange, StateLog};
+use super::EmbeddedLedger;
+use crate::state_log::{AccountChange, BlockRecord, StateLog};
+use crate::LedgerError;
 
 /// The log is compacted into a new snapshot once it is larger than the snapshot, and at least
 /// this large: replaying it at load then costs at most about as much as reading the snapshot.
@@ -23,6 +25,66 @@ pub(super) struct Persistence {
     pub log: StateLog,
     pub generation: u64,
     pub compact_at: u64,
+}
+
+impl EmbeddedLedger {
+    /// Replay the blocks that other handles on the data directory appended since this one
+    /// last read or wrote the log (reloading the snapshot if they compacted it). Call it
+    /// holding the directory's lock; an in-memory ledger has nothing to catch up on.
+    pub fn catch_up(&mut self) -> Result<(), LedgerError> {
+        let Some(p) = self.persistence.as_mut() else { return Ok(()) };
+        match p.log.read_new()? {
+            Some(records) => {
+                let dir = p.dir.clone();
+                for record in records {
+                    self.apply_record(&dir, record)?;
+                }
+            }
+            None => *self = Self::open_with_clock(p.dir.clone(), self.clock.clone())?,
+        }
+        Ok(())
+    }
+
+    /// Compact the log after every block (tests of compaction).
+    #[cfg(test)]
+    pub(crate) fn compact_after_every_block(&mut self) {
+        if let Some(p) = self.persistence.as_mut() {
+            p.compact_at = 0;
+        }
+    }
+
+    pub(super) fn apply_record(&mut self, dir: &Path, record: BlockRecord) -> Result<(), LedgerError> {
+        apply(&mut self.db, record.accounts)
+            .map_err(|message| LedgerError::State { path: dir.display().to_string(), message })?;
+        self.block_number = record.block_number;
+        self.timestamp = record.timestamp;
+        self.time_offset = record.time_offset;
+        Ok(())
+    }
+
+    /// Append the latest block's changes to the log (a persistent ledger), and compact the
+    /// log into a new snapshot once it has outgrown the last one.
+    pub(super) fn persist(&mut self, accounts: BTreeMap<Address, AccountChange>) -> Result<(), LedgerError> {
+        let record = BlockRecord {
+            block_number: self.block_number,
+            timestamp: self.timestamp,
+            time_offset: self.time_offset,
+            accounts,
+        };
+        let Some(p) = self.persistence.as_mut() else { return Ok(()) };
+        p.log.append(&record)?;
+        if p.log.len() <= p.compact_at {
+            return Ok(());
+        }
+        let mut snap = self.snapshot();
+        snap.generation += 1;
+        let p = self.persistence.as_mut().expect("persistent");
+        let bytes = snap.store(&p.dir)?;
+        p.log = StateLog::create(&p.dir, snap.generation)?;
+        p.generation = snap.generation;
+        p.compact_at = if p.compact_at == 0 { 0 } else { bytes.max(COMPACT_MIN_BYTES) };
+        Ok(())
+    }
 }
 
 /// What a transaction's state `state` changes in `db` (before it is committed): every touched
