@@ -21,7 +21,11 @@ pub(super) fn rows(world: &World, quick: bool, rows: &mut Vec<GasRow>) -> Result
     let counts = if quick { OPEN_LISTINGS_QUICK } else { OPEN_LISTINGS };
     let mut w = world.forked();
     let want = [HopWant { isd_as: w.seller_ia(0), ingress: IF_INGRESS, egress: IF_EGRESS }];
-    let (s, e) = w.window()?;
+    // Each listing takes two blocks of one second: the listed hour starts after the last one
+    // is listed, so that none has expired when it is read or bought.
+    let blocks = 2 * counts.iter().max().copied().unwrap_or(0) as u64;
+    let s = w.window()?.0 + blocks.div_ceil(3600) * 3600;
+    let e = s + 3600;
     let mut open = 0;
     for n in counts {
         // Listings at prices that vary, so that the planner has to compare them.
