@@ -3,6 +3,7 @@ pragma solidity ^0.8.24;
 
 import {AsRegistry} from "./AsRegistry.sol";
 import {BandwidthAssets} from "./BandwidthAssets.sol";
+import {MarketIndex} from "./MarketIndex.sol";
 import {MarketPayments} from "./MarketPayments.sol";
 
 /// @title Market
@@ -29,7 +30,10 @@ import {MarketPayments} from "./MarketPayments.sol";
 /// Payment is by pull (MarketPayments): a purchase credits each seller's proceeds in the
 /// market, and sellers withdraw them. No seller code runs during a purchase, so no seller can
 /// make one revert.
-contract Market is MarketPayments {
+///
+/// Open listings are indexed per side of an AS's interface (MarketIndex): `openListings` pages
+/// through one side's, with their assets and payment tokens.
+contract Market is MarketPayments, MarketIndex {
     /// @notice A marketplace: a payment token (zero: native currency) and its sellers.
     struct Marketplace {
         address paymentToken;
@@ -40,6 +44,7 @@ contract Market is MarketPayments {
     struct Listing {
         address seller; // zero: no such listing
         uint64 marketplaceId;
+        uint32 openSlot; // position + 1 among its side's open listings (MarketIndex)
         uint128 pricePerUnit; // per kbit/s x s
         uint128 assetId;
     }
@@ -55,6 +60,14 @@ contract Market is MarketPayments {
         uint64 startTime;
         uint64 expiryTime;
         uint64 bandwidth;
+    }
+
+    /// @notice An open listing as `openListings` returns it.
+    struct OpenListing {
+        uint256 listingId;
+        Listing listing;
+        BandwidthAssets.Asset asset;
+        address paymentToken;
     }
 
     /// @notice The most a path purchase may cost in one payment token (zero: native currency).
@@ -125,6 +138,8 @@ contract Market is MarketPayments {
     error ListingExpired(uint256 listingId, uint64 expiryTime);
     /// @notice The requested piece ends at or before now: it would buy only the past.
     error WindowInPast(uint256 listingId, uint64 expiryTime);
+    /// @notice closeExpired: the listed asset has not expired yet.
+    error ListingNotExpired(uint256 listingId, uint64 expiryTime);
     /// @notice recover: the market does not hold this asset as a stray (it is listed, or was
     /// not sent to the market directly), or the caller did not send it.
     error NotRecoverable(uint256 assetId, address caller);
@@ -218,7 +233,7 @@ contract Market is MarketPayments {
             revert MarketNotApproved(assetId);
         }
         assets.transferFrom(msg.sender, address(this), assetId);
-        listingId = _list(msg.sender, marketplaceId, pricePerUnit, assetId, 0);
+        listingId = _list(Listing(msg.sender, marketplaceId, 0, pricePerUnit, 0), assetId, 0, a);
     }
 
     /// @notice Change the price of a listing. Caller: its seller.
@@ -234,9 +249,21 @@ contract Market is MarketPayments {
         Listing storage l = _listing(listingId);
         if (l.seller != msg.sender) revert NotListingSeller(listingId, msg.sender);
         uint256 assetId = l.assetId;
-        delete _listings[listingId];
+        _close(listingId, l.openSlot, assets.assetOf(assetId));
         assets.transferFrom(address(this), msg.sender, assetId);
         emit Delisted(listingId, assetId);
+    }
+
+    /// @notice Close a listing whose asset has expired (nobody can buy it any more) and return
+    /// the asset to its seller, as `delist` would. Anyone may call it: it prunes the index of
+    /// open listings, and the seller loses nothing.
+    function closeExpired(uint256 listingId) external nonReentrant {
+        Listing memory l = _listing(listingId);
+        BandwidthAssets.Asset memory a = assets.assetOf(l.assetId);
+        if (a.expiryTime > block.timestamp) revert ListingNotExpired(listingId, a.expiryTime);
+        _close(listingId, l.openSlot, a);
+        assets.transferFrom(address(this), l.seller, l.assetId);
+        emit Delisted(listingId, l.assetId);
     }
 
     /// @notice Give an asset that was sent to the market directly (a transfer outside
@@ -278,7 +305,7 @@ contract Market is MarketPayments {
         } else {
             revert NotMergeable(listingId, otherListingId);
         }
-        delete _listings[otherListingId];
+        _close(otherListingId, o.openSlot, b);
         emit ListingsMerged(listingId, otherListingId, kept);
     }
 
@@ -365,6 +392,23 @@ contract Market is MarketPayments {
         return _listings[listingId];
     }
 
+    /// @notice Open listings `offset` to `offset + limit` (fewer at the end) of one side of an
+    /// AS's interface, in no particular order, with their assets and payment tokens; expired
+    /// ones included until they are closed. The order changes as listings close: a reader
+    /// pages within one block (one `eth_call` per page at one block number) or re-reads.
+    function openListings(uint64 isdAs, uint16 interfaceId, bool isIngress, uint256 offset, uint256 limit)
+        external
+        view
+        returns (OpenListing[] memory page)
+    {
+        uint256[] memory ids = _openPage(isdAs, interfaceId, isIngress, offset, limit);
+        page = new OpenListing[](ids.length);
+        for (uint256 i = 0; i < ids.length; ++i) {
+            Listing memory l = _listings[ids[i]];
+            page[i] = OpenListing(ids[i], l, assets.assetOf(l.assetId), _marketplaces[l.marketplaceId].paymentToken);
+        }
+    }
+
     /// @notice The price of [startTime, expiryTime) x bandwidth at the listing's posted price
     /// (does not check that the rectangle can be bought), and the payment token.
     function quote(uint256 listingId, uint64 startTime, uint64 expiryTime, uint64 bandwidth)
@@ -390,13 +434,25 @@ contract Market is MarketPayments {
         if (l.seller == address(0)) revert UnknownListing(listingId);
     }
 
-    function _list(address seller, uint64 marketplaceId, uint128 pricePerUnit, uint256 assetId, uint256 parent)
+    /// @dev Close listing `listingId` (at `slot` of the side of asset `a`): delete it and take
+    /// it out of the index (the listing that takes its position gets its slot).
+    function _close(uint256 listingId, uint32 slot, BandwidthAssets.Asset memory a) private {
+        delete _listings[listingId];
+        uint256 moved = _unindex(_sideKey(a.isdAs, a.interfaceId, a.isIngress), slot);
+        if (moved != 0) _listings[moved].openSlot = slot;
+    }
+
+    /// @dev A new listing of `assetId` by `terms`' seller in its marketplace at its price
+    /// (`terms.openSlot` and `terms.assetId` are ignored); `a`: the asset's attributes, its
+    /// side in the index.
+    function _list(Listing memory terms, uint256 assetId, uint256 parent, BandwidthAssets.Asset memory a)
         private
         returns (uint256 listingId)
     {
         listingId = nextListingId++;
-        _listings[listingId] = Listing(seller, marketplaceId, pricePerUnit, uint128(assetId));
-        emit Listed(listingId, marketplaceId, seller, assetId, pricePerUnit, parent);
+        uint32 slot = _index(_sideKey(a.isdAs, a.interfaceId, a.isIngress), listingId);
+        _listings[listingId] = Listing(terms.seller, terms.marketplaceId, slot, terms.pricePerUnit, uint128(assetId));
+        emit Listed(listingId, terms.marketplaceId, terms.seller, assetId, terms.pricePerUnit, parent);
     }
 
     /// @dev One side of hop `hop`: the pieces [cursor, min(expiry, listing's expiry)) x
@@ -425,7 +481,7 @@ contract Market is MarketPayments {
             if (restListing != 0) {
                 if (prev.listingId != 0 && _alike(prev, l, a)) {
                     assets.fuseTime(prev.assetId, restAsset);
-                    delete _listings[restListing];
+                    _close(restListing, _listings[restListing].openSlot, a);
                     emit ListingsMerged(prev.listingId, restListing, prev.assetId);
                 } else {
                     prev = Leftover(restListing, restAsset, l, a);
@@ -452,6 +508,32 @@ contract Market is MarketPayments {
             && b.bandwidth == a.bandwidth && b.isdAs == a.isdAs && b.interfaceId == a.interfaceId
             && b.isIngress == a.isIngress && b.timeGranularity == a.timeGranularity
             && b.minBandwidth == a.minBandwidth;
+    }
+
+    /// @dev The remainders `rest` (ids, then zeros) of a purchase from listing `listingId`: it
+    /// keeps its asset if that remains, else takes the first remainder; the others are listed
+    /// anew. Returns the listing that holds `restAsset` (0: none).
+    function _relist(
+        uint256 listingId,
+        Listing memory l,
+        BandwidthAssets.Asset memory a,
+        uint256[3] memory rest,
+        uint256 restAsset
+    ) private returns (uint256 restListing) {
+        bool assetSold = rest[0] != l.assetId && rest[1] != l.assetId && rest[2] != l.assetId;
+        for (uint256 k = 0; k < 3 && rest[k] != 0; ++k) {
+            uint256 r = rest[k];
+            uint256 holder = listingId;
+            if (r == l.assetId) {
+                // The listing keeps its asset.
+            } else if (assetSold && k == 0) {
+                _listings[listingId].assetId = uint128(r);
+                emit ListingAssetChanged(listingId, r);
+            } else {
+                holder = _list(l, r, listingId, a);
+            }
+            if (r == restAsset) restListing = holder;
+        }
     }
 
     /// @dev Split the requested piece off listing `listingId` (the market keeps owning it),
@@ -494,22 +576,10 @@ contract Market is MarketPayments {
 
         // Remainders: the listing keeps its asset if that remains, else takes the first remainder.
         if (n == 0) {
-            delete _listings[listingId];
+            _close(listingId, l.openSlot, a);
             emit ListingClosed(listingId);
         } else {
-            for (uint256 k = 0; k < n; ++k) {
-                uint256 r = rest[k];
-                uint256 holder = listingId;
-                if (r == assetId) {
-                    // The listing keeps its asset.
-                } else if (piece == assetId && k == 0) {
-                    _listings[listingId].assetId = uint128(r);
-                    emit ListingAssetChanged(listingId, r);
-                } else {
-                    holder = _list(l.seller, l.marketplaceId, l.pricePerUnit, r, listingId);
-                }
-                if (r == restAsset) restListing = holder;
-            }
+            restListing = _relist(listingId, l, a, rest, restAsset);
         }
 
         uint256 price = uint256(l.pricePerUnit) * bandwidth * (expiry - start);

@@ -222,8 +222,12 @@ pub fn run(cmd: MarketCommand) -> Result<()> {
     match cmd {
         MarketCommand::Offers { chain, ia: only } => {
             let (ledger, dep, _) = chain.open()?;
-            let mut offers = client::open_offers(&*ledger, &dep.deployment())?;
-            offers.retain(|o| only.is_none_or(|i| i.to_u64() == o.asset.isdAs));
+            // The market's index of open listings: all sides, or those of one ISD-AS.
+            let d = dep.deployment();
+            let offers = match only {
+                Some(ia) => client::open_offers_on(&*ledger, &d, &d.listed_sides_of(&*ledger, ia.to_u64())?)?,
+                None => client::open_offers(&*ledger, &d)?,
+            };
             let tokens =
                 client::token_infos(&*ledger, offers.iter().map(|o| o.payment_token).collect::<BTreeSet<_>>())?;
             let now = ledger.pending_timestamp()?;

@@ -14,11 +14,34 @@ sol!(
     BandwidthAssets,
     "../../contracts/artifacts/BandwidthAssets.json"
 );
-sol!(
-    #[sol(all_derives)]
-    Market,
-    "../../contracts/artifacts/Market.json"
-);
+/// Market's ABI names BandwidthAssets' `Asset` (in `OpenListing`), so its `sol!` also
+/// generates a `BandwidthAssets` module with that struct: kept apart here, converted below.
+mod market_abi {
+    #![allow(missing_docs, clippy::too_many_arguments)]
+    use alloy_sol_types::sol;
+    sol!(
+        #[sol(all_derives)]
+        Market,
+        "../../contracts/artifacts/Market.json"
+    );
+}
+pub use market_abi::Market;
+
+impl From<market_abi::BandwidthAssets::Asset> for BandwidthAssets::Asset {
+    fn from(a: market_abi::BandwidthAssets::Asset) -> Self {
+        Self {
+            owner: a.owner,
+            isdAs: a.isdAs,
+            interfaceId: a.interfaceId,
+            isIngress: a.isIngress,
+            bandwidth: a.bandwidth,
+            startTime: a.startTime,
+            expiryTime: a.expiryTime,
+            timeGranularity: a.timeGranularity,
+            minBandwidth: a.minBandwidth,
+        }
+    }
+}
 sol!(
     #[sol(all_derives)]
     RefusingSeller,

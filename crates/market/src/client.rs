@@ -16,7 +16,7 @@ use std::time::Duration;
 use alloy_primitives::{Address, B256, U256};
 use aviary_hummingbird::BuyerKey;
 
-use crate::contracts::{token, Asset, Deployment, Listing};
+use crate::contracts::{token, Asset, Deployment, IndexedSide, Listing};
 use crate::{Account, Ledger, LedgerError, Revert};
 
 pub mod available;
@@ -131,32 +131,73 @@ fn token_text(token: &Address) -> String {
     }
 }
 
-/// Every open listing of the market (listing ids are dense from 1) whose asset has not expired
-/// (the market refuses to sell an expired one).
+/// Listings per `openListings` call: a page's reads (about 13 000 gas per listing) stay well
+/// under the gas of one call.
+pub const OFFER_PAGE: u64 = 500;
+
+/// Every open listing of the market whose asset has not expired (the market refuses to sell
+/// an expired one): the market's index, side by side ([`open_offers_on`]).
 pub fn open_offers<L: Ledger + ?Sized>(l: &L, d: &Deployment) -> Result<Vec<Offer>, LedgerError> {
-    let next = d.next_listing_id(l)?;
+    open_offers_on(l, d, &d.listed_sides(l)?)
+}
+
+/// The sides a path's hops buy: each hop's ingress interface (ingress) and egress interface
+/// (egress).
+pub fn sides_of(wants: &[HopWant]) -> Vec<IndexedSide> {
+    let mut sides: Vec<IndexedSide> = wants
+        .iter()
+        .flat_map(|w| {
+            [
+                IndexedSide { isd_as: w.isd_as, interface: w.ingress, is_ingress: true },
+                IndexedSide { isd_as: w.isd_as, interface: w.egress, is_ingress: false },
+            ]
+        })
+        .collect();
+    sides.sort();
+    sides.dedup();
+    sides
+}
+
+/// The open, unexpired listings of `sides`, read from the market's index of open listings a
+/// page at a time: O(open listings of these sides), whatever the market's history. Pages are
+/// separate reads, so a listing that closes meanwhile can move and be missed (or seen twice:
+/// duplicates are dropped) by this read; a purchase re-reads after a revert.
+pub fn open_offers_on<L: Ledger + ?Sized>(
+    l: &L,
+    d: &Deployment,
+    sides: &[IndexedSide],
+) -> Result<Vec<Offer>, LedgerError> {
     let now = l.pending_timestamp()?;
     let mut out = Vec::new();
+    let mut seen = BTreeSet::new();
     let mut issuers = BTreeMap::new();
-    let mut id = U256::from(1);
-    while id < next {
-        let listing = d.listing_of(l, id)?;
-        let asset = match listing.seller {
-            Address::ZERO => None,
-            _ => Some(d.asset_of(l, U256::from(listing.assetId))?).filter(|a| a.expiryTime > now),
-        };
-        if let Some(asset) = asset {
-            let (_, payment_token) = d.quote(l, id, asset.startTime, asset.expiryTime, asset.bandwidth)?;
-            let issuer = match issuers.get(&asset.isdAs) {
-                Some(a) => *a,
-                None => *issuers.entry(asset.isdAs).or_insert(d.account_of(l, asset.isdAs)?),
-            };
-            let issuer_registered = issuer != Address::ZERO;
-            let resale = listing.seller != issuer;
-            out.push(Offer { listing_id: id, listing, asset, payment_token, issuer_registered, resale });
+    for side in sides {
+        let count = d.open_listing_count(l, *side)?;
+        let mut offset = 0;
+        while offset < count {
+            for open in d.open_listings(l, *side, offset, OFFER_PAGE)? {
+                if open.asset.expiryTime <= now || !seen.insert(open.listingId) {
+                    continue;
+                }
+                let isd_as = open.asset.isdAs;
+                let issuer = match issuers.get(&isd_as) {
+                    Some(a) => *a,
+                    None => *issuers.entry(isd_as).or_insert(d.account_of(l, isd_as)?),
+                };
+                let resale = open.listing.seller != issuer;
+                out.push(Offer {
+                    listing_id: open.listingId,
+                    listing: open.listing,
+                    asset: open.asset.into(),
+                    payment_token: open.paymentToken,
+                    issuer_registered: issuer != Address::ZERO,
+                    resale,
+                });
+            }
+            offset += OFFER_PAGE;
         }
-        id += U256::from(1);
     }
+    out.sort_by_key(|o| o.listing_id);
     Ok(out)
 }
 
@@ -245,7 +286,7 @@ pub fn buy_cheapest<L: Ledger + ?Sized>(
         let plan = match next.take() {
             Some(plan) => plan,
             None => {
-                let offers: Vec<Offer> = open_offers(l, d)?
+                let offers: Vec<Offer> = open_offers_on(l, d, &sides_of(wants))?
                     .into_iter()
                     .filter(|o| !without_listings.contains(&o.listing_id) && !without_tokens.contains(&o.payment_token))
                     .collect();

@@ -17,6 +17,7 @@ pub use BandwidthAssets::{Asset, RedeemRequest};
 pub use Market::{Listing, PathPurchase, PriceLimit};
 
 mod market;
+pub use market::IndexedSide;
 
 /// `RedeemRequest.status` values (the contract's `RequestStatus` enum).
 pub mod request_status {

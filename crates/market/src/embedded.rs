@@ -8,10 +8,13 @@
 //! that `advance_time` added, and is at least one second after the previous block's, as on
 //! Hardhat. Mining a valid transaction commits its result whatever its status, as a real chain
 //! does: a revert leaves only the sender's nonce and fee; an invalid transaction commits
-//! nothing. After each block the whole state is written to `<dir>/ledger.json` (see
-//! [`crate::snapshot`]); [`EmbeddedLedger::open`] continues from it.
+//! nothing. A persistent ledger appends each block's changes to `<dir>/ledger.log` and fsyncs
+//! them (see [`crate::state_log`]), and compacts the log into the snapshot `<dir>/ledger.json`
+//! ([`crate::snapshot`]) once the log outgrows it; [`EmbeddedLedger::open`] loads the snapshot
+//! and replays the log, and [`EmbeddedLedger::catch_up`] replays what other processes appended
+//! since (the shared ledger, [`crate::SharedLedger`], calls it under the directory's lock).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -26,8 +29,14 @@ use revm::state::{AccountInfo, Bytecode};
 use revm::{DatabaseCommit, ExecuteEvm, MainBuilder};
 
 use crate::ledger::{Ledger, Receipt, TX_GAS_CAP};
-use crate::snapshot::{AccountState, Snapshot, FORMAT_VERSION};
+use crate::snapshot::{AccountState, Snapshot, FORMAT_VERSION, STATE_FILE};
+use crate::state_log::StateLog;
 use crate::{Account, LedgerError, Revert};
+
+mod persist;
+#[cfg(test)]
+mod tests;
+use persist::{Persistence, COMPACT_MIN_BYTES};
 
 /// The embedded chain's id (Hardhat's default, so dev tools treat it as a local chain).
 pub const CHAIN_ID: u64 = 31337;
@@ -53,7 +62,7 @@ pub struct EmbeddedLedger {
     timestamp: u64,
     time_offset: u64,
     clock: Clock,
-    dir: Option<PathBuf>,
+    persistence: Option<Persistence>,
     accounts: Vec<Account>,
 }
 
@@ -66,15 +75,26 @@ impl EmbeddedLedger {
     /// [`Self::open`] with an injected clock.
     pub fn open_with_clock(dir: impl AsRef<Path>, clock: Clock) -> Result<Self, LedgerError> {
         let dir = dir.as_ref().to_path_buf();
-        // Opening an existing state only reads it; a new one is written at once.
-        let (mut ledger, new) = match Snapshot::load(&dir)? {
-            Some(snap) => (Self::from_snapshot(&dir, snap, clock)?, false),
-            None => (Self::genesis(clock), true),
+        // Opening an existing state only reads it (and cuts off a torn last record of its
+        // log); a new one is written at once.
+        let (mut ledger, generation) = match Snapshot::load(&dir)? {
+            Some(snap) => {
+                let generation = snap.generation;
+                (Self::from_snapshot(&dir, snap, clock)?, generation)
+            }
+            None => {
+                let ledger = Self::genesis(clock);
+                ledger.snapshot().store(&dir)?;
+                (ledger, 0)
+            }
         };
-        ledger.dir = Some(dir);
-        if new {
-            ledger.persist()?;
+        let snapshot_bytes = std::fs::metadata(dir.join(STATE_FILE)).map_or(0, |m| m.len());
+        let (log, records) = StateLog::open(&dir, generation)?;
+        for record in records {
+            ledger.apply_record(&dir, record)?;
         }
+        let compact_at = snapshot_bytes.max(COMPACT_MIN_BYTES);
+        ledger.persistence = Some(Persistence { dir, log, generation, compact_at });
         Ok(ledger)
     }
 
@@ -97,14 +117,14 @@ impl EmbeddedLedger {
             timestamp: self.timestamp,
             time_offset: self.time_offset,
             clock: self.clock.clone(),
-            dir: None,
+            persistence: None,
             accounts: self.accounts.clone(),
         }
     }
 
     /// The data directory, if persistent.
     pub fn dir(&self) -> Option<&Path> {
-        self.dir.as_deref()
+        self.persistence.as_ref().map(|p| p.dir.as_path())
     }
 
     /// Number of the latest block.
@@ -119,7 +139,7 @@ impl EmbeddedLedger {
             db.insert_account_info(a.address(), AccountInfo::from_balance(DEV_BALANCE));
         }
         let timestamp = clock();
-        Self { db, block_number: 0, timestamp, time_offset: 0, clock, dir: None, accounts }
+        Self { db, block_number: 0, timestamp, time_offset: 0, clock, persistence: None, accounts }
     }
 
     fn from_snapshot(dir: &Path, snap: Snapshot, clock: Clock) -> Result<Self, LedgerError> {
@@ -150,7 +170,7 @@ impl EmbeddedLedger {
             timestamp: snap.timestamp,
             time_offset: snap.time_offset,
             clock,
-            dir: None,
+            persistence: None,
             accounts: Account::dev_accounts(),
         })
     }
@@ -180,14 +200,8 @@ impl EmbeddedLedger {
             block_number: self.block_number,
             timestamp: self.timestamp,
             time_offset: self.time_offset,
+            generation: self.persistence.as_ref().map_or(0, |p| p.generation),
             accounts,
-        }
-    }
-
-    fn persist(&self) -> Result<(), LedgerError> {
-        match &self.dir {
-            Some(dir) => self.snapshot().store(dir),
-            None => Ok(()),
         }
     }
 
@@ -233,10 +247,11 @@ impl EmbeddedLedger {
             .build_mainnet();
         let outcome = evm.transact(tx).map_err(|e| LedgerError::InvalidTransaction(e.to_string()))?;
         drop(evm);
+        let changes = persist::changes(&self.db, &outcome.state);
         self.db.commit(outcome.state);
         self.block_number = number;
         self.timestamp = timestamp;
-        self.persist()?;
+        self.persist(changes)?;
         Ok(receipt(number, outcome.result))
     }
 }
@@ -330,7 +345,7 @@ impl Ledger for EmbeddedLedger {
         if acc.account_state == revm::database::AccountState::NotExisting {
             acc.account_state = revm::database::AccountState::None;
         }
-        self.persist()
+        self.persist([(address, persist::current(&self.db, address))].into())
     }
 
     fn advance_time(&mut self, secs: u64) -> Result<(), LedgerError> {
@@ -340,6 +355,6 @@ impl Ledger for EmbeddedLedger {
         self.time_offset = self.time_offset.max(target.saturating_sub((self.clock)()));
         self.timestamp = self.next_timestamp();
         self.block_number += 1;
-        self.persist()
+        self.persist(Default::default())
     }
 }

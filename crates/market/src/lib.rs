@@ -41,6 +41,7 @@ pub mod registration;
 pub mod rpc;
 pub mod shared;
 pub mod snapshot;
+pub mod state_log;
 pub mod tx;
 
 pub use accounts::Account;

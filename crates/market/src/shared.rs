@@ -1,11 +1,13 @@
 //! The embedded ledger shared by the processes of one machine through its data directory:
-//! every operation takes an exclusive lock on `<dir>/lock`, continues the chain from the
-//! state on disk, and (for a transaction) writes the new state back before unlocking. The
-//! AS services and the market client of a run use one directory this way, as they would use
-//! one chain node; each process keeps its own accounts.
+//! each handle loads the state once and keeps it in memory; every operation takes an
+//! exclusive lock on `<dir>/lock`, first replays the blocks other processes appended to the
+//! log since ([`EmbeddedLedger::catch_up`]), and (for a transaction) appends its own block
+//! before unlocking. The AS services and the market client of a run use one directory this
+//! way, as they would use one chain node; each process keeps its own accounts.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use alloy_primitives::{Address, Bytes, U256};
 
@@ -15,6 +17,9 @@ use crate::{Account, EmbeddedLedger, Ledger, LedgerError, Receipt};
 pub struct SharedLedger {
     dir: PathBuf,
     accounts: Vec<Account>,
+    /// The chain as this handle last saw it; `None` until loaded, and after a failure that
+    /// may have left memory and disk apart (it is then loaded again from disk).
+    chain: Mutex<Option<EmbeddedLedger>>,
 }
 
 impl SharedLedger {
@@ -22,7 +27,7 @@ impl SharedLedger {
     pub fn open(dir: impl AsRef<Path>) -> Result<Self, LedgerError> {
         let dir = dir.as_ref().to_path_buf();
         std::fs::create_dir_all(&dir).map_err(|e| state_error(&dir, e))?;
-        let s = Self { dir, accounts: Account::dev_accounts() };
+        let s = Self { dir, accounts: Account::dev_accounts(), chain: Mutex::new(None) };
         s.with(|_| Ok(()))?;
         Ok(s)
     }
@@ -35,9 +40,26 @@ impl SharedLedger {
     fn with<R>(&self, f: impl FnOnce(&mut EmbeddedLedger) -> Result<R, LedgerError>) -> Result<R, LedgerError> {
         let lock = File::create(self.dir.join("lock")).map_err(|e| state_error(&self.dir, e))?;
         lock.lock().map_err(|e| state_error(&self.dir, e))?;
-        let mut ledger = EmbeddedLedger::open(&self.dir)?;
-        f(&mut ledger)
-        // The lock is released when `lock` is dropped, after the state was written.
+        // A panic while another thread held it leaves the chain unknown: load it again.
+        let mut chain = self.chain.lock().unwrap_or_else(|poisoned| {
+            let mut chain = poisoned.into_inner();
+            *chain = None;
+            chain
+        });
+        let ledger = match chain.as_mut() {
+            Some(ledger) => {
+                ledger.catch_up()?;
+                ledger
+            }
+            None => chain.insert(EmbeddedLedger::open(&self.dir)?),
+        };
+        let result = f(ledger);
+        if let Err(LedgerError::State { .. }) = result {
+            // A block that could not be written may be in memory only.
+            *chain = None;
+        }
+        result
+        // The lock is released when `lock` is dropped, after the block was appended.
     }
 }
 
@@ -116,6 +138,28 @@ mod tests {
             h.join().unwrap();
         }
         assert_eq!(b.balance(who).unwrap(), U256::from(27));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn handles_interleave_across_compactions_and_reopening() {
+        let dir = std::env::temp_dir().join(format!("aviary-shared-compact-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut a = SharedLedger::open(&dir).unwrap();
+        let mut b = SharedLedger::open(&dir).unwrap();
+        // `a` compacts the log after each of its blocks; `b` only appends.
+        a.chain.lock().unwrap().as_mut().unwrap().compact_after_every_block();
+        let who = Address::repeat_byte(0x43);
+        for k in 1..=6u64 {
+            let (writer, reader) = if k % 2 == 0 { (&mut a, &b) } else { (&mut b, &a) };
+            writer.fund(who, U256::from(k)).unwrap();
+            assert_eq!(reader.balance(who).unwrap(), U256::from(k * (k + 1) / 2), "after {k} blocks");
+        }
+        let blocks = a.with(|l| Ok(l.block_number())).unwrap();
+        assert_eq!(b.with(|l| Ok(l.block_number())).unwrap(), blocks);
+        // A new process loads the same chain.
+        let c = SharedLedger::open(&dir).unwrap();
+        assert_eq!(c.balance(who).unwrap(), U256::from(21));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

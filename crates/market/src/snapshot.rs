@@ -1,6 +1,7 @@
 //! The embedded ledger's state on disk: one JSON file, replaced atomically (write a temporary
-//! file, fsync, rename) after every mined block, so a crash leaves the previous or the new state
-//! and never a torn one.
+//! file, fsync, rename), so a crash leaves the previous or the new state and never a torn one.
+//! It is written when the ledger is created and when its log of blocks since
+//! ([`crate::state_log`]) is compacted, not after every block.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -14,8 +15,10 @@ use crate::LedgerError;
 
 /// The state file's name inside the data directory.
 pub const STATE_FILE: &str = "ledger.json";
-/// Bumped when the layout changes; a file of another version is refused, not misread.
-pub const FORMAT_VERSION: u32 = 1;
+/// Bumped when the layout changes; a file of another version is refused, not misread. Version 2
+/// has a log beside it (version 1, the whole state rewritten after every block, reads as
+/// generation 0 without a log).
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Everything the embedded ledger needs to continue where it stopped.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -30,6 +33,9 @@ pub struct Snapshot {
     pub timestamp: u64,
     /// Seconds added to the clock by `advance_time`.
     pub time_offset: u64,
+    /// Which log continues this state (see [`crate::state_log`]).
+    #[serde(default)]
+    pub generation: u64,
     /// Every account that exists.
     pub accounts: BTreeMap<Address, AccountState>,
 }
@@ -59,15 +65,15 @@ impl Snapshot {
             Err(e) => return Err(state_err(&path, e)),
         };
         let snap: Snapshot = serde_json::from_str(&text).map_err(|e| state_err(&path, e))?;
-        if snap.version != FORMAT_VERSION {
+        if snap.version != FORMAT_VERSION && snap.version != 1 {
             let msg = format!("format version {} (this build reads {FORMAT_VERSION})", snap.version);
             return Err(state_err(&path, msg));
         }
         Ok(Some(snap))
     }
 
-    /// Write `dir/ledger.json` atomically.
-    pub fn store(&self, dir: &Path) -> Result<(), LedgerError> {
+    /// Write `dir/ledger.json` atomically; returns its size in bytes.
+    pub fn store(&self, dir: &Path) -> Result<u64, LedgerError> {
         fs::create_dir_all(dir).map_err(|e| state_err(dir, e))?;
         let path = dir.join(STATE_FILE);
         let tmp = dir.join(format!("{STATE_FILE}.tmp"));
@@ -75,7 +81,9 @@ impl Snapshot {
         let mut file = fs::File::create(&tmp).map_err(|e| state_err(&tmp, e))?;
         file.write_all(&text).map_err(|e| state_err(&tmp, e))?;
         file.sync_all().map_err(|e| state_err(&tmp, e))?;
-        fs::rename(&tmp, &path).map_err(|e| state_err(&path, e))
+        fs::rename(&tmp, &path).map_err(|e| state_err(&path, e))?;
+        fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| state_err(dir, e))?;
+        Ok(text.len() as u64)
     }
 }
 

@@ -48,6 +48,12 @@ fn buyers_resell_on_embedded_ledger() {
 }
 
 #[test]
+fn open_listings_are_indexed_per_interface_on_embedded_ledger() {
+    let mut ledger = EmbeddedLedger::in_memory();
+    common::index::scenarios(&mut ledger);
+}
+
+#[test]
 fn state_survives_reopening_the_data_directory() {
     let dir = fresh_dir("embedded-reopen");
     let mut ledger = EmbeddedLedger::open(&dir).unwrap();

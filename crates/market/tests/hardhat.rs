@@ -59,3 +59,9 @@ fn buyers_resell_on_hardhat_node() {
     let (_node, mut ledger) = HardhatNode::start("resale");
     common::resale::scenarios(&mut ledger);
 }
+
+#[test]
+fn open_listings_are_indexed_per_interface_on_hardhat_node() {
+    let (_node, mut ledger) = HardhatNode::start("index");
+    common::index::scenarios(&mut ledger);
+}

@@ -6,6 +6,7 @@
 //! - no asset is redeemed twice;
 //! - the market holds exactly the sellers' proceeds (pull payments: buys credit, withdrawals pay);
 //! - a failed transaction changes nothing but the caller's nonce and fee.
+//! - the market's index holds exactly the open listings, each under its asset's interface side.
 
 mod common;
 
@@ -392,6 +393,7 @@ proptest! {
             }
             prop_assert_eq!(run.live_volume(), run.volume.clone(), "volume not conserved after {:?}", op);
             prop_assert_eq!(run.l.balance(run.dep.market).unwrap(), run.proceeds(), "market balance != proceeds after {:?}", op);
+            prop_assert_eq!(common::index::indexed(&run.l, &run.dep), common::index::live(&run.l, &run.dep), "index of open listings wrong after {:?}", op);
         }
     }
 }

@@ -74,7 +74,7 @@ pub fn plan(
 ) -> anyhow::Result<Plan> {
     let deadline = Instant::now() + p.wait_for_offers;
     loop {
-        let offers = client::open_offers(ledger, d)?;
+        let offers = client::open_offers_on(ledger, d, &client::sides_of(wants))?;
         let planned = match buyer {
             Some(b) => {
                 let funds = client::funds_of(ledger, b, offers.iter().map(|o| o.payment_token))?;

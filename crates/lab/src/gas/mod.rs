@@ -26,8 +26,13 @@
 //! redeem request in the receipt, the AS side (in this process) runs
 //! [`ReservationService::fulfil`] (ResID by First Fit, A_K, HPKE seal) and sends
 //! `deliverReservation`. Measured once on the in-memory ledger and once on the default,
-//! persistent one (the whole state written and fsynced after each block). No network and no
+//! persistent one (each block's changes appended to the ledger's log and fsynced). No network and no
 //! consensus: a lower bound, where the paper measures the Sui testnet (Fig. 4).
+//!
+//! **Scale** ([`scale`]): the latency of `offers` (the client reading a hop's open listings
+//! from the market's index) and of a purchase (offers, plan, `buyAndRedeemPath`) with
+//! [`scale::OPEN_LISTINGS`] open listings on the hop's interfaces, beside reading the offers by
+//! scanning every listing ever created (how the client read them before the index).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -46,6 +51,7 @@ use aviary_market::registration::{certify, p256_key_from_seed, Registration};
 use aviary_market::{Account, Address, Bytes, Deployment, EmbeddedLedger, Ledger, Receipt, B256, U256};
 use serde::Serialize;
 
+mod scale;
 mod world;
 #[cfg(test)]
 use world::{gas_from_fee, percentile};
@@ -179,6 +185,7 @@ pub fn run(quick: bool) -> Result<Vec<GasRow>> {
     rows.push(GasRow::new("Market.buyAndRedeemPath (1 hop, each side from 2 listings)", Some(1), gas, None));
 
     rows.push(world.latency("latency buy-and-redeem to delivery (in memory)", reps)?);
+    scale::rows(&world, quick, &mut rows)?;
     // The same chain as the default ledger keeps it: persisted to a data directory.
     let dir = TempDir::new()?;
     world.l.snapshot().store(&dir.0)?;
@@ -260,6 +267,9 @@ pub fn table(rows: &[GasRow]) -> String {
          opened all {LATENCY_HOPS} sealed reservations; the ASes fulfil (ResID, A_K, HPKE) and deliver in this \
          process; gas = the {LATENCY_HOPS} deliveries. One block per transaction, no network, no consensus.\n"
     );
+    out += "scale: offers = the client reading one hop's open listings (index: the market's per-interface index, \
+            pages of 500; scan of all: every listing ever created, as before the index), no gas (reads); purchase = \
+            offers + plan + buyAndRedeemPath of one hop, gas of the purchase.\n";
     out += &format!("latency measured on {}.\n", build_profile());
     out += "paper: Table 2 total = computation + storage - storage rebate (SUI; USD at 1.221 USD/SUI, 2024-04-18). \
             Sui bills storage per byte and refunds 99% on deletion, the EVM bills gas per slot and refunds at most \
@@ -292,7 +302,10 @@ mod tests {
     #[test]
     fn quick_run_has_every_row_with_gas() {
         let rows = rows();
-        assert!(rows.iter().all(|r| r.gas > 0), "a row without gas: {rows:#?}");
+        // Reads (the offers rows) cost no gas.
+        assert!(rows.iter().all(|r| r.gas > 0 || r.call.starts_with("latency offers")), "a row without gas: {rows:#?}");
+        let scale: Vec<_> = rows.iter().filter(|r| r.call.contains("open listings")).collect();
+        assert_eq!(scale.len(), 3 * scale::OPEN_LISTINGS_QUICK.len());
         let text = table(rows);
         for r in rows {
             assert!(text.contains(&r.call), "{} missing from the table", r.call);
@@ -303,7 +316,8 @@ mod tests {
             assert!(v["call"].is_string() && v["gas"].is_u64());
             assert_eq!(v["hops"].is_null(), r.hops.is_none());
         }
-        let latency: Vec<_> = rows.iter().filter(|r| r.latency_ms.is_some()).collect();
+        let latency: Vec<_> =
+            rows.iter().filter(|r| r.latency_ms.is_some() && r.call.starts_with("latency buy-and-redeem")).collect();
         assert_eq!(latency.len(), 2);
         assert!(latency.iter().all(|r| r.hops == Some(LATENCY_HOPS) && r.repetitions == Some(3)));
     }

@@ -167,12 +167,25 @@ impl World {
         // ------------------------------------------------------------ market
         let (x, _) = self.issue(0, true, IF_INGRESS, s, e)?;
         let (listing, r) = self.list(0, x, PRICE_INGRESS)?;
-        rows.push(GasRow::new("Market.createListing", None, r.gas_used, paper("0.0050", "0.0061")));
+        // The first listing of an interface side also enters the side in the market's index.
+        rows.push(GasRow::new("Market.createListing (first of its interface side)", None, r.gas_used, None));
         let call = Market::setPriceCall { listingId: listing, pricePerUnit: PRICE_INGRESS + 1 };
         let r = contracts::transact(&mut self.l, &as0.account, dep.market, &call, U256::ZERO)?;
         rows.push(GasRow::new("Market.setPrice", None, r.gas_used, None));
         let r = dep.delist(&mut self.l, &as0.account, listing)?;
         rows.push(GasRow::new("Market.delist", None, r.gas_used, None));
+        // A side whose listings came and went: the index position is written again.
+        let (x, _) = self.issue(0, true, IF_INGRESS, s, e)?;
+        let (_, r) = self.list(0, x, PRICE_INGRESS)?;
+        rows.push(GasRow::new("Market.createListing", None, r.gas_used, paper("0.0050", "0.0061")));
+        // A listing that expires, closed by anyone (the asset returns to its seller).
+        let now = self.l.block_timestamp()?;
+        let soon = (now / u64::from(GRAN) + 1) * u64::from(GRAN);
+        let (x, _) = self.issue(0, false, IF_EGRESS, soon, soon + u64::from(GRAN))?;
+        let (expiring, _) = self.list(0, x, PRICE_EGRESS)?;
+        self.l.advance_time(soon + u64::from(GRAN) - now)?;
+        let r = dep.close_expired(&mut self.l, &buyer, expiring)?;
+        rows.push(GasRow::new("Market.closeExpired", None, r.gas_used, None));
         // An asset sent to the market outside createListing, and taken back by its sender.
         let (x, _) = self.issue(0, true, IF_INGRESS, s, e)?;
         let r = dep.transfer_from(&mut self.l, &as0.account, as0.account.address(), dep.market, x)?;
@@ -236,14 +249,31 @@ impl World {
         Ok(())
     }
 
+    /// A copy of this market on an in-memory copy of its chain.
+    pub(super) fn forked(&self) -> Self {
+        Self {
+            l: self.l.fork(),
+            dep: self.dep,
+            owner: self.owner.clone(),
+            buyer: self.buyer.clone(),
+            sellers: self.sellers.clone(),
+            mp: self.mp,
+        }
+    }
+
+    /// Seller `k`'s ISD-AS.
+    pub(super) fn seller_ia(&self, k: usize) -> u64 {
+        self.sellers[k].ia
+    }
+
     /// A listed asset's interval: whole hours, an hour or more ahead of the chain.
-    fn window(&self) -> Result<(u64, u64)> {
+    pub(super) fn window(&self) -> Result<(u64, u64)> {
         let s = (self.l.block_timestamp()? / 3600 + 2) * 3600;
         Ok((s, s + 3600))
     }
 
     /// Seller `k` issues a `BW` asset over `[start, expiry)`.
-    fn issue(
+    pub(super) fn issue(
         &mut self,
         k: usize,
         ingress: bool,
@@ -269,7 +299,7 @@ impl World {
     }
 
     /// Seller `k` lists `asset` in the native marketplace.
-    fn list(&mut self, k: usize, asset: U256, price: u128) -> Result<(U256, Receipt)> {
+    pub(super) fn list(&mut self, k: usize, asset: U256, price: u128) -> Result<(U256, Receipt)> {
         let call = Market::createListingCall { marketplaceId: self.mp, assetId: asset, pricePerUnit: price };
         let r = contracts::transact(&mut self.l, &self.sellers[k].account, self.dep.market, &call, U256::ZERO)?;
         let id = contracts::first_event::<Market::Listed>(&r, self.dep.market)?.listingId;

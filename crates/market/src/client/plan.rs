@@ -259,6 +259,7 @@ mod tests {
             listing: Listing {
                 seller: Address::repeat_byte(1),
                 marketplaceId: 1,
+                openSlot: 0,
                 pricePerUnit: price,
                 assetId: id as u128,
             },

@@ -6,6 +6,14 @@ use super::{first_event, transact, view, Deployment, Listing, PathPurchase, Pric
 use crate::bindings::Market;
 use crate::{Account, Ledger, LedgerError, Receipt};
 
+/// One side of an AS's interface, the key of the market's index of open listings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct IndexedSide {
+    pub isd_as: u64,
+    pub interface: u16,
+    pub is_ingress: bool,
+}
+
 impl Deployment {
     /// Create a marketplace paid in `token` (zero: native currency); returns its id.
     pub fn create_marketplace<L: Ledger + ?Sized>(
@@ -178,6 +186,64 @@ impl Deployment {
         account: Address,
     ) -> Result<bool, LedgerError> {
         view(l, self.market, &Market::isSellerCall { marketplaceId: marketplace, account })
+    }
+
+    /// Open listings `offset` to `offset + limit` of one side of an AS's interface (expired
+    /// ones included until closed), with their assets and payment tokens.
+    pub fn open_listings<L: Ledger + ?Sized>(
+        &self,
+        l: &L,
+        side: IndexedSide,
+        offset: u64,
+        limit: u64,
+    ) -> Result<Vec<Market::OpenListing>, LedgerError> {
+        let call = Market::openListingsCall {
+            isdAs: side.isd_as,
+            interfaceId: side.interface,
+            isIngress: side.is_ingress,
+            offset: U256::from(offset),
+            limit: U256::from(limit),
+        };
+        view(l, self.market, &call)
+    }
+
+    /// How many listings of one side are open (expired ones included until closed).
+    pub fn open_listing_count<L: Ledger + ?Sized>(&self, l: &L, side: IndexedSide) -> Result<u64, LedgerError> {
+        let call = Market::openListingCountCall {
+            isdAs: side.isd_as,
+            interfaceId: side.interface,
+            isIngress: side.is_ingress,
+        };
+        let n: U256 = view(l, self.market, &call)?;
+        Ok(n.saturating_to())
+    }
+
+    /// Every side of every AS that ever had a listing (the index's keys).
+    pub fn listed_sides<L: Ledger + ?Sized>(&self, l: &L) -> Result<Vec<IndexedSide>, LedgerError> {
+        let mut out = Vec::new();
+        for isd_as in view(l, self.market, &Market::listedIssuersCall {})? {
+            out.extend(self.listed_sides_of(l, isd_as)?);
+        }
+        Ok(out)
+    }
+
+    /// The sides of `isd_as` that ever had a listing.
+    pub fn listed_sides_of<L: Ledger + ?Sized>(&self, l: &L, isd_as: u64) -> Result<Vec<IndexedSide>, LedgerError> {
+        let sides = view(l, self.market, &Market::listedSidesOfCall { isdAs: isd_as })?;
+        Ok(sides
+            .into_iter()
+            .map(|s| IndexedSide { isd_as, interface: s.interfaceId, is_ingress: s.isIngress })
+            .collect())
+    }
+
+    /// Close an expired listing (anyone); the asset returns to its seller.
+    pub fn close_expired<L: Ledger + ?Sized>(
+        &self,
+        l: &mut L,
+        from: &Account,
+        listing: U256,
+    ) -> Result<Receipt, LedgerError> {
+        transact(l, from, self.market, &Market::closeExpiredCall { listingId: listing }, U256::ZERO)
     }
 
     /// The id the next listing gets.

@@ -4,6 +4,7 @@
 
 pub mod attacks;
 pub mod hardhat;
+pub mod index;
 pub mod overflow;
 pub mod registry;
 pub mod resale;
