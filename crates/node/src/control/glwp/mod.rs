@@ -27,7 +27,7 @@
 pub mod config;
 pub mod keys;
 mod metrics;
-mod updates;
+pub mod updates;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::{SocketAddr, UdpSocket};
