@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 
 use aviary_glwp::discovery::rate::RateLimit;
 use aviary_glwp::discovery::wire::{message_len, MAX_ASES};
-use aviary_glwp::discovery::{AsConfig, DiscoveryParams, DrkeyKeys, OnPathAs, Source};
+use aviary_glwp::discovery::{AnnouncementLimit, AsConfig, DiscoveryParams, DrkeyKeys, Neighbourhood, OnPathAs, Source};
 use aviary_glwp::{AllocationMatrix, Freshness, MatrixEntry, SourceAllocation};
 use aviary_scion::drkey::Epoch;
 use aviary_scion::IsdAsn;
@@ -30,6 +30,8 @@ fn ia(k: usize) -> IsdAsn {
 struct Setup {
     configs: Vec<AsConfig>,
     keys: Vec<DrkeyKeys>,
+    /// Each AS's record of its neighbours' announcements, exchanged at `NOW`.
+    neighbourhoods: Vec<Neighbourhood>,
     /// The honest request at AS 1, response at AS 1 and response at the source.
     honest: [Vec<u8>; 3],
     allocation: SourceAllocation,
@@ -66,20 +68,32 @@ fn setup() -> &'static Setup {
                     validity_s: 86_400,
                     min_guarantee_bps: 0,
                 },
-                remembered_pairs: 16,
+                announcement_limit: AnnouncementLimit { burst: 4, refill_ns: 1_000_000_000 },
             });
+        }
+        let mut neighbourhoods: Vec<Neighbourhood> = configs.iter().map(AsConfig::neighbourhood).collect();
+        for k in 0..3 {
+            for (to, _, bytes) in neighbourhoods[k].announcements(&keys[k], NOW) {
+                let r = (0..3).find(|&r| ia(r) == to).unwrap();
+                neighbourhoods[r].receive(&bytes, ia(k), &keys[r], NOW).unwrap();
+            }
         }
         let source = Source::new(configs[0].clone(), keys[0].clone()).unwrap();
         let mut as1 = OnPathAs::new(configs[1].clone(), RATE, keys[1].clone()).unwrap();
+        as1.neighbourhood = neighbourhoods[1].clone();
         let mut as2 = OnPathAs::new(configs[2].clone(), RATE, keys[2].clone()).unwrap();
-        let request = source.request(&[ia(0), ia(1), ia(2)], &PATH, NOW).unwrap();
+        as2.neighbourhood = neighbourhoods[2].clone();
+        let request = source.request(&neighbourhoods[0], &[ia(0), ia(1), ia(2)], &PATH, NOW).unwrap();
         let mut msg = request.clone();
         as1.forward(&mut msg, ia(0), NOW).unwrap();
         as2.forward(&mut msg, ia(1), NOW).unwrap();
         let at_as1 = msg.clone();
         as1.backward(&mut msg, ia(2), NOW).unwrap();
-        let allocation = Source::new(configs[0].clone(), keys[0].clone()).unwrap().finish(&msg, NOW).unwrap();
-        Setup { configs, keys, honest: [request, at_as1, msg], allocation }
+        let allocation = Source::new(configs[0].clone(), keys[0].clone())
+            .unwrap()
+            .finish(&mut neighbourhoods[0].clone(), &msg, NOW)
+            .unwrap();
+        Setup { configs, keys, neighbourhoods, honest: [request, at_as1, msg], allocation }
     })
 }
 
@@ -96,13 +110,14 @@ fuzz_target!(|data: &[u8]| {
     };
     if step == 2 {
         let mut source = Source::new(s.configs[0].clone(), s.keys[0].clone()).unwrap();
-        match source.finish(&msg, NOW) {
+        match source.finish(&mut s.neighbourhoods[0].clone(), &msg, NOW) {
             Ok(alloc) => assert_eq!(alloc, s.allocation, "a forged response was accepted"),
             Err(_) => assert_eq!(source.stats.total_drops() + source.stats.refused, 1),
         }
         return;
     }
     let mut as1 = OnPathAs::new(s.configs[1].clone(), RATE, s.keys[1].clone()).unwrap();
+    as1.neighbourhood = s.neighbourhoods[1].clone();
     let out = if step == 0 { as1.forward(&mut msg, ia(0), NOW) } else { as1.backward(&mut msg, ia(2), NOW) };
     assert_eq!(as1.stats.total_drops(), u64::from(out.is_err()));
 });

@@ -3,12 +3,10 @@
 //! and 211, over UDP between their control services. The allocation is GMA's for the
 //! configured matrices, its hop keys pass every on-path AS's router validation, a second
 //! discovery gives the same allocation (F3), a minimum above it fails naming the AS, and
-//! garbage or strangers' datagrams are dropped and counted. Ports 51000-51499.
+//! garbage or strangers' datagrams are dropped and counted. Ports 51000-51499. The helpers are
+//! in `glwp_common`, shared with the matrix-update test.
 
 use std::net::{SocketAddr, UdpSocket};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
 
 use aviary_glwp::discovery::wire::{Announced, Kind, MessageRepr};
 use aviary_glwp::{guarantee, prefix_guarantees, testbed, AidMonitor, Freshness, HopValues, Router, SourceAllocation};
@@ -18,82 +16,14 @@ use aviary_node::topology::Topology;
 use aviary_qos::{Admission, DuplicateFilter, DuplicateFilterConfig, Verdict};
 use aviary_scion::IsdAsn;
 
+mod glwp_common;
+
+use glwp_common::{
+    configured_hop_values, counted, discover, exe, ia, metrics, now_ns, sample, settled_discovery, topology_file,
+    PATH_ASES,
+};
+
 const PORT_BASE: u16 = 51000;
-const PATH_ASES: [&str; 4] = ["1-ff00:0:111", "1-ff00:0:110", "2-ff00:0:210", "2-ff00:0:211"];
-
-fn exe() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_aviary"))
-}
-
-fn topology_file() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies/glwp.toml")
-}
-
-fn ia(s: &str) -> IsdAsn {
-    s.parse().unwrap()
-}
-
-fn discover(net: &Network, extra: &[&str]) -> Output {
-    Command::new(exe())
-        .args(["glwp", "discover", "--host"])
-        .arg(net.layout.host_config_path("h111"))
-        .args(["--dst", "2-ff00:0:211"])
-        .args(extra)
-        .output()
-        .unwrap()
-}
-
-/// A discovery once the services have fetched each other's keys: until then the messages are
-/// dropped as `no_key` and the CLI reports a timeout, so a timeout is tried again.
-fn settled_discovery(net: &Network, extra: &[&str]) -> Output {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let o = discover(net, extra);
-        // Until every service has fetched the others' Level-1 keys, a request goes unanswered
-        // (an on-path AS drops it as `no_key`) or its answer cannot be checked yet at the source
-        // (a refusal from an AS whose key the source is still fetching).
-        let stderr = String::from_utf8_lossy(&o.stderr);
-        let keys_pending = stderr.contains("no answer after") || stderr.contains("rejected: no_key");
-        if !keys_pending || Instant::now() > deadline {
-            return o;
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
-}
-
-fn metrics(net: &Network, ia_text: &str) -> String {
-    let addr = net.layout.ases[&ia(ia_text)].control.listen;
-    ureq::get(&format!("http://{addr}/metrics")).call().unwrap().into_string().unwrap()
-}
-
-/// The value of the sample of `name` whose line holds every one of `labels`.
-fn sample(text: &str, name: &str, labels: &[&str]) -> u64 {
-    text.lines()
-        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with('{'))
-        .find(|l| labels.iter().all(|x| l.contains(x)))
-        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
-        .unwrap_or(0)
-}
-
-/// Waits until `name{labels}` at `ia` reaches `at_least`; its value.
-fn counted(net: &Network, ia_text: &str, name: &str, labels: &[&str], at_least: u64) -> u64 {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let n = sample(&metrics(net, ia_text), name, labels);
-        if n >= at_least || Instant::now() > deadline {
-            return n;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// The hop values of AS `ia` for pair `(i, j)` from the topology file, as configured.
-fn configured_hop_values(topo: &Topology, ia: IsdAsn, (i, j): (u16, u16)) -> HopValues {
-    let a = topo.as_entry(ia).unwrap();
-    let links: Vec<u16> = topo.links_of(ia).map(|(l, ..)| l.ifid).collect();
-    let plan = a.glwp.as_ref().unwrap().plan("glwp.toml", "glwp", &links).unwrap();
-    plan.matrix.hop_values(i, j)
-}
 
 /// AS `ia`'s router logic, keyed with the GLWP secret derived from the AS's master secret.
 fn router_of(net: &Network, ia: IsdAsn) -> Router {
@@ -106,10 +36,6 @@ fn router_of(net: &Network, ia: IsdAsn) -> Router {
     )
     .unwrap();
     Router::new(&secret, fresh, AidMonitor::new(64, 9000, 0x5eed), dups)
-}
-
-fn now_ns() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
 }
 
 #[test]

@@ -11,6 +11,8 @@
 //! path type, and [`router`] the validation at an on-path AS's border router (Alg. 2) with
 //! its traffic [`monitor`] and duplicate suppression. [`discovery`] is Alg. 1: the messages
 //! between the ASes' GLWP services that gather the hop values and return the hop keys.
+//! [`schedule`] is an AS's matrix over time (§V-C: temporary values while it changes), which
+//! [`discovery::Neighbourhood`] announces to the neighbours and checks theirs against.
 //!
 //! Pure logic: no I/O, no clocks.
 
@@ -23,6 +25,7 @@ pub mod matrix;
 pub mod monitor;
 pub mod packet;
 pub mod router;
+pub mod schedule;
 pub mod testbed;
 pub mod topology;
 
@@ -34,4 +37,5 @@ pub use matrix::{AllocationMatrix, InterfaceId, MatrixEntry, MatrixError, LOCAL_
 pub use monitor::{AidMonitor, MonitorVerdict};
 pub use packet::{locate, stamp, Located, PacketError, SourceAllocation, PATH_TYPE};
 pub use router::{Freshness, GlwpDrop, Router, RouterStats};
+pub use schedule::{ChangeWindow, MatrixSchedule, ScheduleError};
 pub use topology::{Hop, Link, PairLoad, PathAllocation, PathError, Topology, TopologyError};

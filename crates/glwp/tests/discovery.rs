@@ -120,7 +120,7 @@ proptest! {
         let as1 = &mut chain.on_path[0];
         let errors = [as1.forward(&mut fwd, chain::ia(0), NOW).is_err(), as1.backward(&mut back, chain::ia(2), NOW).is_err()];
         prop_assert_eq!(as1.stats.total_drops(), errors.iter().filter(|&&e| e).count() as u64);
-        let _ = chain.source.finish(&bytes, NOW);
+        let _ = chain.source.finish(&mut chain.source_neighbourhood, &bytes, NOW);
     }
 }
 
@@ -203,8 +203,8 @@ fn a_guarantee_below_tau_is_refused() {
     assert_eq!(res, Err(Failure::Source(SourceError::Drop(DiscoveryDrop::BadAuthenticator))));
 }
 
-/// A neighbour that announces other values for the same interface pair is caught by the AS
-/// next to it on the return path (line 33).
+/// A neighbour that promotes other values than it announced (it changed its matrix without
+/// the update subprotocol) is caught by the AS next to it on the return path (line 33).
 #[test]
 fn a_neighbour_contradicting_itself_is_dropped() {
     let specs = [HopSpec { m_bps: 1_000_000_000, extra_div_bps: 500, extra_con_bps: 500 }; 3];

@@ -2,12 +2,14 @@
 //! random matrices, the allocations of all loop-free paths (each from a source's local
 //! interface 0 to a destination's local interface 0) never add up to more than any matrix
 //! entry, nor to more than any link's capacity; and the rounding only ever lowers an
-//! allocation, by less than one bit/s per hop.
+//! allocation, by less than one bit/s per hop. With matrix updates (§V-C), the allocations
+//! valid at once (old and temporary, then temporary and new) stay within the matrices and links.
 
 use std::collections::BTreeMap;
 
 use aviary_glwp::{
-    guarantee, prefix_guarantees, AllocationMatrix, HopValues, Link, MatrixEntry, Topology, LOCAL_INTERFACE,
+    guarantee, prefix_guarantees, AllocationMatrix, Hop, HopValues, Link, MatrixEntry, MatrixSchedule, Topology,
+    LOCAL_INTERFACE,
 };
 use aviary_scion::IsdAsn;
 use proptest::prelude::*;
@@ -18,6 +20,9 @@ use proptest::prelude::*;
 #[derive(Debug)]
 struct RandomNetwork {
     topology: Topology,
+    /// The same ASes and links with other matrices within the same capacities: what every AS
+    /// changes to.
+    changed: Topology,
     /// Per direction of each link: (AS, egress interface) → capacity in bit/s.
     capacity: BTreeMap<(IsdAsn, u16), u64>,
 }
@@ -48,32 +53,35 @@ fn network() -> impl Strategy<Value = RandomNetwork> {
                 interface_capacity.insert((ases[b], bi), capacity);
                 links.push(Link { a: ases[a], a_interface: ai, b: ases[b], b_interface: bi });
             }
-            let nodes: Vec<(IsdAsn, AllocationMatrix)> = ases
-                .iter()
-                .enumerate()
-                .map(|(k, &ia)| {
-                    let interfaces: Vec<u16> = (0..next_interface[k]).collect();
-                    // The local interface has no link; give it a capacity of its own.
-                    let cap = |i: u16| interface_capacity.get(&(ia, i)).copied().unwrap_or(u64::MAX / 8);
-                    let share = interfaces.len() as u64;
-                    let mut entries = Vec::new();
-                    for &i in &interfaces {
-                        for &j in &interfaces {
-                            // Some pairs are not allowed: left out or listed as 0.
-                            if i == j || rng.below(5) == 0 {
-                                continue;
+            let fill = |rng: &mut Rng| -> Vec<(IsdAsn, AllocationMatrix)> {
+                ases.iter()
+                    .enumerate()
+                    .map(|(k, &ia)| {
+                        let interfaces: Vec<u16> = (0..next_interface[k]).collect();
+                        // The local interface has no link; give it a capacity of its own.
+                        let cap = |i: u16| interface_capacity.get(&(ia, i)).copied().unwrap_or(u64::MAX / 8);
+                        let share = interfaces.len() as u64;
+                        let mut entries = Vec::new();
+                        for &i in &interfaces {
+                            for &j in &interfaces {
+                                // Some pairs are not allowed: left out or listed as 0.
+                                if i == j || rng.below(5) == 0 {
+                                    continue;
+                                }
+                                let bps = rng.below(cap(i).min(cap(j)) / share + 1);
+                                entries.push(MatrixEntry { ingress: i, egress: j, bps });
                             }
-                            let bps = rng.below(cap(i).min(cap(j)) / share + 1);
-                            entries.push(MatrixEntry { ingress: i, egress: j, bps });
                         }
-                    }
-                    (ia, AllocationMatrix::new(entries).unwrap())
-                })
-                .collect();
+                        (ia, AllocationMatrix::new(entries).unwrap())
+                    })
+                    .collect()
+            };
+            let (nodes, changed_nodes) = (fill(&mut rng), fill(&mut rng));
             // Interfaces a matrix happened to leave out are still linked: no UnlinkedInterface.
-            let topology = Topology::new(nodes, links).unwrap();
+            let topology = Topology::new(nodes, links.clone()).unwrap();
+            let changed = Topology::new(changed_nodes, links).unwrap();
             let capacity = interface_capacity;
-            RandomNetwork { topology, capacity }
+            RandomNetwork { topology, changed, capacity }
         },
     )
 }
@@ -172,6 +180,60 @@ proptest! {
         let (g_old, g_new, g_temp) = (prefix_guarantees(&old), prefix_guarantees(&new), prefix_guarantees(&temp));
         for k in 0..raw.len() {
             prop_assert!(g_temp[k] <= g_old[k].min(g_new[k]), "prefix {}: {} > min({}, {})", k, g_temp[k], g_old[k], g_new[k]);
+        }
+    }
+
+    /// §V-C on whole networks: every AS changes its matrix at t_1; the temporary allocations
+    /// (from every AS's [`MatrixSchedule`] in [t_1, t_2)) are at most the old and the new ones
+    /// on every path, and neither the allocations valid in [t_1, t_2) (old and temporary) nor
+    /// those valid in [t_2, t_2 + ΔT) (temporary and new) exceed any entry or link. One path's
+    /// allocations share its AID and so one monitor bucket, which lets through the larger of
+    /// them: a path loads the network with the larger of its two allocations.
+    #[test]
+    fn updates_never_over_allocate(net in network()) {
+        let (old_topo, new_topo) = (&net.topology, &net.changed);
+        let (t1, dt) = (1_000u64, 500u64);
+        let schedules: BTreeMap<IsdAsn, MatrixSchedule> = old_topo
+            .ases()
+            .map(|ia| {
+                let mut s = MatrixSchedule::new(old_topo.matrix(ia).unwrap().clone());
+                s.change(new_topo.matrix(ia).unwrap().clone(), t1, dt).unwrap();
+                (ia, s)
+            })
+            .collect();
+        let mut paths = old_topo.loop_free_paths(1_000_000).unwrap();
+        paths.extend(new_topo.loop_free_paths(1_000_000).unwrap());
+        paths.sort_by_key(|p| p.iter().map(|h| (h.ia, h.ingress, h.egress)).collect::<Vec<_>>());
+        paths.dedup();
+        let at = |hops: &[Hop], t: u64| -> Vec<HopValues> {
+            hops.iter().map(|h| schedules[&h.ia].hop_values(h.ingress, h.egress, t)).collect()
+        };
+        let mut overlap1 = Vec::new();
+        let mut overlap2 = Vec::new();
+        for path in &paths {
+            let g_old = guarantee(&old_topo.hop_values(path).unwrap());
+            let g_new = guarantee(&new_topo.hop_values(path).unwrap());
+            prop_assert_eq!(guarantee(&at(path, t1 - 1)), g_old);
+            prop_assert_eq!(guarantee(&at(path, t1 + dt)), g_new);
+            let g_temp = guarantee(&at(path, t1));
+            prop_assert_eq!(guarantee(&at(path, t1 + dt - 1)), g_temp);
+            prop_assert!(g_temp <= g_old.min(g_new), "temporary {} above min({}, {})", g_temp, g_old, g_new);
+            overlap1.push((path.as_slice(), g_old.max(g_temp)));
+            overlap2.push((path.as_slice(), g_temp.max(g_new)));
+        }
+        for (topo, loads) in [(old_topo, overlap1), (new_topo, overlap2)] {
+            let mut link_load: BTreeMap<(IsdAsn, u16), u128> = BTreeMap::new();
+            for (path, g) in &loads {
+                for h in &path[..path.len() - 1] {
+                    *link_load.entry((h.ia, h.egress)).or_default() += u128::from(*g);
+                }
+            }
+            for l in topo.pair_loads(loads) {
+                prop_assert!(l.load_bps <= l.entry_bps, "over-allocated pair: {:?}", l);
+            }
+            for (end, load) in link_load {
+                prop_assert!(load <= u128::from(net.capacity[&end]), "link at {:?} carries {}", end, load);
+            }
         }
     }
 }

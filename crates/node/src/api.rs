@@ -257,6 +257,22 @@ pub struct GlwpDiscoverRequest {
     pub min_bps: u64,
 }
 
+/// `POST /v1/glwp/matrix` on the control service (operator token): the AS's new GLWP
+/// allocation matrix, `[ingress, egress, bit/s]` per interface pair, as in `[glwp] matrix`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GlwpMatrixRequest {
+    pub matrix: Vec<[u64; 3]>,
+}
+
+/// The answer to a matrix change: temporary hop values from `t1_ns`, the new ones from
+/// `t2_ns` (ns since the Unix epoch).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GlwpMatrixReply {
+    pub t1_ns: u64,
+    pub t2_ns: u64,
+}
+
 /// One AS of a GLWP allocation's path: its interface pair, its hop values and, for the
 /// on-path ASes, its hop key (hex; the source's position has none).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -360,19 +360,7 @@ impl Topology {
         let links: Vec<(u16, u64)> = self.links_of(a.ia).map(|(l, _, _, link)| (l.ifid, link.capacity_bps)).collect();
         let ids: Vec<u16> = links.iter().map(|l| l.0).collect();
         let plan = g.plan(file, &prefix, &ids)?;
-        for (ifid, capacity) in links {
-            for (what, bps) in
-                [("divergent", plan.matrix.divergent_bps(ifid)), ("convergent", plan.matrix.convergent_bps(ifid))]
-            {
-                if bps > capacity {
-                    let msg = format!(
-                        "the {what} of interface {ifid} is {bps} bit/s, above its link's capacity of {capacity} bit/s"
-                    );
-                    return Err(ConfigError::new(file, format!("{prefix}.matrix"), msg));
-                }
-            }
-        }
-        Ok(())
+        glwp_within_capacity(file, &format!("{prefix}.matrix"), &plan.matrix, &links)
     }
 
     pub fn as_entry(&self, ia: IsdAsn) -> Option<&AsEntry> {
@@ -406,6 +394,27 @@ impl Topology {
     pub fn neighbor(&self, r: IfRef) -> Option<(IfRef, Neighbor)> {
         self.links_of(r.ia).find(|(l, ..)| *l == r).map(|(_, remote, n, _)| (remote, n))
     }
+}
+
+/// GLWP's matrix `m` of an AS whose links are `(interface, capacity)`: every divergent and
+/// convergent within its link's capacity, so that allocations never congest a link.
+pub fn glwp_within_capacity(
+    file: &str,
+    field: &str,
+    m: &aviary_glwp::AllocationMatrix,
+    links: &[(u16, u64)],
+) -> Result<(), ConfigError> {
+    for &(ifid, capacity) in links {
+        for (what, bps) in [("divergent", m.divergent_bps(ifid)), ("convergent", m.convergent_bps(ifid))] {
+            if bps > capacity {
+                let msg = format!(
+                    "the {what} of interface {ifid} is {bps} bit/s, above its link's capacity of {capacity} bit/s"
+                );
+                return Err(ConfigError::new(file, field, msg));
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -39,6 +39,7 @@ use crate::matrix::InterfaceId;
 
 const AID_LABEL: &[u8] = b"aviary/glwp/aid/v1";
 const NONCE_LABEL: &[u8] = b"aviary/glwp/seal-nonce/v1";
+const ANNOUNCEMENT_LABEL: &[u8] = b"aviary/glwp/announcement/v1";
 
 /// `AID = H(π)`, over the ASes and their interface pairs (`ases.len() == path.len() ≤ 255`).
 pub fn aid(ases: &[IsdAsn], path: &[(InterfaceId, InterfaceId)]) -> u64 {
@@ -61,6 +62,15 @@ pub fn hop_values_mac(key: &[u8; 16], src: IsdAsn, ts_pkt: u64, aid: u64, hv: An
     mac.update(&ts_pkt.to_be_bytes());
     mac.update(&aid.to_be_bytes());
     mac.update(&hv.bytes());
+    mac.finalize().into_bytes().into()
+}
+
+/// `MAC_{K_{a→b}}(label | announcement)`: authenticates AS a's matrix announcement to b. The
+/// label keeps it apart from the hop-value MACs under the same key.
+pub fn announcement_mac(key: &[u8; 16], announcement: &[u8]) -> [u8; 16] {
+    let mut mac = <Cmac<Aes128> as Mac>::new(key.into());
+    mac.update(ANNOUNCEMENT_LABEL);
+    mac.update(announcement);
     mac.finalize().into_bytes().into()
 }
 

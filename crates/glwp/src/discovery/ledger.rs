@@ -1,128 +1,342 @@
-//! The consistency checks of a neighbour's announcements (the GLWP paper, §V-A, Alg. 1
-//! line 33): an AS remembers the hop values each neighbour announced and refuses a response
-//! in which the neighbour contradicts itself, since inconsistent values could make GMA
-//! over-allocate (F2). Announcements are inconsistent when
+//! What an AS knows of its neighbours' matrices (the GLWP paper, §V-A consistency checks and
+//! §V-C consistency-check subprotocol): its own [`MatrixSchedule`], which it announces to every
+//! neighbour ([`Neighbourhood::announcements`]), and the last announcement each neighbour made
+//! for each link ([`Neighbourhood::receive`], step 2), against which the hop values a
+//! neighbour promotes in discovery are checked ([`Neighbourhood::check_promoted`], step 4).
 //!
-//! 1. one interface pair of the neighbour got a different entry `M`,
-//! 2. one of its interfaces got a different divergent or convergent, or the interface facing
-//!    this AS changed its identifier,
-//! 3. the entries announced for the pairs entering (leaving) at one interface add up to more
-//!    than that interface's divergent (convergent).
+//! Inconsistency is blamed on the neighbour (F2): a promoted value that differs from what the
+//! announcement says for the discovery's `ts_pkt` (old, temporary or new values), a value
+//! promoted for a link it never announced, an announcement whose entries add up to more than
+//! its divergent or convergent, or one that rewrites what an earlier one said (a different
+//! past, a second change before the first is over, a change that starts before it is
+//! announced). The message is dropped and the blame recorded per neighbour.
 //!
-//! This is state per neighbour, not per allocation, and bounded: at most `capacity` pairs per
-//! neighbour are remembered (later pairs are checked against what is remembered). A neighbour
-//! that changes its matrix announces that first (§V-C, a later step); until then a change
-//! reads as inconsistency.
+//! Bounded state: one announcement per link of this AS (a neighbour can announce only for as
+//! many links as it has to this AS), and announcements are rate limited per neighbour before
+//! their MAC is checked.
 
 use std::collections::BTreeMap;
 
 use aviary_scion::IsdAsn;
 
 use crate::allocation::HopValues;
-use crate::matrix::InterfaceId;
+use crate::discovery::announcement::{
+    Announcement, AnnouncementRepr, FacingSums, Row, RowValues, KIND as ANNOUNCEMENT_KIND,
+};
+use crate::discovery::crypto::announcement_mac;
+use crate::discovery::keys::DiscoveryKeys;
+use crate::discovery::verify::auth_eq;
+use crate::discovery::{DiscoveryDrop, DiscoveryParams};
+use crate::matrix::{AllocationMatrix, InterfaceId};
+use crate::schedule::{values_at, ChangeWindow, MatrixSchedule, ScheduleError};
 
-#[derive(Clone, Debug, Default)]
-struct Announcements {
-    entries: BTreeMap<(InterfaceId, InterfaceId), u64>,
-    divergent: BTreeMap<InterfaceId, u64>,
-    convergent: BTreeMap<InterfaceId, u64>,
-    /// Our interface → the neighbour's interface at the other end of that link.
-    facing: BTreeMap<InterfaceId, InterfaceId>,
+/// How often a neighbour may announce: a bucket of `burst` announcements, one more every
+/// `refill_ns`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AnnouncementLimit {
+    pub burst: u32,
+    pub refill_ns: u64,
 }
 
-/// One neighbour's announcement as this AS sees it.
+/// Why a neighbour was blamed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Announcement {
+pub enum BlameReason {
+    /// It promoted hop values other than it announced for that time.
+    InconsistentValues,
+    /// It promoted hop values over a link it never announced.
+    Unannounced,
+    /// An announcement contradicts itself or an earlier one.
+    ContradictingAnnouncement,
+}
+
+impl BlameReason {
+    pub const ALL: [BlameReason; 3] =
+        [BlameReason::InconsistentValues, BlameReason::Unannounced, BlameReason::ContradictingAnnouncement];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            BlameReason::InconsistentValues => "inconsistent_values",
+            BlameReason::Unannounced => "unannounced",
+            BlameReason::ContradictingAnnouncement => "contradicting_announcement",
+        }
+    }
+}
+
+/// What a neighbour was blamed for, for the operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Blame {
+    /// Per reason, in the order of [`BlameReason::ALL`].
+    pub counts: [u64; 3],
+    pub last: BlameReason,
+    pub last_ns: u64,
+}
+
+impl Blame {
+    pub fn count(&self, reason: BlameReason) -> u64 {
+        self.counts[reason as usize]
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Bucket {
+    tokens: u32,
+    last_ns: u64,
+}
+
+/// Hop values a neighbour promoted in a discovery, as the AS next to it on the path sees them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Promoted {
     pub neighbour: IsdAsn,
+    /// This AS's interface at the link to the neighbour.
+    pub ours: InterfaceId,
     /// The neighbour's interface pair on the path.
     pub pair: (InterfaceId, InterfaceId),
+    /// The neighbour's interface at the link to this AS (one of `pair`).
+    pub facing: InterfaceId,
     pub values: HopValues,
-    /// This AS's interface to the neighbour and the neighbour's interface at that link.
-    pub link: (InterfaceId, InterfaceId),
+    /// The discovery's timestamp, which selects old, temporary or new values.
+    pub ts_pkt: u64,
 }
 
-/// What every neighbour announced so far.
+/// One AS's schedule and its neighbours' announcements.
 #[derive(Clone, Debug)]
-pub struct NeighbourLedger {
-    capacity: usize,
-    neighbours: BTreeMap<IsdAsn, Announcements>,
+pub struct Neighbourhood {
+    schedule: MatrixSchedule,
+    neighbours: BTreeMap<InterfaceId, IsdAsn>,
+    params: DiscoveryParams,
+    limit: AnnouncementLimit,
+    buckets: BTreeMap<IsdAsn, Bucket>,
+    /// By (neighbour, its interface at the link).
+    announced: BTreeMap<(IsdAsn, InterfaceId), AnnouncementRepr>,
+    /// This AS's interface to a neighbour → the neighbour's interface at that link, as
+    /// discoveries showed it (check (ii): the identifiers of the link do not change).
+    facing: BTreeMap<(IsdAsn, InterfaceId), InterfaceId>,
+    blames: BTreeMap<IsdAsn, Blame>,
+    last_sent_ns: u64,
 }
 
-impl NeighbourLedger {
-    pub fn new(capacity: usize) -> Self {
-        Self { capacity, neighbours: BTreeMap::new() }
+/// The facing sums and row of `x` of `m` at interface `f`.
+fn row_values(m: &AllocationMatrix, f: InterfaceId, x: InterfaceId) -> RowValues {
+    RowValues {
+        into_facing_bps: m.entry_bps(x, f),
+        div_bps: m.divergent_bps(x),
+        from_facing_bps: m.entry_bps(f, x),
+        con_bps: m.convergent_bps(x),
+    }
+}
+
+fn sums(m: &AllocationMatrix, f: InterfaceId) -> FacingSums {
+    FacingSums { div_bps: m.divergent_bps(f), con_bps: m.convergent_bps(f) }
+}
+
+/// Check (iii) for one time: no entry above its sums.
+fn sums_hold(facing: FacingSums, rows: impl Iterator<Item = RowValues> + Clone) -> bool {
+    let total = |f: fn(&RowValues) -> u64| rows.clone().map(|r| u128::from(f(&r))).sum::<u128>();
+    total(|r| r.from_facing_bps) <= u128::from(facing.div_bps)
+        && total(|r| r.into_facing_bps) <= u128::from(facing.con_bps)
+        && rows.clone().all(|r| r.into_facing_bps <= r.div_bps && r.from_facing_bps <= r.con_bps)
+}
+
+/// What `a` says the neighbour promotes at `at_ns` for its pair `(i, j)`, one of which is
+/// `a.facing`; `None` if the values are impossible (never the case after [`sums_hold`]).
+fn announced_values(a: &AnnouncementRepr, (i, j): (InterfaceId, InterfaceId), at_ns: u64) -> Option<HopValues> {
+    let f = a.facing;
+    let other = if i == f { j } else { i };
+    let row = a.rows.iter().find(|r| r.interface == other).copied();
+    let row = row.unwrap_or(Row { interface: other, before: RowValues::default(), after: RowValues::default() });
+    let hv = |s: FacingSums, r: RowValues| {
+        if i == f {
+            HopValues::new(s.div_bps, r.from_facing_bps, r.con_bps).ok()
+        } else {
+            HopValues::new(r.div_bps, r.into_facing_bps, s.con_bps).ok()
+        }
+    };
+    Some(values_at(hv(a.facing_before, row.before)?, hv(a.facing_after, row.after)?, a.window, at_ns))
+}
+
+impl Neighbourhood {
+    pub fn new(
+        matrix: AllocationMatrix,
+        neighbours: BTreeMap<InterfaceId, IsdAsn>,
+        params: DiscoveryParams,
+        limit: AnnouncementLimit,
+    ) -> Self {
+        Self {
+            schedule: MatrixSchedule::new(matrix),
+            neighbours,
+            params,
+            limit,
+            buckets: BTreeMap::new(),
+            announced: BTreeMap::new(),
+            facing: BTreeMap::new(),
+            blames: BTreeMap::new(),
+            last_sent_ns: 0,
+        }
     }
 
-    /// Checks `a` against what its neighbour announced before; `false` if inconsistent.
-    pub fn check(&self, a: &Announcement) -> bool {
-        let Some(seen) = self.neighbours.get(&a.neighbour) else { return true };
-        let (i, j) = a.pair;
-        let v = a.values;
-        let same = |map: &BTreeMap<InterfaceId, u64>, key, value| map.get(&key).is_none_or(|&x| x == value);
-        if seen.entries.get(&(i, j)).is_some_and(|&m| m != v.entry_bps())
-            || !same(&seen.divergent, i, v.divergent_bps())
-            || !same(&seen.convergent, j, v.convergent_bps())
-            || seen.facing.get(&a.link.0).is_some_and(|&f| f != a.link.1)
-        {
+    pub fn schedule(&self) -> &MatrixSchedule {
+        &self.schedule
+    }
+
+    /// Step 1: changes this AS's matrix to `new`, requested at `now_ns`. The temporary values
+    /// start `L + ε` later, so that the announcements reach the neighbours before any
+    /// discovery stamped in the new phase (a source's clock may be ε ahead); the new ones
+    /// ΔT after that. Announce afterwards ([`Self::announcements`]).
+    pub fn change_matrix(&mut self, new: AllocationMatrix, now_ns: u64) -> Result<ChangeWindow, ScheduleError> {
+        let f = self.params.freshness;
+        let t1 = now_ns.saturating_add(f.lifetime_ns).saturating_add(f.skew_ns);
+        self.schedule.change(new, t1, u64::from(self.params.validity_s) * 1_000_000_000)?;
+        Ok(self.schedule.window().unwrap_or(ChangeWindow { t1_ns: t1, t2_ns: t1 }))
+    }
+
+    /// Step 1: one announcement per link, `(neighbour, this AS's interface, bytes)`, made at
+    /// `now_ns` (sent at the start, after a change, and again now and then in case one was
+    /// lost).
+    pub fn announcements<K: DiscoveryKeys>(&mut self, keys: &K, now_ns: u64) -> Vec<(IsdAsn, InterfaceId, Vec<u8>)> {
+        // Strictly increasing, so a receiver can tell a replay from a newer announcement.
+        let ts_ns = now_ns.max(self.last_sent_ns + 1);
+        self.last_sent_ns = ts_ns;
+        let (before, after) = (self.schedule.before(), self.schedule.after());
+        let mut others: Vec<InterfaceId> = before.interfaces().chain(after.interfaces()).collect();
+        others.sort_unstable();
+        others.dedup();
+        self.neighbours
+            .iter()
+            .filter_map(|(&f, &to)| {
+                let rows = others
+                    .iter()
+                    .filter(|&&x| x != f)
+                    .map(|&x| Row { interface: x, before: row_values(before, f, x), after: row_values(after, f, x) })
+                    .collect();
+                let repr = AnnouncementRepr {
+                    ts_ns,
+                    window: self.schedule.window(),
+                    facing: f,
+                    facing_before: sums(before, f),
+                    facing_after: sums(after, f),
+                    rows,
+                };
+                let key = keys.key_to(to);
+                // An AS with more interfaces than an announcement lists cannot announce.
+                repr.emit(|b| announcement_mac(&key, b)).ok().map(|bytes| (to, f, bytes))
+            })
+            .collect()
+    }
+
+    /// Step 2: an announcement from the GLWP service of `from` at `now_ns`, checked and stored.
+    pub fn receive<K: DiscoveryKeys>(
+        &mut self,
+        msg: &[u8],
+        from: IsdAsn,
+        keys: &K,
+        now_ns: u64,
+    ) -> Result<(), DiscoveryDrop> {
+        let a = Announcement::new_checked(msg)?;
+        let links = self.neighbours.values().filter(|&&n| n == from).count();
+        if links == 0 {
+            return Err(DiscoveryDrop::WrongNeighbour);
+        }
+        if !self.admit(from, now_ns) {
+            return Err(DiscoveryDrop::RateLimited);
+        }
+        self.params.check_fresh(a.ts_ns(), now_ns)?;
+        let key = keys.key_from(from).ok_or(DiscoveryDrop::NoKey)?;
+        if !auth_eq(&announcement_mac(&key, a.authenticated()), &a.mac()) {
+            return Err(DiscoveryDrop::BadAuthenticator);
+        }
+        let repr = AnnouncementRepr::parse(&a);
+        let stored = self.announced.get(&(from, repr.facing));
+        if stored.is_some_and(|s| repr.ts_ns <= s.ts_ns) {
+            return Err(DiscoveryDrop::Replayed);
+        }
+        let known = self.announced.keys().filter(|(n, _)| *n == from).count();
+        if stored.is_none() && known >= links {
+            // More links than it has to this AS: state a neighbour cannot grow.
+            return Err(DiscoveryDrop::WrongNeighbour);
+        }
+        if !Self::consistent(stored, &repr) {
+            self.blame(from, BlameReason::ContradictingAnnouncement, now_ns);
+            return Err(DiscoveryDrop::ContradictingAnnouncement);
+        }
+        self.announced.insert((from, repr.facing), repr);
+        Ok(())
+    }
+
+    /// An announcement on its own (check (iii) before and after) and against the one before.
+    fn consistent(stored: Option<&AnnouncementRepr>, new: &AnnouncementRepr) -> bool {
+        let rows = |after: bool| new.rows.iter().map(move |r| if after { r.after } else { r.before });
+        if !sums_hold(new.facing_before, rows(false)) || !sums_hold(new.facing_after, rows(true)) {
             return false;
         }
-        // Sums over the remembered pairs, with this one's entry in place of a remembered one.
-        let others = seen.entries.iter().filter(|(&pair, _)| pair != (i, j));
-        let (mut out_of_i, mut into_j) = (u128::from(v.entry_bps()), u128::from(v.entry_bps()));
-        for (&(pi, pj), &m) in others {
-            if pi == i {
-                out_of_i += u128::from(m);
-            }
-            if pj == j {
-                into_j += u128::from(m);
-            }
+        let Some(old) = stored else { return true };
+        let same_schedule = |a: &AnnouncementRepr, b: &AnnouncementRepr| {
+            (a.window, a.facing_before, a.facing_after, &a.rows) == (b.window, b.facing_before, b.facing_after, &b.rows)
+        };
+        if same_schedule(old, new) {
+            return true;
         }
-        out_of_i <= u128::from(v.divergent_bps()) && into_j <= u128::from(v.convergent_bps())
+        // A new change: announced ahead of its start, after the previous one is over, and
+        // from what the previous one changed to.
+        let Some(w) = new.window else { return false };
+        let old_end = old.window.map_or(0, |o| o.t2_ns);
+        let before_matches = new.facing_before == old.facing_after
+            && old.rows.iter().all(|r| new.rows.iter().any(|n| n.interface == r.interface && n.before == r.after))
+            && new
+                .rows
+                .iter()
+                .all(|n| old.rows.iter().any(|r| r.interface == n.interface) || n.before == RowValues::default());
+        w.t1_ns >= new.ts_ns && w.t1_ns >= old_end && before_matches
     }
 
-    /// Remembers a consistent announcement (as far as capacity allows).
-    pub fn record(&mut self, a: &Announcement) {
-        let seen = self.neighbours.entry(a.neighbour).or_default();
-        if seen.entries.len() >= self.capacity && !seen.entries.contains_key(&a.pair) {
-            return;
+    fn admit(&mut self, from: IsdAsn, now_ns: u64) -> bool {
+        let limit = self.limit;
+        let b = self.buckets.entry(from).or_insert(Bucket { tokens: limit.burst, last_ns: now_ns });
+        if limit.refill_ns > 0 && now_ns > b.last_ns {
+            let earned = (now_ns - b.last_ns) / limit.refill_ns;
+            if earned > 0 {
+                b.tokens = u32::try_from(u64::from(b.tokens) + earned).unwrap_or(u32::MAX).min(limit.burst);
+                b.last_ns += earned * limit.refill_ns;
+            }
         }
-        seen.entries.insert(a.pair, a.values.entry_bps());
-        seen.divergent.insert(a.pair.0, a.values.divergent_bps());
-        seen.convergent.insert(a.pair.1, a.values.convergent_bps());
-        seen.facing.insert(a.link.0, a.link.1);
+        if b.tokens == 0 {
+            return false;
+        }
+        b.tokens -= 1;
+        true
+    }
+
+    fn blame(&mut self, n: IsdAsn, reason: BlameReason, now_ns: u64) {
+        let b = self.blames.entry(n).or_insert(Blame { counts: [0; 3], last: reason, last_ns: now_ns });
+        b.counts[reason as usize] += 1;
+        (b.last, b.last_ns) = (reason, now_ns);
+    }
+
+    /// Step 4: the values a neighbour promoted, against its announcement for their time.
+    pub fn check_promoted(&mut self, p: &Promoted, now_ns: u64) -> Result<(), DiscoveryDrop> {
+        let n = p.neighbour;
+        if self.facing.get(&(n, p.ours)).is_some_and(|&f| f != p.facing) {
+            self.blame(n, BlameReason::InconsistentValues, now_ns);
+            return Err(DiscoveryDrop::InconsistentNeighbour);
+        }
+        let Some(a) = self.announced.get(&(n, p.facing)) else {
+            self.blame(n, BlameReason::Unannounced, now_ns);
+            return Err(DiscoveryDrop::NotAnnounced);
+        };
+        if announced_values(a, p.pair, p.ts_pkt) != Some(p.values) {
+            self.blame(n, BlameReason::InconsistentValues, now_ns);
+            return Err(DiscoveryDrop::InconsistentNeighbour);
+        }
+        self.facing.entry((n, p.ours)).or_insert(p.facing);
+        Ok(())
+    }
+
+    /// The blame records, per neighbour.
+    pub fn blames(&self) -> &BTreeMap<IsdAsn, Blame> {
+        &self.blames
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn a(pair: (u16, u16), div: u64, m: u64, con: u64) -> Announcement {
-        Announcement { neighbour: IsdAsn::new(1, 5), pair, values: HopValues::new(div, m, con).unwrap(), link: (7, 2) }
-    }
-
-    #[test]
-    fn each_kind_of_inconsistency_is_caught() {
-        let mut l = NeighbourLedger::new(16);
-        let first = a((1, 2), 100, 60, 80);
-        assert!(l.check(&first));
-        l.record(&first);
-        assert!(l.check(&first), "the same again");
-        assert!(!l.check(&a((1, 2), 100, 50, 80)), "(1) another entry for the pair");
-        assert!(!l.check(&a((1, 3), 90, 10, 80)), "(2) another divergent of interface 1");
-        assert!(!l.check(&a((4, 2), 50, 10, 70)), "(2) another convergent of interface 2");
-        assert!(!l.check(&Announcement { link: (7, 9), ..first }), "(2) the facing interface changed");
-        assert!(!l.check(&a((1, 3), 100, 41, 80)), "(3) 60 + 41 > DIV_1 = 100");
-        assert!(l.check(&a((1, 3), 100, 40, 80)), "60 + 40 = DIV_1");
-        assert!(!l.check(&a((4, 2), 50, 21, 80)), "(3) 60 + 21 > CON_2 = 80");
-    }
-
-    #[test]
-    fn capacity_bounds_what_is_remembered() {
-        let mut l = NeighbourLedger::new(1);
-        l.record(&a((1, 2), 100, 60, 80));
-        l.record(&a((1, 3), 100, 40, 80));
-        assert!(l.check(&a((1, 3), 100, 30, 80)), "pair (1, 3) was not remembered");
-        assert!(!l.check(&a((1, 2), 100, 61, 80)));
-    }
+/// Whether a datagram is an announcement (else a discovery message), by its first byte.
+pub fn is_announcement(msg: &[u8]) -> bool {
+    msg.first() == Some(&ANNOUNCEMENT_KIND)
 }

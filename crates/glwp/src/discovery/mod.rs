@@ -9,10 +9,13 @@
 //! - [`OnPathAs`]: the forward path (lines 8-23) and the return path (lines 24-40), with the
 //!   rate limit per neighbour ([`rate`]) and the consistency checks of neighbours'
 //!   announcements ([`ledger`]). It keeps no state per allocation.
+//! - [`announcement`]: the matrix announcement of §V-C, which [`Neighbourhood`] sends and
+//!   checks, with the AS's own [`crate::MatrixSchedule`].
 //!
 //! The caller moves the bytes: a message goes as one UDP payload between the ASes' GLWP
 //! services, and the caller says which AS it came from and what time it is.
 
+pub mod announcement;
 pub mod crypto;
 pub mod keys;
 pub mod ledger;
@@ -29,9 +32,11 @@ use thiserror::Error;
 
 use crate::matrix::{AllocationMatrix, InterfaceId, LOCAL_INTERFACE};
 use crate::router::{Freshness, GlwpDrop};
+use announcement::AnnouncementError;
 use wire::WireError;
 
 pub use keys::{DiscoveryKeys, DrkeyKeys, PROTOCOL};
+pub use ledger::{is_announcement, AnnouncementLimit, Blame, BlameReason, Neighbourhood, Promoted};
 pub use on_path::{OnPathAs, Outcome};
 pub use source::{RequestError, Source, SourceError};
 
@@ -57,6 +62,11 @@ aviary_qos::mechanism_drops! {
         OwnValuesChanged => "own_values_changed",
         ImpossibleHopValues => "impossible_hop_values",
         InconsistentNeighbour => "inconsistent_neighbour",
+        NotAnnounced => "not_announced",
+        TooManyRows => "too_many_rows",
+        BadWindow => "bad_window",
+        Replayed => "replayed",
+        ContradictingAnnouncement => "contradicting_announcement",
     }
 }
 
@@ -69,6 +79,19 @@ impl From<WireError> for DiscoveryDrop {
             WireError::LengthMismatch { .. } => DiscoveryDrop::LengthMismatch,
             WireError::HopPointer { .. } => DiscoveryDrop::BadHopPointer,
             WireError::Reserved(_) => DiscoveryDrop::ReservedBits,
+        }
+    }
+}
+
+impl From<AnnouncementError> for DiscoveryDrop {
+    fn from(e: AnnouncementError) -> Self {
+        match e {
+            AnnouncementError::Truncated { .. } => DiscoveryDrop::Truncated,
+            AnnouncementError::UnknownKind(_) => DiscoveryDrop::UnknownKind,
+            AnnouncementError::TooManyRows(_) => DiscoveryDrop::TooManyRows,
+            AnnouncementError::LengthMismatch { .. } => DiscoveryDrop::LengthMismatch,
+            AnnouncementError::Reserved => DiscoveryDrop::ReservedBits,
+            AnnouncementError::Window { .. } => DiscoveryDrop::BadWindow,
         }
     }
 }
@@ -135,12 +158,13 @@ pub struct AsConfig {
     pub ia: IsdAsn,
     /// `K_k`, the secret only this AS knows; hop keys are MACs under it.
     pub secret: [u8; 16],
+    /// The matrix it joins with; changes go through [`Neighbourhood::change_matrix`].
     pub matrix: AllocationMatrix,
     /// The neighbour AS at the far end of each of this AS's interfaces.
     pub neighbours: BTreeMap<InterfaceId, IsdAsn>,
     pub params: DiscoveryParams,
-    /// How many interface pairs of each neighbour the consistency checks remember.
-    pub remembered_pairs: usize,
+    /// How often each neighbour may announce its matrix.
+    pub announcement_limit: AnnouncementLimit,
 }
 
 impl std::fmt::Debug for AsConfig {
@@ -151,7 +175,7 @@ impl std::fmt::Debug for AsConfig {
             .field("matrix", &self.matrix)
             .field("neighbours", &self.neighbours)
             .field("params", &self.params)
-            .field("remembered_pairs", &self.remembered_pairs)
+            .field("announcement_limit", &self.announcement_limit)
             .finish_non_exhaustive()
     }
 }
@@ -166,6 +190,11 @@ pub enum ConfigError {
 }
 
 impl AsConfig {
+    /// The AS's schedule (starting with its matrix) and an empty record of its neighbours.
+    pub fn neighbourhood(&self) -> Neighbourhood {
+        Neighbourhood::new(self.matrix.clone(), self.neighbours.clone(), self.params, self.announcement_limit)
+    }
+
     fn check(&self) -> Result<(), ConfigError> {
         match self.neighbours.get(&LOCAL_INTERFACE) {
             Some(&ia) => Err(ConfigError::NeighbourAtLocalInterface(ia)),
@@ -226,7 +255,7 @@ mod tests {
                 validity_s: 1,
                 min_guarantee_bps: 0,
             },
-            remembered_pairs: 1,
+            announcement_limit: AnnouncementLimit { burst: 1, refill_ns: 1 },
         };
         let shown = format!("{config:?}");
         assert!(!shown.contains("171") && !shown.contains("secret"), "{shown}");

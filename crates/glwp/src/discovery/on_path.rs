@@ -7,7 +7,7 @@ use aviary_scion::IsdAsn;
 use crate::allocation::{guarantee, prefix_guarantees};
 use crate::discovery::crypto::{hop_values_mac, seal, xor_into};
 use crate::discovery::keys::DiscoveryKeys;
-use crate::discovery::ledger::NeighbourLedger;
+use crate::discovery::ledger::Neighbourhood;
 use crate::discovery::rate::{NeighbourLimiter, RateLimit};
 use crate::discovery::verify::{
     auth_eq, check_aid, check_neighbours, checked_hop_values, expected_aggregate, seal_context,
@@ -34,7 +34,9 @@ pub struct OnPathAs<K> {
     config: AsConfig,
     keys: K,
     limiter: NeighbourLimiter,
-    ledger: NeighbourLedger,
+    /// The AS's matrix schedule and its neighbours' announcements; an AS's [`crate::discovery::Source`]
+    /// uses the same one.
+    pub neighbourhood: Neighbourhood,
     pub stats: DiscoveryStats,
 }
 
@@ -46,8 +48,8 @@ impl<K: DiscoveryKeys> OnPathAs<K> {
             return Err(ConfigError::BurstBelowMessage { burst: rate_limit.burst_bytes, needed });
         }
         let limiter = NeighbourLimiter::new(rate_limit, &config.matrix, config.neighbours.keys().copied());
-        let ledger = NeighbourLedger::new(config.remembered_pairs);
-        Ok(Self { config, keys, limiter, ledger, stats: DiscoveryStats::default() })
+        let neighbourhood = config.neighbourhood();
+        Ok(Self { config, keys, limiter, neighbourhood, stats: DiscoveryStats::default() })
     }
 
     /// A request that came from the GLWP service of `from` at `now_ns`: checked, this AS's hop
@@ -109,7 +111,7 @@ impl<K: DiscoveryKeys> OnPathAs<K> {
             return Err(DiscoveryDrop::BadAuthenticator);
         }
         // Lines 16-18: this AS's values, authenticated to every other AS.
-        let own = Announced::from(self.config.matrix.hop_values(i, j));
+        let own = Announced::from(self.neighbourhood.schedule().hop_values(i, j, m.ts_pkt()));
         m.set_hop_values(k, own);
         let (src, ts_pkt, aid) = (m.src(), m.ts_pkt(), m.aid());
         for b in (0..usize::from(m.ases())).filter(|&b| b != k) {
@@ -130,7 +132,7 @@ impl<K: DiscoveryKeys> OnPathAs<K> {
         }
         // The destination turns the message around and is the first on the return path.
         m.set_kind(Kind::Response);
-        self.issue_hop_key(&mut m, k)
+        self.issue_hop_key(&mut m, k, now_ns)
     }
 
     fn backward_unc(&mut self, msg: &mut [u8], from: IsdAsn, now_ns: u64) -> Result<Outcome, DiscoveryDrop> {
@@ -138,14 +140,14 @@ impl<K: DiscoveryKeys> OnPathAs<K> {
         let k = self.check_arrival(&m, Kind::Response, from)?;
         self.config.params.check_fresh(m.ts_pkt(), now_ns)?;
         check_aid(&m)?;
-        self.issue_hop_key(&mut m, k)
+        self.issue_hop_key(&mut m, k, now_ns)
     }
 
     /// Lines 26-40 at position k of a checked response.
-    fn issue_hop_key(&mut self, m: &mut Message<&mut [u8]>, k: usize) -> Result<Outcome, DiscoveryDrop> {
+    fn issue_hop_key(&mut self, m: &mut Message<&mut [u8]>, k: usize, now_ns: u64) -> Result<Outcome, DiscoveryDrop> {
         let l = usize::from(m.ases());
         let (i, j) = m.pair(k);
-        if m.hop_values(k) != Announced::from(self.config.matrix.hop_values(i, j)) {
+        if m.hop_values(k) != Announced::from(self.neighbourhood.schedule().hop_values(i, j, m.ts_pkt())) {
             return Err(DiscoveryDrop::OwnValuesChanged);
         }
         let ts_exp = self.config.params.ts_exp(m.ts_pkt());
@@ -153,7 +155,7 @@ impl<K: DiscoveryKeys> OnPathAs<K> {
             return Err(DiscoveryDrop::BadAuthenticator);
         }
         let hop_values = checked_hop_values(m, l)?;
-        check_neighbours(&mut self.ledger, m, k, &hop_values)?;
+        check_neighbours(&mut self.neighbourhood, m, k, &hop_values, now_ns)?;
         let beta = beta_kbps(guarantee(&hop_values));
         let src = m.src();
         let hk = hop_key(&self.config.secret, &HopKeyInput { src, aid: m.aid(), beta, ingress: i, egress: j, ts_exp });

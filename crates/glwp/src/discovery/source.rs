@@ -8,7 +8,7 @@ use thiserror::Error;
 use crate::allocation::{guarantee, prefix_guarantees};
 use crate::discovery::crypto::{aid, hop_values_mac, open, xor_into};
 use crate::discovery::keys::DiscoveryKeys;
-use crate::discovery::ledger::NeighbourLedger;
+use crate::discovery::ledger::Neighbourhood;
 use crate::discovery::verify::{
     auth_eq, check_aid, check_neighbours, checked_hop_values, expected_aggregate, seal_context,
 };
@@ -48,21 +48,20 @@ impl From<DiscoveryDrop> for SourceError {
 pub struct Source<K> {
     config: AsConfig,
     keys: K,
-    ledger: NeighbourLedger,
     pub stats: DiscoveryStats,
 }
 
 impl<K: DiscoveryKeys> Source<K> {
     pub fn new(config: AsConfig, keys: K) -> Result<Self, ConfigError> {
         config.check()?;
-        let ledger = NeighbourLedger::new(config.remembered_pairs);
-        Ok(Self { config, keys, ledger, stats: DiscoveryStats::default() })
+        Ok(Self { config, keys, stats: DiscoveryStats::default() })
     }
 
     /// Lines 2-7: the request for the path through `ases` (this AS first) with interface pairs
-    /// `path`, at `now_ns`; to be sent to `ases[1]`.
+    /// `path`, at `now_ns`, with this AS's values from `nb`'s schedule; to be sent to `ases[1]`.
     pub fn request(
         &self,
+        nb: &Neighbourhood,
         ases: &[IsdAsn],
         path: &[(InterfaceId, InterfaceId)],
         now_ns: u64,
@@ -79,7 +78,7 @@ impl<K: DiscoveryKeys> Source<K> {
             return Err(RequestError::BadPath);
         }
         let aid = aid(ases, path);
-        let own = Announced::from(self.config.matrix.hop_values(path[0].0, path[0].1));
+        let own = Announced::from(nb.schedule().hop_values(path[0].0, path[0].1, now_ns));
         let auths = (0..l)
             .map(|m| match m {
                 0 => [0; 16],
@@ -103,10 +102,10 @@ impl<K: DiscoveryKeys> Source<K> {
         repr.to_bytes().map_err(|_| RequestError::Shape { ases: l, pairs: path.len() })
     }
 
-    /// Lines 42-47: the response (or refusal) `msg` at `now_ns`, checked; the allocation with
-    /// the opened hop keys.
-    pub fn finish(&mut self, msg: &[u8], now_ns: u64) -> Result<SourceAllocation, SourceError> {
-        let out = self.finish_unc(msg, now_ns);
+    /// Lines 42-47: the response (or refusal) `msg` at `now_ns`, checked (AS 1's values
+    /// against its announcement in `nb`); the allocation with the opened hop keys.
+    pub fn finish(&mut self, nb: &mut Neighbourhood, msg: &[u8], now_ns: u64) -> Result<SourceAllocation, SourceError> {
+        let out = self.finish_unc(nb, msg, now_ns);
         match &out {
             Ok(_) => self.stats.finished += 1,
             Err(SourceError::Drop(d)) => self.stats.count(*d),
@@ -115,7 +114,7 @@ impl<K: DiscoveryKeys> Source<K> {
         out
     }
 
-    fn finish_unc(&mut self, msg: &[u8], now_ns: u64) -> Result<SourceAllocation, SourceError> {
+    fn finish_unc(&mut self, nb: &mut Neighbourhood, msg: &[u8], now_ns: u64) -> Result<SourceAllocation, SourceError> {
         let m = Message::new_checked(msg).map_err(DiscoveryDrop::from)?;
         let (l, k) = (usize::from(m.ases()), m.hop_pointer());
         if m.src() != self.config.ia {
@@ -129,7 +128,7 @@ impl<K: DiscoveryKeys> Source<K> {
         self.config.params.check_fresh(m.ts_pkt(), now_ns)?;
         check_aid(&m)?;
         let (i, j) = m.pair(0);
-        if m.hop_values(0) != Announced::from(self.config.matrix.hop_values(i, j)) {
+        if m.hop_values(0) != Announced::from(nb.schedule().hop_values(i, j, m.ts_pkt())) {
             return Err(DiscoveryDrop::OwnValuesChanged.into());
         }
         if m.kind() == Kind::Refusal {
@@ -156,7 +155,7 @@ impl<K: DiscoveryKeys> Source<K> {
         if !auth_eq(&want, &m.auth(0)) {
             return Err(DiscoveryDrop::BadAuthenticator.into());
         }
-        check_neighbours(&mut self.ledger, &m, 0, &hop_values)?;
+        check_neighbours(nb, &m, 0, &hop_values, now_ns)?;
         Ok(SourceAllocation { path: m.path(), aid: m.aid(), beta, ts_exp, hop_keys })
     }
 }

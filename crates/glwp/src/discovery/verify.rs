@@ -3,7 +3,7 @@
 use crate::allocation::HopValues;
 use crate::discovery::crypto::{aid, hop_values_mac, xor_into, SealContext};
 use crate::discovery::keys::DiscoveryKeys;
-use crate::discovery::ledger::{Announcement, NeighbourLedger};
+use crate::discovery::ledger::{Neighbourhood, Promoted};
 use crate::discovery::wire::Message;
 use crate::discovery::DiscoveryDrop;
 
@@ -61,27 +61,29 @@ pub(super) fn seal_context<T: AsRef<[u8]>>(m: &Message<T>, k: usize, beta: u32, 
     }
 }
 
-/// Line 33: the announcements of the neighbours of the AS at position `k`, checked against
-/// the ledger, and recorded when all are consistent.
+/// Line 33 with §V-C step 4: the hop values of the neighbours of the AS at position `k`,
+/// checked against what they announced for the message's `ts_pkt`.
 pub(super) fn check_neighbours<T: AsRef<[u8]>>(
-    ledger: &mut NeighbourLedger,
+    nb: &mut Neighbourhood,
     m: &Message<T>,
     k: usize,
     hop_values: &[HopValues],
+    now_ns: u64,
 ) -> Result<(), DiscoveryDrop> {
     let (i, j) = m.pair(k);
-    let mut seen = Vec::with_capacity(2);
+    let promoted = |n: usize, ours, facing: fn((u16, u16)) -> u16| Promoted {
+        neighbour: m.nid(n),
+        ours,
+        pair: m.pair(n),
+        facing: facing(m.pair(n)),
+        values: hop_values[n],
+        ts_pkt: m.ts_pkt(),
+    };
     if k > 0 {
-        let pair = m.pair(k - 1);
-        seen.push(Announcement { neighbour: m.nid(k - 1), pair, values: hop_values[k - 1], link: (i, pair.1) });
+        nb.check_promoted(&promoted(k - 1, i, |p| p.1), now_ns)?;
     }
     if k + 1 < hop_values.len() {
-        let pair = m.pair(k + 1);
-        seen.push(Announcement { neighbour: m.nid(k + 1), pair, values: hop_values[k + 1], link: (j, pair.0) });
+        nb.check_promoted(&promoted(k + 1, j, |p| p.0), now_ns)?;
     }
-    if !seen.iter().all(|a| ledger.check(a)) {
-        return Err(DiscoveryDrop::InconsistentNeighbour);
-    }
-    seen.iter().for_each(|a| ledger.record(a));
     Ok(())
 }

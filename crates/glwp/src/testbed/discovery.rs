@@ -10,7 +10,10 @@ use aviary_scion::IsdAsn;
 
 use crate::discovery::rate::RateLimit;
 use crate::discovery::wire::{message_len, MAX_ASES};
-use crate::discovery::{AsConfig, DiscoveryDrop, DiscoveryParams, DrkeyKeys, OnPathAs, Outcome, Source, SourceError};
+use crate::discovery::{
+    AnnouncementLimit, AsConfig, DiscoveryDrop, DiscoveryParams, DrkeyKeys, Neighbourhood, OnPathAs, Outcome, Source,
+    SourceError,
+};
 use crate::matrix::{AllocationMatrix, InterfaceId, MatrixEntry, MatrixError};
 use crate::packet::SourceAllocation;
 use crate::router::Freshness;
@@ -24,6 +27,10 @@ pub const VALIDITY_S: u32 = 86_400;
 /// Each neighbour may send requests at 0.1 % of its interface's divergent, with a burst of
 /// one request of the longest path.
 pub const RATE: RateLimit = RateLimit { share_ppm: 1_000, burst_bytes: message_len(MAX_ASES) as u16 };
+/// Each neighbour may announce 4 times at once, then once a second.
+pub const ANNOUNCEMENTS: AnnouncementLimit = AnnouncementLimit { burst: 4, refill_ns: S };
+/// When the chain's ASes join and announce their matrices to each other.
+pub const JOINED_NS: u64 = 1_700_000_000 * S;
 /// Interface of a transit AS's link off the path, for the entries that make its divergents
 /// and convergents exceed the path's entries.
 const OFF_PATH: InterfaceId = 99;
@@ -55,7 +62,8 @@ pub fn secret(k: usize) -> [u8; 16] {
     [0x10 + k as u8; 16]
 }
 
-fn matrix(spec: HopSpec, (i, j): (InterfaceId, InterfaceId)) -> Result<AllocationMatrix, MatrixError> {
+/// The matrix of an AS with `spec` on a path through `(i, j)`.
+pub fn matrix(spec: HopSpec, (i, j): (InterfaceId, InterfaceId)) -> Result<AllocationMatrix, MatrixError> {
     let e = |ingress, egress, bps| MatrixEntry { ingress, egress, bps };
     AllocationMatrix::new([e(i, j, spec.m_bps), e(i, OFF_PATH, spec.extra_div_bps), e(OFF_PATH, j, spec.extra_con_bps)])
 }
@@ -90,16 +98,20 @@ pub enum Failure {
 pub struct Chain {
     pub specs: Vec<HopSpec>,
     pub source: Source<DrkeyKeys>,
+    /// The source AS's schedule and announcements (an on-path AS's are in its `OnPathAs`).
+    pub source_neighbourhood: Neighbourhood,
     /// On-path AS k at index k − 1.
     pub on_path: Vec<OnPathAs<DrkeyKeys>>,
 }
 
 impl Chain {
     /// A chain of `specs.len()` ASes (2 to [`MAX_ASES`]) whose threshold is τ =
-    /// `min_guarantee_bps`.
+    /// `min_guarantee_bps`, which have announced their matrices to each other at
+    /// [`JOINED_NS`].
     pub fn new(specs: &[HopSpec], min_guarantee_bps: u64) -> Result<Self, MatrixError> {
         let l = specs.len();
         let mut source = None;
+        let mut source_neighbourhood = None;
         let mut on_path = Vec::with_capacity(l.saturating_sub(1));
         for (k, &spec) in specs.iter().enumerate() {
             let (i, j) = pair(k, l);
@@ -117,10 +129,11 @@ impl Chain {
                 matrix: matrix(spec, (i, j))?,
                 neighbours,
                 params: DiscoveryParams { freshness: FRESHNESS, validity_s: VALIDITY_S, min_guarantee_bps },
-                remembered_pairs: 64,
+                announcement_limit: ANNOUNCEMENTS,
             };
             // No neighbour at interface 0 and a burst of the longest message: both configs run.
             if k == 0 {
+                source_neighbourhood = Some(config.neighbourhood());
                 source = Some(Source::new(config, keys).unwrap_or_else(|_| unreachable!("a valid configuration")));
             } else {
                 on_path
@@ -128,7 +141,33 @@ impl Chain {
             }
         }
         let source = source.unwrap_or_else(|| unreachable!("a chain has a source"));
-        Ok(Chain { specs: specs.to_vec(), source, on_path })
+        let source_neighbourhood = source_neighbourhood.unwrap_or_else(|| unreachable!("a chain has a source"));
+        let mut chain = Chain { specs: specs.to_vec(), source, source_neighbourhood, on_path };
+        chain.announce(JOINED_NS);
+        Ok(chain)
+    }
+
+    /// AS k's schedule and record of its neighbours.
+    pub fn neighbourhood(&mut self, k: usize) -> &mut Neighbourhood {
+        match k {
+            0 => &mut self.source_neighbourhood,
+            _ => &mut self.on_path[k - 1].neighbourhood,
+        }
+    }
+
+    /// Every AS announces its schedule to its neighbours at `now`; the results of the
+    /// neighbours' checks, per (sender, receiver).
+    pub fn announce(&mut self, now: u64) -> Vec<(usize, usize, Result<(), DiscoveryDrop>)> {
+        let l = self.specs.len();
+        let mut results = Vec::new();
+        for k in 0..l {
+            let sent = self.neighbourhood(k).announcements(&keys(k, l), now);
+            for (to, _, bytes) in sent {
+                let Some(r) = (0..l).find(|&r| ia(r) == to) else { continue };
+                results.push((k, r, self.neighbourhood(r).receive(&bytes, ia(k), &keys(r, l), now)));
+            }
+        }
+        results
     }
 
     pub fn ases(&self) -> Vec<IsdAsn> {
@@ -153,7 +192,9 @@ impl Chain {
 
     /// The source's request at `now`.
     pub fn request(&self, now: u64) -> Vec<u8> {
-        self.source.request(&self.ases(), &self.path(), now).unwrap_or_else(|_| unreachable!("the chain is a path"))
+        self.source
+            .request(&self.source_neighbourhood, &self.ases(), &self.path(), now)
+            .unwrap_or_else(|_| unreachable!("the chain is a path"))
     }
 
     /// Carries the request `msg` through the on-path ASes at `now` and returns the message
@@ -198,7 +239,7 @@ impl Chain {
         tamper: &mut dyn FnMut(usize, &mut Vec<u8>),
     ) -> Result<SourceAllocation, Failure> {
         let back = self.through_on_path(msg, now, tamper)?;
-        self.source.finish(&back, now).map_err(Failure::Source)
+        self.source.finish(&mut self.source_neighbourhood, &back, now).map_err(Failure::Source)
     }
 
     /// A whole discovery at `now`, untampered.

@@ -232,7 +232,8 @@ pub fn run(opts: &GlwpLabOptions) -> anyhow::Result<GlwpLabReport> {
 }
 
 /// The allocation of `f`'s path, asked of its source AS's control service as a host would;
-/// timeouts are tried again while the GLWP services still fetch each other's keys.
+/// timeouts are tried again while the GLWP services still fetch each other's keys and hear each
+/// other's announcements.
 fn discover(l: &RunLayout, f: &Flow) -> anyhow::Result<GlwpAllocationWire> {
     let host = l.host(f.name)?;
     let want: Vec<IsdAsn> = f.path.iter().map(|a| a.parse()).collect::<Result<_, _>>()?;
@@ -246,7 +247,12 @@ fn discover(l: &RunLayout, f: &Flow) -> anyhow::Result<GlwpAllocationWire> {
     loop {
         match glwp_discover(host.control, &GlwpDiscoverRequest { dst, path_index, min_bps: 0 }) {
             Ok(a) => return Ok(a),
-            Err(e) if Instant::now() < deadline && format!("{e:#}").contains("no answer after") => {
+            // Not yet answered, or not yet checkable at the source: AS 1's announcement (re-sent
+            // every second) may arrive after the keys.
+            Err(e)
+                if Instant::now() < deadline
+                    && ["no answer after", "rejected: not_announced"].iter().any(|m| format!("{e:#}").contains(m)) =>
+            {
                 std::thread::sleep(Duration::from_millis(500));
             }
             Err(e) => bail!("the allocation of {} ({}): {e:#}", f.name, f.path.join(" > ")),

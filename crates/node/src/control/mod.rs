@@ -23,7 +23,8 @@ pub mod tls;
 
 use crate::api::HostKeyKind;
 use crate::api::{
-    self, ExtendRequest, GlwpDiscoverRequest, Grant, HopWire, PathWire, PathsReply, ReservationRequest, SegmentWire,
+    self, ExtendRequest, GlwpDiscoverRequest, GlwpMatrixReply, GlwpMatrixRequest, Grant, HopWire, PathWire, PathsReply,
+    ReservationRequest, SegmentWire,
 };
 use crate::clock::unix_s;
 use crate::config::{read_secret, ControlConfig, DrkeyConfig};
@@ -190,6 +191,7 @@ impl ControlService {
                 }
                 (Method::Get, p) if p.starts_with("/v1/drkey/") => self.host_drkey(&req, p, query),
                 (Method::Post, "/v1/glwp/discover") => self.glwp_discover(&body),
+                (Method::Post, "/v1/glwp/matrix") => self.authorise(&req).and_then(|_| self.glwp_matrix(&body)),
                 (Method::Get, "/metrics") => Ok(self.metrics_text()),
                 (Method::Get, "/v1/status") => Ok(serde_json::json!({ "ia": self.ia }).to_string()),
                 _ => Err(Failure(404, format!("no such endpoint: {} {path}", req.method()))),
@@ -250,6 +252,15 @@ impl ControlService {
         let pairs: Vec<(u16, u16)> = path.ases.iter().map(|a| (a.ingress, a.egress)).collect();
         let alloc = glwp.discover(&ases, &pairs, r.min_bps).map_err(|e| Failure(e.status(), e.to_string()))?;
         Ok(serde_json::to_string(&alloc)?)
+    }
+
+    /// `POST /v1/glwp/matrix` (operator token): changes the AS's GLWP matrix through the
+    /// update subprotocol (temporary values during ΔT, announced to the neighbours).
+    fn glwp_matrix(&self, body: &str) -> Result<String, Failure> {
+        let glwp = self.glwp.as_ref().ok_or_else(|| Failure(503, "this AS runs no GLWP service".into()))?;
+        let r: GlwpMatrixRequest = serde_json::from_str(body)?;
+        let w = glwp.change_matrix(r.matrix).map_err(|e| Failure(e.status(), e.to_string()))?;
+        Ok(serde_json::to_string(&GlwpMatrixReply { t1_ns: w.t1_ns, t2_ns: w.t2_ns })?)
     }
 
     /// `GET /v1/drkey/<kind>?...`: a Level-2/3 key for the asking host (see [`drkey`]).

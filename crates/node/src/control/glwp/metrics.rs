@@ -5,7 +5,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use aviary_glwp::discovery::DiscoveryStats;
+use std::collections::BTreeMap;
+
+use aviary_glwp::discovery::{Blame, BlameReason, DiscoveryStats};
 use aviary_scion::IsdAsn;
 
 use crate::metrics::{Exposition, Kind};
@@ -48,6 +50,8 @@ pub struct Counters {
     forward: AtomicU64,
     backward: AtomicU64,
     transport: [AtomicU64; TransportDrop::ALL.len()],
+    announced: AtomicU64,
+    announcements_accepted: AtomicU64,
 }
 
 impl Counters {
@@ -59,6 +63,40 @@ impl Counters {
 
     pub fn transport(&self, drop: TransportDrop) {
         self.transport[drop as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// An announcement sent to a neighbour.
+    pub fn announced(&self) {
+        self.announced.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A neighbour's announcement checked and stored.
+    pub fn announcement_accepted(&self) {
+        self.announcements_accepted.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Announcements sent and accepted, and the blame of each neighbour by reason.
+    pub fn prometheus_updates(&self, out: &mut Exposition, ia: IsdAsn, blames: &BTreeMap<IsdAsn, Blame>) {
+        let ia = ia.to_string();
+        let ia = ia.as_str();
+        let mut f = out.family(
+            "aviary_glwp_announcements_total",
+            Kind::Counter,
+            "Matrix announcements sent to neighbours and accepted from them.",
+        );
+        f.sample(&[("ia", ia), ("direction", "sent")], self.announced.load(Ordering::Relaxed));
+        f.sample(&[("ia", ia), ("direction", "accepted")], self.announcements_accepted.load(Ordering::Relaxed));
+        let mut f = out.family(
+            "aviary_glwp_blames_total",
+            Kind::Counter,
+            "Inconsistencies blamed on a neighbour: values other than it announced, values it never announced, announcements contradicting earlier ones.",
+        );
+        for (n, blame) in blames {
+            let n = n.to_string();
+            for reason in BlameReason::ALL {
+                f.sample(&[("ia", ia), ("neighbour", n.as_str()), ("reason", reason.label())], blame.count(reason));
+            }
+        }
     }
 
     pub fn prometheus(

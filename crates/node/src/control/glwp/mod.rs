@@ -16,6 +16,10 @@
 //! - **State.** None per allocation: the cores' neighbour buckets and ledger, and, at the
 //!   source only, the discoveries its own hosts are waiting for, by (AID, ts_pkt), while they
 //!   wait.
+//! - **Matrix updates** ([`updates`]): the service announces its matrix schedule to every
+//!   neighbour at the start, after a change (`POST /v1/glwp/matrix`) and every
+//!   [`updates::ANNOUNCE_EVERY`] (in case one was lost or its key not fetched yet), and checks
+//!   and stores its neighbours' announcements.
 //! - **Loss.** The source retries a discovery with a fresh request (a new ts_pkt) after
 //!   [`ATTEMPT_TIMEOUT`], [`ATTEMPTS`] times in all; a late answer to an abandoned attempt is
 //!   dropped as `unsolicited`.
@@ -23,6 +27,7 @@
 pub mod config;
 pub mod keys;
 mod metrics;
+pub mod updates;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::{SocketAddr, UdpSocket};
@@ -34,7 +39,9 @@ use std::time::Duration;
 use anyhow::Context;
 use aviary_glwp::allocation::prefix_guarantees;
 use aviary_glwp::discovery::wire::{Kind, Message, MessageRepr, MAX_ASES};
-use aviary_glwp::discovery::{AsConfig, DiscoveryDrop, OnPathAs, Outcome, RequestError, Source, SourceError};
+use aviary_glwp::discovery::{
+    is_announcement, AnnouncementLimit, AsConfig, DiscoveryDrop, OnPathAs, Outcome, RequestError, Source, SourceError,
+};
 use aviary_glwp::{HopValues, InterfaceId};
 use aviary_scion::drkey::EpochSchedule;
 use aviary_scion::IsdAsn;
@@ -53,8 +60,9 @@ use metrics::{Counters, TransportDrop};
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(1);
 /// Requests the source sends for one discovery before it gives up.
 pub const ATTEMPTS: u32 = 3;
-/// How many interface pairs of each neighbour the consistency checks remember.
-const REMEMBERED_PAIRS: usize = 256;
+/// How often a neighbour may announce its matrix: 16 at once, then 10 a second (a neighbour
+/// re-announces every second per link; a change adds one).
+const ANNOUNCEMENTS: AnnouncementLimit = AnnouncementLimit { burst: 16, refill_ns: 100_000_000 };
 
 /// Why a host's discovery gave no allocation.
 #[derive(Debug, Error)]
@@ -106,6 +114,10 @@ pub struct GlwpService {
     /// The source's discoveries in flight, by (AID, ts_pkt).
     waiting: Mutex<Waiters>,
     counters: Counters,
+    /// The `[glwp]` table and the AS's links with their capacities, against which a new
+    /// matrix is checked.
+    table: config::GlwpConfig,
+    links: Vec<(InterfaceId, u64)>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -126,6 +138,9 @@ struct GlwpSetup {
     /// The GLWP services of the other ASes.
     pub services: BTreeMap<IsdAsn, SocketAddr>,
     pub keys: SharedKeys,
+    pub table: config::GlwpConfig,
+    /// The AS's inter-AS interfaces and their links' capacities.
+    pub links: Vec<(InterfaceId, u64)>,
 }
 
 impl GlwpService {
@@ -137,7 +152,7 @@ impl GlwpService {
             matrix: s.plan.matrix,
             neighbours: s.neighbours,
             params: s.plan.params,
-            remembered_pairs: REMEMBERED_PAIRS,
+            announcement_limit: ANNOUNCEMENTS,
         };
         let on_path = OnPathAs::new(config.clone(), s.plan.rate, s.keys.clone())?;
         let source = Source::new(config, s.keys.clone())?;
@@ -151,6 +166,8 @@ impl GlwpService {
             services: s.services,
             waiting: Mutex::default(),
             counters: Counters::default(),
+            table: s.table,
+            links: s.links,
         })
     }
 
@@ -160,6 +177,8 @@ impl GlwpService {
         self.keys.spawn_fetcher(drkey, self.ia, issuers);
         let svc = self.clone();
         std::thread::spawn(move || svc.receive_loop());
+        let svc = self.clone();
+        std::thread::spawn(move || svc.announce_loop());
     }
 
     /// The service of a control service's `[glwp]` table `g`: its matrix checked against the
@@ -185,6 +204,8 @@ impl GlwpService {
             neighbours: topology.links_of(cfg.ia).map(|(l, r, ..)| (l.ifid, r.ia)).collect(),
             services: cfg.peers.iter().filter_map(|p| Some((p.ia, p.glwp?))).collect(),
             keys: SharedKeys::new(master_secret, schedule)?,
+            table: g.clone(),
+            links: topology.links_of(cfg.ia).map(|(l, _, _, link)| (l.ifid, link.capacity_bps)).collect(),
         };
         Self::new(setup).with_context(|| format!("{file}: glwp"))
     }
@@ -211,6 +232,10 @@ impl GlwpService {
     /// identified, then handed to the core its kind and hop pointer name.
     fn receive(&self, msg: &mut [u8], addr: SocketAddr) {
         let now = unix_ns();
+        if is_announcement(msg) {
+            self.receive_announcement(msg, addr, now);
+            return;
+        }
         let (kind, hop_pointer, ts_pkt) = match Message::new_checked(&*msg) {
             Ok(m) => (m.kind(), m.hop_pointer(), m.ts_pkt()),
             Err(e) => {
@@ -298,7 +323,7 @@ impl GlwpService {
             let request = {
                 let cores = lock(&self.cores);
                 self.keys.select(ts_pkt);
-                cores.source.request(ases, pairs, ts_pkt)?
+                cores.source.request(&cores.on_path.neighbourhood, ases, pairs, ts_pkt)?
             };
             let aid = Message::new_checked(&request[..]).map(|m| m.aid()).unwrap_or_default();
             let (tx, rx) = mpsc::channel();
@@ -323,7 +348,8 @@ impl GlwpService {
         let alloc = {
             let mut cores = lock(&self.cores);
             self.keys.select(ts_pkt);
-            cores.source.finish(answer, unix_ns())
+            let Cores { on_path, source } = &mut *cores;
+            source.finish(&mut on_path.neighbourhood, answer, unix_ns())
         }
         .map_err(|e| match e {
             SourceError::Drop(d) => DiscoverError::Rejected(d),
@@ -380,5 +406,6 @@ impl GlwpService {
         let cores = lock(&self.cores);
         let fetch_errors = self.keys.fetch_errors.load(Ordering::Relaxed);
         self.counters.prometheus(out, self.ia, &cores.on_path.stats, &cores.source.stats, fetch_errors);
+        self.counters.prometheus_updates(out, self.ia, cores.on_path.neighbourhood.blames());
     }
 }
