@@ -4,12 +4,11 @@
 //! ([`crate::path::field`]).
 
 use aviary_scion::forwarding::HopLayout;
-use aviary_scion::wire::path::{segment_of, HopField, InfoField, HOP_LEN, INFO_LEN};
+use aviary_scion::wire::path::{num_info_fields, segment_of, HopField, InfoField, HOP_LEN, INFO_LEN};
 
 use crate::crypto::high_res_ts;
 use crate::path::{
-    field, hop_area, Flyover, HbirdHop, HbirdPathError, MetaHdr, FLYOVER_BIT, FLYOVER_LEN, FLYOVER_LINES, HOP_LINES,
-    META_LEN,
+    field, Flyover, HbirdHop, HbirdPathError, MetaHdr, FLYOVER_BIT, FLYOVER_LEN, FLYOVER_LINES, HOP_LINES, META_LEN,
 };
 
 #[derive(Clone, Copy, Debug)]
@@ -19,23 +18,34 @@ pub struct HbirdPathView<T> {
     num_inf: usize,
     /// Total hop-field lines.
     lines: usize,
+    /// Offset and lines of the current hop field, which the checked constructor found to lie
+    /// within the current segment (and so within the buffer): read once, used by every later
+    /// accessor of the current hop without checking again.
+    curr_off: usize,
+    curr_lines: usize,
 }
 
 impl<T: AsRef<[u8]>> HbirdPathView<T> {
     pub fn new_checked(buf: T) -> Result<Self, HbirdPathError> {
         let b = buf.as_ref();
-        let (hop_base, lines) = hop_area(b).ok_or(HbirdPathError::Truncated)?;
-        let meta = MetaHdr::from_bytes(b[..META_LEN].try_into().expect("hop_area checked the length"));
-        let num_inf = (hop_base - META_LEN) / INFO_LEN;
-        let view = Self { buf, meta, num_inf, lines };
+        // One read of the meta header (what `hop_area` checks, without parsing it twice).
+        let meta = MetaHdr::parse(b).map_err(|_| HbirdPathError::Truncated)?;
+        let num_inf = num_info_fields(meta.seg_len).ok().filter(|n| *n > 0).ok_or(HbirdPathError::Truncated)?;
+        let lines: usize = meta.seg_len.iter().map(|l| usize::from(*l)).sum();
+        let hop_base = META_LEN + INFO_LEN * num_inf;
+        if b.len() != hop_base + 4 * lines {
+            return Err(HbirdPathError::Truncated);
+        }
         let (ci, ch) = (usize::from(meta.curr_inf), usize::from(meta.curr_hf));
         if ch >= lines || ci >= num_inf || segment_of(meta.seg_len, ch) != ci {
             return Err(HbirdPathError::IndexOutOfRange);
         }
-        if ch + view.lines_at(ch) > view.segment_end(ci) {
+        let curr_off = hop_base + 4 * ch;
+        let curr_lines = if b[curr_off + field::flyover::FLAGS] & FLYOVER_BIT != 0 { FLYOVER_LINES } else { HOP_LINES };
+        if ch + curr_lines > segment_end(meta.seg_len, ci) {
             return Err(HbirdPathError::Misaligned(ci));
         }
-        Ok(view)
+        Ok(Self { buf, meta, num_inf, lines, curr_off, curr_lines })
     }
 
     pub fn meta(&self) -> MetaHdr {
@@ -50,7 +60,7 @@ impl<T: AsRef<[u8]>> HbirdPathView<T> {
     }
     /// The line after the last one of segment `s`.
     pub fn segment_end(&self, s: usize) -> usize {
-        self.meta.seg_len[..=s.min(2)].iter().map(|l| usize::from(*l)).sum()
+        segment_end(self.meta.seg_len, s)
     }
     pub fn info_offset(&self, i: usize) -> usize {
         META_LEN + INFO_LEN * i
@@ -93,6 +103,21 @@ impl<T: AsRef<[u8]>> HbirdPathView<T> {
         }
         let off = self.hop_offset(line);
         Some(Flyover::from_hop_bytes(self.buf.as_ref()[off..off + FLYOVER_LEN].try_into().expect("FLYOVER_LEN bytes")))
+    }
+    /// The reservation of the current hop field, if it is a flyover: its offset and width
+    /// were proven by the checked constructor.
+    #[inline]
+    pub fn current_flyover(&self) -> Option<Flyover> {
+        if self.curr_lines != FLYOVER_LINES {
+            return None;
+        }
+        let b = &self.buf.as_ref()[self.curr_off..][..FLYOVER_LEN];
+        Some(Flyover::from_hop_bytes(b.try_into().expect("FLYOVER_LEN bytes")))
+    }
+    /// Offset of the current hop field.
+    #[inline]
+    pub fn current_hop_offset(&self) -> usize {
+        self.curr_off
     }
     /// Lines of the path at which a flyover hop field starts, in path order.
     pub fn flyover_lines(&self) -> impl Iterator<Item = usize> + '_ {
@@ -138,6 +163,12 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> HbirdPathView<T> {
 }
 
 /// The forwarder's view of the layout: positions are 4-byte lines, CurrHF has 8 bits.
+/// The line after the last one of segment `s`.
+#[inline]
+fn segment_end(seg_len: [u8; 3], s: usize) -> usize {
+    seg_len[..=s.min(2)].iter().map(|l| usize::from(*l)).sum()
+}
+
 impl<T: AsRef<[u8]>> HopLayout for HbirdPathView<T> {
     const MAX_CURR_HF: usize = 255;
 
@@ -167,8 +198,8 @@ impl<T: AsRef<[u8]>> HopLayout for HbirdPathView<T> {
     }
     #[inline]
     fn current_hop(&self) -> (HopField, usize) {
-        let ch = usize::from(self.meta.curr_hf);
-        (self.hop_field(ch), self.lines_at(ch))
+        let b = &self.buf.as_ref()[self.curr_off..][..HOP_LEN];
+        (HopField::from_bytes(b.try_into().expect("HOP_LEN bytes")), self.curr_lines)
     }
     /// A crossover's second hop field must be a plain one: a flyover belongs to one interface
     /// pair and the first hop field of the segment already carries it (A.5).

@@ -2,10 +2,10 @@
 //! over the Hummingbird layout, and for a flyover the inputs of its A_K and FlyoverMAC.
 
 use aviary_qos::DropReason;
-use aviary_scion::forwarding::{HopLayout, HopWork};
+use aviary_scion::forwarding::HopWork;
 use aviary_scion::{AsForwarding, IsdAsn};
 
-use crate::crypto::{flyover_block, ResInfo};
+use crate::crypto::{flyover_block, ResInfo, MAX_MILLIS};
 use crate::path::field;
 use crate::path_view::HbirdPathView;
 
@@ -14,16 +14,13 @@ const MS: u64 = 1_000_000;
 /// The reservation part of a flyover hop, between the stages.
 #[derive(Clone, Copy, Debug)]
 pub struct FlyoverWork {
-    /// Input of A_K = AES_SV(ResInfo).
-    pub res_block: [u8; 16],
     /// Input of FlyoverMAC = AES_{A_K}(...).
     pub mac_block: [u8; 16],
-    /// Offset of the (Agg)MAC within the path.
-    pub mac_off: usize,
-    /// The reservation as the packet states it (interfaces in the direction of travel).
+    /// Offset of the (Agg)MAC within the path (a path fits in the header's 1020 bytes).
+    pub mac_off: u16,
+    /// The reservation as the packet states it (interfaces in the direction of travel); the
+    /// input of A_K = AES_SV(ResInfo) is made from it in stage 2.
     pub res: ResInfo,
-    /// BaseTimestamp + MillisTimestamp, ns.
-    pub sent_ns: u64,
     pub pkt_len: u16,
     /// The common header's PayloadLen (policed instead of `pkt_len` in some profiles).
     pub payload_len: u16,
@@ -48,8 +45,7 @@ pub fn prepare_hbird(
 ) -> Result<(HopWork, Option<FlyoverWork>), DropReason> {
     let view = HbirdPathView::new_checked(path).map_err(DropReason::from)?;
     let mut work = fwd.prepare_hop(&view, src, dst, ingress)?;
-    let (_, ch) = view.current();
-    let Some(fly) = view.flyover(ch) else {
+    let Some(fly) = view.current_flyover() else {
         work.set_mac(work.hop.mac);
         return Ok((work, None));
     };
@@ -66,14 +62,21 @@ pub fn prepare_hbird(
         duration: fly.res_duration,
     };
     let flyover = FlyoverWork {
-        res_block: res.block(),
         mac_block: flyover_block(dst_bytes, pkt_len, fly.res_start_offset, meta.millis, meta.counter),
-        mac_off: view.hop_offset(ch) + field::flyover::MAC.start,
+        mac_off: (view.current_hop_offset() + field::flyover::MAC.start) as u16,
         res,
-        sent_ns: (u64::from(meta.base_ts) * 1000 + u64::from(meta.millis)) * MS,
         pkt_len,
         payload_len,
         packet_id: u64::from(meta.base_ts) << 32 | u64::from(meta.millis) << 22 | u64::from(meta.counter),
     };
     Ok((work, Some(flyover)))
+}
+
+impl FlyoverWork {
+    /// BaseTimestamp + MillisTimestamp, ns (both are in `packet_id`).
+    #[inline]
+    pub fn sent_ns(&self) -> u64 {
+        let (base_ts, millis) = (self.packet_id >> 32, (self.packet_id >> 22) & u64::from(MAX_MILLIS));
+        (base_ts * 1000 + millis) * MS
+    }
 }

@@ -228,7 +228,7 @@ impl HopExtension for Flyovers {
     ) -> Result<Admission, DropReason> {
         if let Some(f) = &staged.ext {
             // The plain hop-field MAC replaces the AggMAC, so the path can be reversed.
-            path[f.mac_off..f.mac_off + MAC_LEN].copy_from_slice(&staged.hop.hop.mac);
+            path[usize::from(f.mac_off)..][..MAC_LEN].copy_from_slice(&staged.hop.hop.mac);
         }
         Ok(self.charge(ingress, staged.ext.as_ref(), now_ns))
     }
@@ -244,7 +244,7 @@ fn flyover_candidates<const N: usize>(sv: &SecretValue, batch: &mut [Option<Stag
     for (i, w) in batch.iter().enumerate().take(N) {
         if let Some(f) = w.as_ref().and_then(|w| w.ext.as_ref()) {
             fly_idx[nf] = i;
-            keys[nf] = f.res_block;
+            keys[nf] = f.res.block();
             nf += 1;
         }
     }
@@ -276,8 +276,9 @@ impl Flyovers {
             return Admission::UNAUTHENTICATED;
         };
         let params = &self.params;
-        let fresh = f.sent_ns <= now_ns.saturating_add(params.freshness_future_ns)
-            && now_ns <= f.sent_ns.saturating_add(params.freshness_past_ns);
+        let sent_ns = f.sent_ns();
+        let fresh = sent_ns <= now_ns.saturating_add(params.freshness_future_ns)
+            && now_ns <= sent_ns.saturating_add(params.freshness_past_ns);
         if !fresh {
             self.counters.stale += 1;
             return Admission::UNAUTHENTICATED;

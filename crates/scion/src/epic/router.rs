@@ -156,10 +156,10 @@ impl HopExtension for Epic {
         }
     }
 
-    fn hop_layout_offset(&self, path_type: u8) -> usize {
+    fn hop_layout_offset(&self, path_type: u8) -> u16 {
         match path_type {
-            path_type::EPIC => hp_field::STANDARD_PATH,
-            path_type::EPIC_PER_AS => per_as_field::STANDARD_PATH,
+            path_type::EPIC => hp_field::STANDARD_PATH as u16,
+            path_type::EPIC_PER_AS => per_as_field::STANDARD_PATH as u16,
             _ => 0,
         }
     }

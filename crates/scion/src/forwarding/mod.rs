@@ -183,7 +183,7 @@ impl AsForwarding {
     ) -> Result<Option<u16>, DropReason> {
         check_hop(&w.hop, &w.info, &mac, now_ns)?;
         if w.deliver {
-            set_seg_id(path, w.info_off, w.info.seg_id);
+            set_seg_id(path, usize::from(w.info_off), w.info.seg_id);
             return Ok(None);
         }
         let (info_off, mut info, hop) = match (&w.next, next_mac) {
@@ -200,11 +200,11 @@ impl AsForwarding {
         }
         // Every check passed before the first write: a refused packet is left as it came, so
         // that it can be verified again from its own SegID under a previous key.
-        set_seg_id(path, w.info_off, w.info.seg_id);
+        set_seg_id(path, usize::from(w.info_off), w.info.seg_id);
         if info.cons_dir && !w.peering {
             info.seg_id = chain_seg_id(info.seg_id, &hop.mac);
         }
-        set_seg_id(path, info_off, info.seg_id);
+        set_seg_id(path, usize::from(info_off), info.seg_id);
         path[field::meta::WORD].copy_from_slice(&w.advanced_meta);
         Ok(Some(w.egress))
     }
@@ -225,7 +225,7 @@ fn check_hop(hop: &HopField, info: &InfoField, mac: &[u8; MAC_LEN], now_ns: u64)
 /// The second hop field an AS verifies at a segment crossover.
 #[derive(Clone, Copy, Debug)]
 pub struct NextHop {
-    pub info_off: usize,
+    pub info_off: u16,
     pub info: InfoField,
     pub hop: HopField,
 }
@@ -235,8 +235,8 @@ pub struct NextHop {
 /// and, at a crossover, the next one; then what to write back.
 #[derive(Clone, Copy, Debug)]
 pub struct HopWork {
-    /// Offset of the current info field in the path.
-    pub info_off: usize,
+    /// Offset of the current info field in the hop layout (within its first 28 bytes).
+    pub info_off: u16,
     /// The current info field, its SegID as the MAC is computed under.
     pub info: InfoField,
     pub hop: HopField,

@@ -71,11 +71,12 @@ impl AsForwarding {
             let (nhop, nwidth) = path.crossover_hop(advanced, seg_end(ci + 1)).ok_or(DropReason::MalformedPath)?;
             let ninfo = path.info(ci + 1);
             egress = nhop.travel_interfaces(ninfo.cons_dir).1;
-            next = Some(NextHop { info_off: path.info_offset(ci + 1), info: ninfo, hop: nhop });
+            next = Some(NextHop { info_off: path.info_offset(ci + 1) as u16, info: ninfo, hop: nhop });
             advanced += nwidth;
         }
         Ok(HopWork {
-            info_off: path.info_offset(ci),
+            // Info fields are within the first 28 bytes of the path.
+            info_off: path.info_offset(ci) as u16,
             info,
             hop,
             chain_before: HopWork::chains_before_verifying(&info, ingress, peering),

@@ -33,12 +33,13 @@ pub const MAX_BATCH: usize = 32;
 /// One packet between the stages.
 #[derive(Clone, Copy, Debug)]
 pub struct Staged<W> {
-    /// Offset of the path header in the packet.
-    pub path_start: usize,
+    /// Offset of the path header in the packet (the common and address headers end before
+    /// byte 1020: HdrLen counts 4-byte units in one byte).
+    pub path_start: u16,
     /// Offset of the info and hop fields' layout (the one [`HopWork`]'s offsets count from)
     /// within the path header: 0 but for path types that put fields of their own in front of
     /// a standard path ([`HopExtension::hop_layout_offset`]).
-    pub layout_offset: usize,
+    pub layout_offset: u16,
     pub hop: HopWork,
     /// The mechanism's part, for packets of its path types that need its processing.
     pub ext: Option<W>,
@@ -87,7 +88,7 @@ pub trait HopExtension {
 
     /// Where the info and hop fields' layout starts in a path of `path_type` (a type this
     /// extension prepares): fields in front of it are the mechanism's own.
-    fn hop_layout_offset(&self, path_type: u8) -> usize {
+    fn hop_layout_offset(&self, path_type: u8) -> u16 {
         let _ = path_type;
         0
     }
@@ -233,11 +234,14 @@ impl<E: HopExtension> StagedForwarder<E> {
             let Some(w) = &work[i] else { continue };
             let auth = &auths[i];
             let (mac, next_mac) = auth.macs();
-            let path = &mut pkts[i][w.path_start..];
-            verdicts[i] = match self.fwd.finish(&mut path[w.layout_offset..], &w.hop, mac, next_mac, now_ns) {
-                Err(DropReason::BadMac) if self.in_overlap(now_ns) => self.verify_previous(pkts[i], ingress, now_ns),
-                result => self.conclude(path, w, auth, result, ingress, now_ns),
-            };
+            let path = &mut pkts[i][usize::from(w.path_start)..];
+            verdicts[i] =
+                match self.fwd.finish(&mut path[usize::from(w.layout_offset)..], &w.hop, mac, next_mac, now_ns) {
+                    Err(DropReason::BadMac) if self.in_overlap(now_ns) => {
+                        self.verify_previous(pkts[i], ingress, now_ns)
+                    }
+                    result => self.conclude(path, w, auth, result, ingress, now_ns),
+                };
         }
     }
 
@@ -279,8 +283,8 @@ impl<E: HopExtension> StagedForwarder<E> {
         for w in current.into_iter().flatten().chain(previous) {
             let auth = self.fwd.macs_across_rotation(&w.hop, now_ns);
             let (mac, next_mac) = auth.macs();
-            let path = &mut pkt[w.path_start..];
-            match self.fwd.finish(&mut path[w.layout_offset..], &w.hop, mac, next_mac, now_ns) {
+            let path = &mut pkt[usize::from(w.path_start)..];
+            match self.fwd.finish(&mut path[usize::from(w.layout_offset)..], &w.hop, mac, next_mac, now_ns) {
                 Err(DropReason::BadMac) => continue,
                 result => {
                     if result.is_ok() {
@@ -298,7 +302,8 @@ impl<E: HopExtension> StagedForwarder<E> {
     fn prepare(&self, pkt: &[u8], ingress: u16) -> Result<Staged<E::Work>, Verdict> {
         let view = ScionView::new_checked(pkt).map_err(|e| Verdict::Drop(e.into()))?;
         let (src, dst) = (view.src_ia(), view.dst_ia());
-        let path_start = view.path_range().start;
+        // Below 1020 (see `Staged::path_start`).
+        let path_start = view.path_range().start as u16;
         match view.path_type() {
             path_type::SCION => {
                 let hop = self.fwd.prepare_standard(view.path(), src, dst, ingress).map_err(Verdict::Drop)?;
