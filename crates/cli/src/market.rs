@@ -335,7 +335,7 @@ pub fn run(cmd: MarketCommand) -> Result<()> {
                 }
                 for id in requests {
                     let req = d.request_of(&*ledger, id)?;
-                    let state = client::request_state(&req, now);
+                    let state = client::current_state(&*ledger, &d, &req, now)?;
                     println!("{name:<22} {:>8} {:<16} {state}", id.to_string(), ia(req.isdAs));
                 }
             }

@@ -27,7 +27,8 @@ pub mod window;
 pub use available::{Available, OpenPiece};
 pub mod resale;
 pub use delivery::{
-    await_deliveries, await_outcomes, find_requests, reclaim_expired, request_state, Outcome, RequestState,
+    await_deliveries, await_outcomes, current_state, find_requests, reclaim_expired, request_state, Outcome,
+    RequestState,
 };
 pub use plan::{plan_affordable, plan_cheapest, Funds, Piece, Plan, PlannedHop, Window};
 pub use resale::{list_asset, owned_assets};

@@ -26,6 +26,9 @@ pub enum RequestState {
     Pending { deadline: u64 },
     /// The deadline passed without a delivery: the requester may reclaim the assets.
     Expired { deadline: u64 },
+    /// Undelivered, and the AS is no longer registered (its certificate revoked or expired, or
+    /// deregistered): nobody can deliver, and the requester may reclaim the assets at once.
+    Orphaned,
     /// The AS delivered a sealed reservation.
     Delivered,
     /// The requester took the assets back after the deadline.
@@ -33,12 +36,14 @@ pub enum RequestState {
 }
 
 impl RequestState {
-    /// A short label: `pending`, `expired-reclaimable`, `delivered`, `reclaimed`, `unknown`.
+    /// A short label: `pending`, `expired-reclaimable`, `orphaned-reclaimable`, `delivered`,
+    /// `reclaimed`, `unknown`.
     pub fn label(&self) -> &'static str {
         match self {
             RequestState::Unknown => "unknown",
             RequestState::Pending { .. } => "pending",
             RequestState::Expired { .. } => "expired-reclaimable",
+            RequestState::Orphaned => "orphaned-reclaimable",
             RequestState::Delivered => "delivered",
             RequestState::Reclaimed => "reclaimed",
         }
@@ -73,6 +78,21 @@ pub fn request_state(req: &RedeemRequest, now: u64) -> RequestState {
     }
 }
 
+/// The state of `req` as the chain has it at `now`: [`request_state`], except that a pending
+/// request of an AS that is no longer registered is [`RequestState::Orphaned`].
+pub fn current_state<L: Ledger + ?Sized>(
+    l: &L,
+    d: &Deployment,
+    req: &RedeemRequest,
+    now: u64,
+) -> Result<RequestState, LedgerError> {
+    let state = request_state(req, now);
+    if state.is_pending() && d.account_of(l, req.isdAs)? == Address::ZERO {
+        return Ok(RequestState::Orphaned);
+    }
+    Ok(state)
+}
+
 /// What became of one request of a purchase.
 #[derive(Debug)]
 pub enum Outcome {
@@ -104,7 +124,7 @@ pub fn await_outcomes<L: Ledger + ?Sized>(
             }
             let req = d.request_of(l, *id)?;
             let isd_as = req.isdAs;
-            *slot = Some(match request_state(&req, now) {
+            *slot = Some(match current_state(l, d, &req, now)? {
                 RequestState::Delivered => {
                     let sealed = d.reservation_of(l, *id)?;
                     let ctx = SealContext::new(l.chain_id(), isd_as, id.to_be_bytes::<32>());
@@ -184,8 +204,7 @@ pub fn reclaim_expired<L: Ledger + ?Sized>(
     let mut reclaimed = Vec::new();
     for id in requests {
         let req = d.request_of(l, *id)?;
-        let orphaned = req.status == request_status::PENDING && d.account_of(l, req.isdAs)? == Address::ZERO;
-        if orphaned || matches!(request_state(&req, now), RequestState::Expired { .. }) {
+        if matches!(current_state(l, d, &req, now)?, RequestState::Expired { .. } | RequestState::Orphaned) {
             d.reclaim(l, requester, *id)?;
             reclaimed.push(*id);
         }

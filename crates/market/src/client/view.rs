@@ -294,7 +294,13 @@ mod tests {
         use crate::contracts::{Asset, Listing};
         Offer {
             listing_id: U256::from(id),
-            listing: Listing { seller: Address::repeat_byte(1), marketplaceId: 2, pricePerUnit: price, assetId: 1 },
+            listing: Listing {
+                seller: Address::repeat_byte(1),
+                marketplaceId: 2,
+                openSlot: 1,
+                pricePerUnit: price,
+                assetId: 1,
+            },
             asset: Asset {
                 owner: Address::repeat_byte(1),
                 isdAs: (1 << 48) | 0xff00_0000_0110,
@@ -308,6 +314,7 @@ mod tests {
             },
             payment_token: token,
             issuer_registered: true,
+            resale: false,
         }
     }
 

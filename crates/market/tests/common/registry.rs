@@ -78,7 +78,13 @@ fn revoked_issuer_sells_and_delivers_nothing<L: Ledger>(l: &mut L) {
     expect_revert(f.dep.deliver_reservation(l, &f.as1, ids[0], Bytes::from(vec![7u8; 80])), "NotRequestAs");
     assert!(l.block_timestamp().unwrap() <= pending.deadline);
     expect_revert(f.dep.reclaim(l, &f.as1, ids[0]), "NotRequester");
-    // The client reclaims it as it does an expired one.
+    // The client reports it as reclaimable now, and reclaims it as it does an expired one.
+    let req = f.dep.request_of(l, ids[0]).unwrap();
+    let now = l.pending_timestamp().unwrap();
+    assert_eq!(
+        aviary_market::client::current_state(l, &f.dep, &req, now).unwrap(),
+        aviary_market::client::RequestState::Orphaned
+    );
     assert_eq!(aviary_market::client::reclaim_expired(l, &f.dep, &f.buyer, &ids).unwrap(), ids);
     assert_eq!(f.dep.request_of(l, ids[0]).unwrap().status, request_status::RECLAIMED);
     let (i, e) = (U256::from(pending.ingressId), U256::from(pending.egressId));
