@@ -18,6 +18,7 @@
 mod class;
 mod duplicates;
 mod policer;
+mod prefetch;
 mod processor;
 mod scheduler;
 mod token_bucket;
@@ -29,6 +30,7 @@ pub use class::{
 };
 pub use duplicates::{DuplicateFilter, DuplicateFilterConfig, DuplicateFilterConfigError, KeyHash};
 pub use policer::{InverseRateTable, PolicerConfigError, ReservationPolicer, INV_SHIFT};
+pub use prefetch::prefetch;
 pub use processor::{drop_label, Claim, Context, ControlError, LinkState, Processor, RandomSource, SeededRandom};
 pub use scheduler::{ClassStats, EgressScheduler, LinkParams, SchedulerStats};
 pub use token_bucket::{Rate, RateError, TokenBucket, TokenBucketBank, RATE_UNIT_BPS, STAMP_WINDOW_NS};

@@ -229,6 +229,14 @@ impl TokenBucketBank {
         }
     }
 
+    /// Starts loading bucket `id` into the cache, for an [`admit`](Self::admit) soon after.
+    #[inline]
+    pub fn prefetch(&self, id: usize) {
+        if let Some(b) = self.buckets.get(id) {
+            crate::prefetch(b);
+        }
+    }
+
     /// Whether a packet of `len_bytes` at `now_ns` is within bucket `id`'s rate; charges it if
     /// so. An unknown id, or a packet longer than the burst, is never within the rate.
     #[inline]

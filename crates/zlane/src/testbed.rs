@@ -21,7 +21,7 @@ use aviary_scion::wire::epic_per_as::{PerAsPath, PerAsPathView};
 use aviary_scion::{combine, path_type, AsForwarding, HostAddr, IsdAsn, ScionHeader, ScionPacket, ScionView};
 use aviary_scion::{Segment, StandardPath};
 
-use crate::gateway::{Gateway, GatewayConfig, GatewayError};
+use crate::gateway::{Gateway, GatewayConfig, GatewayError, MAX_HOST_SLOTS};
 
 /// Interface towards the next AS on the chain.
 pub const IF_NEXT: u16 = 1;
@@ -126,7 +126,18 @@ impl Net {
 
     /// The gateway of AS 0 with every AS's Level-1 key for AS 0 and the chain's links.
     pub fn gateway(&self, config: &GatewayConfig, now_ns: u64) -> Result<Gateway, GatewayError> {
-        let mut gw = Gateway::new(self.src_ia(), &self.ases[0].master_secret, config, now_ns)?;
+        self.gateway_with_max_host_slots(config, now_ns, MAX_HOST_SLOTS)
+    }
+
+    /// [`Net::gateway`] whose host table has at most `max_slots` slots.
+    pub fn gateway_with_max_host_slots(
+        &self,
+        config: &GatewayConfig,
+        now_ns: u64,
+        max_slots: usize,
+    ) -> Result<Gateway, GatewayError> {
+        let mut gw =
+            Gateway::with_max_host_slots(self.src_ia(), &self.ases[0].master_secret, config, now_ns, max_slots)?;
         let keys = gw.path_keys_mut();
         for (i, a) in self.ases.iter().enumerate() {
             keys.set_key(a.ia, &a.drkey.level1(self.src_ia()));

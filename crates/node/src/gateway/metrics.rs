@@ -40,7 +40,7 @@ impl GatewayState {
         let ia = self.gateway.ia().to_string();
         let l = [("ia", ia.as_str())];
         let mut out = Exposition::new();
-        let mut hosts: Vec<_> = self.gateway.hosts().map(|(h, c)| (host_label(h), *c)).collect();
+        let mut hosts: Vec<_> = self.gateway.hosts().map(|(h, c)| (host_label(&h), *c)).collect();
         hosts.sort_by(|a, b| a.0.cmp(&b.0));
         let mut f = out.family(
             "aviary_zlane_gateway_host_packets_total",

@@ -1,11 +1,13 @@
-//! The gateway's hosts: a hash map from host address to its rate group and its counters,
-//! and one 8-byte token bucket per group (§6.2: "a hash table mapping end host addresses to
-//! token buckets").
+//! The gateway's hosts: a table from host address to its rate group, its key and its counters
+//! ([`SlotTable`]), and one 8-byte token bucket per group (§6.2: "a hash table mapping end
+//! host addresses to token buckets").
 //!
 //! A host gets its entry the first time one of its packets verifies (so spoofed addresses
 //! never take room), matched to its group by longest prefix once; later packets cost one
-//! lookup. The entry also keeps the host's DRKey key of the current epoch, so that verifying a
-//! known host's packets costs no key derivation.
+//! lookup, in a cache line the parse stage prefetched. The entry also keeps the host's DRKey
+//! key of the current epoch, so that verifying a known host's packets costs no key derivation.
+//! A host that finds the table full (more than [`MAX_HOST_SLOTS`]` / 2` hosts) is matched to
+//! its group on every packet, and its packets are counted together with every such host's.
 
 use std::collections::HashMap;
 
@@ -15,6 +17,10 @@ use aviary_scion::HostAddr;
 use foldhash::fast::RandomState;
 
 use super::config::{Prefix, RatePlan};
+use super::host_slots::{HostEntry, HostHash, SlotTable};
+
+/// The most slots of the host table: 32 MiB, for up to 262 144 hosts.
+pub const MAX_HOST_SLOTS: usize = 1 << 19;
 
 /// What the gateway did with one host's packets.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -29,26 +35,18 @@ pub struct HostCounters {
     pub dropped_packets: u64,
 }
 
-#[derive(Clone, Copy, Debug)]
-struct HostEntry {
-    /// The host's rate group, `None` if no prefix covers it.
-    group: Option<u32>,
-    /// `K_{A_0→A_0:H}` and the start of its epoch.
-    key: (u32, AsHostKey),
-    counters: HostCounters,
-}
-
 #[derive(Clone, Debug)]
 pub(super) struct HostTable {
-    /// Groups of a single host, by address: an AS may list tens of thousands.
+    /// Groups of a single host, by address: an AS may list tens of thousands. Read once per
+    /// host, when it is entered.
     single: HashMap<HostAddr, u32, RandomState>,
     /// Groups of a prefix, with their index.
     prefixes: Vec<(u32, Prefix)>,
     buckets: TokenBucketBank,
-    /// Every host seen, by address: its slot in `entries`. Entries are never removed, so a
-    /// slot stays valid.
-    slots: HashMap<HostAddr, u32, RandomState>,
-    entries: Vec<(HostAddr, HostEntry)>,
+    /// Every host seen while there was room.
+    known: SlotTable<HostCounters>,
+    /// The packets of hosts that found the table full.
+    untracked: HostCounters,
 }
 
 /// Where a known host's entry is: looked up once per packet, when its key is needed, and used
@@ -57,7 +55,9 @@ pub(super) struct HostTable {
 pub(super) struct HostSlot(u32);
 
 impl HostTable {
-    pub fn new(plan: &RatePlan, burst_bytes: u16) -> Self {
+    /// The table of `plan`'s groups, whose hosts' home slots are hashed under `hash_key`
+    /// (a secret: senders choose their addresses), growing up to `max_slots`.
+    pub fn new(plan: &RatePlan, burst_bytes: u16, hash_key: &[u8; 16], max_slots: usize) -> Self {
         let mut buckets = TokenBucketBank::with_capacity(burst_bytes, plan.groups.len());
         for (_, rate) in &plan.groups {
             buckets.push(*rate);
@@ -71,17 +71,32 @@ impl HostTable {
                 None => prefixes.push((i as u32, *p)),
             }
         }
-        Self { single, prefixes, buckets, slots: HashMap::default(), entries: Vec::new() }
+        let known = SlotTable::new(single.len(), max_slots, hash_key);
+        Self { single, prefixes, buckets, known, untracked: HostCounters::default() }
     }
 
-    /// The slot of a known host.
-    pub fn find(&self, host: &HostAddr) -> Option<HostSlot> {
-        self.slots.get(host).map(|i| HostSlot(*i))
+    /// The hash of `host`'s slot, and a prefetch of that slot: at parse, so that the lookups
+    /// of a stage's packets find their slots in the cache.
+    pub fn prefetch(&self, host: &HostAddr) -> HostHash {
+        let hash = self.known.hash(host);
+        self.known.prefetch(hash);
+        hash
+    }
+
+    /// The slot of a known host (`hash` from [`HostTable::prefetch`]); prefetches its bucket
+    /// and counters, which its charge reads.
+    pub fn find(&self, host: &HostAddr, hash: HostHash) -> Option<HostSlot> {
+        let slot = self.known.find(host, hash)?;
+        if let Some(g) = self.known.entry(slot).group {
+            self.buckets.prefetch(g as usize);
+        }
+        self.known.prefetch_cold(slot);
+        Some(HostSlot(slot))
     }
 
     /// The key of the host in `slot` for the epoch starting at `epoch_begin_s`.
     pub fn key(&self, slot: HostSlot, epoch_begin_s: u32) -> Option<AsHostKey> {
-        let key = self.entries[slot.0 as usize].1.key;
+        let key = self.known.entry(slot.0).key;
         (key.0 == epoch_begin_s).then_some(key.1)
     }
 
@@ -95,28 +110,48 @@ impl HostTable {
         len: usize,
         now_ns: u64,
     ) -> (bool, &mut HostCounters) {
-        let slot = match slot.or_else(|| self.find(&host)) {
-            Some(s) => s.0 as usize,
+        // A host entered by an earlier packet of the same stage has a slot by now; one that
+        // had a slot may have moved since, if such an entry made the table grow.
+        let slot = slot
+            .map(|s| s.0)
+            .filter(|s| self.known.holds(*s, &host))
+            .or_else(|| self.known.find(&host, self.known.hash(&host)));
+        let (group, counters) = match slot {
+            Some(s) => {
+                let entry = self.known.entry_mut(s);
+                entry.key = key;
+                (entry.group, self.known.cold_mut(s))
+            }
             None => {
-                let longest = self.prefixes.iter().filter(|(_, p)| p.contains(&host)).max_by_key(|(_, p)| p.len());
-                let group = self.single.get(&host).copied().or_else(|| longest.map(|(i, _)| *i));
-                self.slots.insert(host, self.entries.len() as u32);
-                self.entries.push((host, HostEntry { group, key, counters: HostCounters::default() }));
-                self.entries.len() - 1
+                let group = self.group_of(&host);
+                match self.known.insert(&host, HostEntry { group, key }) {
+                    Some(s) => (group, self.known.cold_mut(s)),
+                    None => (group, &mut self.untracked),
+                }
             }
         };
-        let entry = &mut self.entries[slot].1;
-        entry.key = key;
         let len = u32::try_from(len).unwrap_or(u32::MAX);
-        let within = entry.group.is_some_and(|g| self.buckets.admit(g as usize, len, now_ns));
-        (within, &mut entry.counters)
+        let within = group.is_some_and(|g| self.buckets.admit(g as usize, len, now_ns));
+        (within, counters)
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&HostAddr, &HostCounters)> {
-        self.entries.iter().map(|(h, e)| (h, &e.counters))
+    /// The group of `host`: its own, or its longest prefix's.
+    fn group_of(&self, host: &HostAddr) -> Option<u32> {
+        let longest = self.prefixes.iter().filter(|(_, p)| p.contains(host)).max_by_key(|(_, p)| p.len());
+        self.single.get(host).copied().or_else(|| longest.map(|(i, _)| *i))
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (HostAddr, &HostCounters)> {
+        self.known.iter()
     }
 
     pub fn get(&self, host: &HostAddr) -> Option<&HostCounters> {
-        self.find(host).map(|s| &self.entries[s.0 as usize].1.counters)
+        let slot = self.known.find(host, self.known.hash(host))?;
+        Some(self.known.cold(slot))
+    }
+
+    /// The packets of hosts that found the table full, together.
+    pub fn untracked(&self) -> &HostCounters {
+        &self.untracked
     }
 }

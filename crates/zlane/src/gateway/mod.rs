@@ -23,6 +23,7 @@
 //! [`hvf_matches`]: aviary_scion::epic::per_as::hvf_matches
 
 pub mod config;
+mod host_slots;
 mod hosts;
 pub mod path_keys;
 #[cfg(test)]
@@ -31,7 +32,7 @@ mod security_tests;
 mod tests;
 
 use aviary_qos::{mechanism_drops, DuplicateFilterConfigError};
-use aviary_scion::drkey::{AsHostKey, DrkeyError, EpochSchedule, HostAddr as DrkeyHost, IssuerKeyring, Protocol};
+use aviary_scion::drkey::{prf, AsHostKey, DrkeyError, EpochSchedule, HostAddr as DrkeyHost, IssuerKeyring, Protocol};
 use aviary_scion::epic::hvf::{hvf_eq, MacInput};
 use aviary_scion::epic::per_as::{hop_validations, source_hvf, GatewayKey};
 use aviary_scion::epic::timestamp::{verify_timestamp, StaleTimestamp};
@@ -44,9 +45,10 @@ use aviary_scion::{path_type, HostAddr, IsdAsn, ScionView};
 use thiserror::Error;
 
 pub use config::{GatewayConfig, GatewayConfigError, OverRatePolicy, Prefix, RatePlan};
-pub use hosts::HostCounters;
+pub use hosts::{HostCounters, MAX_HOST_SLOTS};
 pub use path_keys::{PathKeyError, PathKeys};
 
+use host_slots::HostHash;
 use hosts::{HostSlot, HostTable};
 
 const NS_PER_S: u64 = 1_000_000_000;
@@ -100,7 +102,8 @@ struct Parsed {
     path: (usize, usize),
     input: MacInput,
     host_key: AsHostKey,
-    /// The host's entry, if it was known.
+    /// The hash of the host's slot in the host table, and the slot, if it was known.
+    hash: HostHash,
     slot: Option<HostSlot>,
     /// The start of the host key's epoch.
     epoch: u32,
@@ -113,8 +116,8 @@ impl Parsed {
     /// A placeholder for the slots of a stage that no packet fills.
     fn empty() -> Self {
         let (host_key, src_host) = (AsHostKey::from_bytes([0; 16]), HostAddr::Svc(0));
-        let (input, id, slot) = (MacInput::default(), PktId::default(), None);
-        Self { path: (0, 0), input, host_key, slot, epoch: 0, src_host, info_ts: 0, id }
+        let (input, id, slot, hash) = (MacInput::default(), PktId::default(), None, HostHash::default());
+        Self { path: (0, 0), input, host_key, hash, slot, epoch: 0, src_host, info_ts: 0, id }
     }
 }
 
@@ -148,6 +151,18 @@ impl Gateway {
     /// with the rates of `config`; `now_ns` picks the first DRKey epoch. Other ASes' keys and
     /// the topology's links go into [`Gateway::path_keys_mut`].
     pub fn new(ia: IsdAsn, master_secret: &[u8], config: &GatewayConfig, now_ns: u64) -> Result<Self, GatewayError> {
+        Self::with_max_host_slots(ia, master_secret, config, now_ns, MAX_HOST_SLOTS)
+    }
+
+    /// [`Gateway::new`] with a host table of at most `max_slots` slots (a power of two from
+    /// 64; it holds half as many hosts).
+    pub fn with_max_host_slots(
+        ia: IsdAsn,
+        master_secret: &[u8],
+        config: &GatewayConfig,
+        now_ns: u64,
+        max_slots: usize,
+    ) -> Result<Self, GatewayError> {
         let plan = config.plan()?;
         let protocol = Protocol(config.drkey_protocol);
         let keyring = IssuerKeyring::new(master_secret, protocol, EpochSchedule::SCION_DEFAULT, now_ns / NS_PER_S)?;
@@ -157,6 +172,9 @@ impl Gateway {
             .suppress_duplicates
             .then(|| EpicDuplicates::new(DUPLICATES_PER_WINDOW, DUPLICATE_FALSE_POSITIVE_RATE, dup_key))
             .transpose()?;
+        // The host table's hash key, apart from the filter's: a secret, so that no host can
+        // choose addresses whose slots collide.
+        let hosts_key = prf(&dup_key, b"zlane gateway host table");
         let mut path_keys = PathKeys::new();
         path_keys.set_key(ia, &keyring.current().level1(ia));
         Ok(Self {
@@ -165,7 +183,7 @@ impl Gateway {
             mac_key: HopMacKey::from_master_secret(master_secret),
             keyring,
             path_keys,
-            hosts: HostTable::new(&plan, config.burst_bytes),
+            hosts: HostTable::new(&plan, config.burst_bytes, &hosts_key, max_slots),
             duplicates,
             drops: [0; GatewayDrop::ALL.len()],
             no_path_keys: 0,
@@ -191,13 +209,18 @@ impl Gateway {
         &self.path_keys
     }
 
-    /// Every host seen so far and its counters.
-    pub fn hosts(&self) -> impl Iterator<Item = (&HostAddr, &HostCounters)> {
+    /// Every host seen so far (while the host table had room) and its counters.
+    pub fn hosts(&self) -> impl Iterator<Item = (HostAddr, &HostCounters)> {
         self.hosts.iter()
     }
 
     pub fn host(&self, host: &HostAddr) -> Option<&HostCounters> {
         self.hosts.get(host)
+    }
+
+    /// The packets of every host that found the host table full, together.
+    pub fn untracked_hosts(&self) -> &HostCounters {
+        self.hosts.untracked()
     }
 
     /// `(label, count)` of every drop reason.
@@ -239,10 +262,11 @@ impl Gateway {
             }
         }
         // 2. The hosts' entries and keys, each in a loop of its own: with tens of thousands of
-        //    hosts the table is beyond the core's caches, and short loops let the misses of
-        //    the stage's packets overlap instead of stalling one packet at a time.
+        //    hosts the table is beyond the core's caches; their slots were prefetched at
+        //    parse and their buckets and counters are here, so the misses of the stage's
+        //    packets overlap instead of stalling one packet at a time.
         for p in &mut parsed[..n] {
-            p.slot = self.hosts.find(&p.src_host);
+            p.slot = self.hosts.find(&p.src_host, p.hash);
         }
         let keys = self.keyring.current();
         let epoch = keys.epoch().begin_s;
@@ -303,6 +327,7 @@ impl Gateway {
             path: (range.start, range.end),
             input: MacInput::new(info.timestamp, id, src_ia, &src_host, view.payload_len()),
             host_key: AsHostKey::from_bytes([0; 16]),
+            hash: self.hosts.prefetch(&src_host),
             slot: None,
             epoch: 0,
             src_host,

@@ -113,3 +113,33 @@ fn a_leaked_host_key_or_a_spoofed_source_as_gets_no_g() {
     ScionView::new_checked(&mut foreign[..]).unwrap().set_src_ia(net.ases[1].ia);
     assert_eq!(one(&mut gw, &mut foreign, NOW + 3), GatewayVerdict::Drop(GatewayDrop::ForeignSource));
 }
+
+/// Hosts beyond the host table's room (here 32, at 64 slots) get no entry of their own, but
+/// their packets still verify and are held to their group's rate, and are counted together.
+#[test]
+fn hosts_that_find_the_host_table_full_are_still_held_to_their_rate() {
+    let mut net = Net::new(2, NOW);
+    let listed: Vec<String> = (1..=40).map(|h| Net::host(h).to_string()).collect();
+    let hosts: Vec<(&str, Option<u64>)> = listed.iter().map(|h| (h.as_str(), Some(100_000))).collect();
+    let cfg = config(&hosts, 4_000_000, OverRatePolicy::Unflagged);
+    let mut gw = net.gateway_with_max_host_slots(&cfg, NOW, 64).unwrap();
+    for h in 1..=40 {
+        let mut pkt = net.packet(Net::host(h), PAYLOAD, NOW);
+        assert_eq!(one(&mut gw, &mut pkt, NOW), GatewayVerdict::Authorized, "host {h}");
+    }
+    assert_eq!(gw.hosts().count(), 32);
+    assert_eq!(gw.untracked_hosts().compliant_packets, 8);
+    // An untracked host's burst (3 000 bytes) runs out as a tracked one's does.
+    let untracked = (1..=40).find(|h| gw.host(&HostAddr::V4(Net::host(*h))).is_none()).unwrap();
+    let verdicts: Vec<_> = (1..20)
+        .map(|k| {
+            let mut pkt = net.packet(Net::host(untracked), PAYLOAD, NOW + k);
+            one(&mut gw, &mut pkt, NOW + k)
+        })
+        .collect();
+    assert!(verdicts.contains(&GatewayVerdict::Unflagged), "{verdicts:?}");
+    assert!(gw.untracked_hosts().over_rate_packets > 0);
+    // A spoofed source gets nothing from the full table either.
+    let mut spoofed = net.packet_as(Net::host(1), Net::host(untracked), PAYLOAD, NOW + 50);
+    assert_eq!(one(&mut gw, &mut spoofed, NOW + 50), GatewayVerdict::Drop(GatewayDrop::BadSourceHvf));
+}

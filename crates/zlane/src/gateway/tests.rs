@@ -277,3 +277,34 @@ proptest! {
         prop_assert!(l.compliant_bytes + 2 * len >= (own_kbps * 1000).min(own) / 8 / 2);
     }
 }
+
+/// A new host in a batch can make the host table grow, which moves every host: the packets of
+/// known hosts later in the same batch are still charged to their own entries.
+#[test]
+fn a_host_table_growing_within_a_batch_charges_every_host_its_own_packets() {
+    let mut net = Net::new(2, NOW);
+    // One group, its burst room for every packet here.
+    let cfg = GatewayConfig {
+        burst_bytes: 60_000,
+        ..config(&[("10.0.0.0/16", None)], 100_000_000, OverRatePolicy::Unflagged)
+    };
+    let mut gw = net.gateway(&cfg, NOW).unwrap();
+    let batch = |net: &mut Net, hosts: &[u16], now: u64| -> Vec<Vec<u8>> {
+        hosts.iter().map(|h| net.packet(host(*h), PAYLOAD, now)).collect()
+    };
+    // 32 hosts fill the smallest table to its load bound; the 33rd, first in the next batch,
+    // doubles it.
+    let first: Vec<u16> = (1..=32).collect();
+    let second: Vec<u16> = std::iter::once(33).chain(1..=31).collect();
+    for (hosts, now) in [(&first, NOW), (&second, NOW + 1_000)] {
+        let mut pkts = batch(&mut net, hosts, now);
+        let mut refs: Vec<&mut [u8]> = pkts.iter_mut().map(|p| p.as_mut_slice()).collect();
+        let mut v = vec![GatewayVerdict::Unflagged; refs.len()];
+        gw.process_batch(&mut refs, now, &mut v);
+        assert!(v.iter().all(|v| *v == GatewayVerdict::Authorized), "{v:?}");
+    }
+    for h in 1..=33u16 {
+        let want = if h == 32 || h == 33 { 1 } else { 2 };
+        assert_eq!(gw.host(&HostAddr::V4(host(h))).unwrap().compliant_packets, want, "host {h}");
+    }
+}
