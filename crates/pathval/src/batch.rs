@@ -2,24 +2,31 @@
 //! the whole batch runs together in [`crate::keccak`]'s multi-state Keccak:
 //!
 //! 1. **Parse and check** every packet (header, HopCount, Timestamp) and run EpSampling (a
-//!    CMAC over the received header); from these, both HiddenSamples a packet needs are known:
+//!    CMAC over the received header) for all of them in one pass of interleaved AES
+//!    ([`aviary_scion::cmac`]); from these, both HiddenSamples a packet needs are known:
 //!    the one to verify, `H(0 | DataHash | HopCount | K_prev)`, and the one for the next node,
 //!    `H(Flag | DataHash | HopCount + 1 | K_next)`.
 //! 2. **Hash** the HiddenSamples of the whole batch at once.
 //! 3. **DataHash** over the payloads of the packets whose HiddenSample did not verify (the
 //!    previous node sampled them, or they were altered), all at once.
-//! 4. **Finish**: the ValidationProof checks, then Construction or Update written into the
-//!    packet. A dropped packet is left as it came.
+//! 4. **Proofs**: every ValidationProof CMAC of the batch in one interleaved pass, the ones to
+//!    check and the ones to write (both cover received header fields only).
+//! 5. **Finish**: the checks, then Construction or Update written into the packet. A dropped
+//!    packet is left as it came.
 //!
 //! The outcome is exactly that of [`Router::process`] packet by packet (the same drops, the
 //! same bytes out, random proofs apart). Per-packet state lives on the stack, sized for the
 //! largest batch ([`MAX_BATCH`]): no allocation.
 
 use aviary_qos::RandomSource;
+use aviary_scion::cmac::{mac_each, CmacKey};
 
-use crate::crypto::{ct_eq, HiddenSampleInput, LinkKey, HIDDEN_SAMPLE_INPUT_LEN};
+use crate::crypto::{
+    ct_eq, prf_input, proof_input, HiddenSampleInput, LinkKey, PrfInput, ProofInput, HIDDEN_SAMPLE_INPUT_LEN,
+    PRF_INPUT_LEN, PROOF_INPUT_LEN,
+};
 use crate::functions::{self, HeaderMut};
-use crate::header::{locate, Metadata, PathvalView, BLOCK_LEN, HIDDEN_SAMPLE_LEN};
+use crate::header::{field, locate, Metadata, PathvalView, BLOCK_LEN, HIDDEN_SAMPLE_LEN};
 use crate::keccak::{sha3_256_many, DIGEST_LEN};
 use crate::router::{PathvalDrop, Router, Verdict};
 
@@ -71,22 +78,39 @@ impl Router {
         random: &mut dyn RandomSource,
         verdicts: &mut [Verdict],
     ) {
-        // 1. Parse, check, sample; the HiddenSample inputs.
+        let n = pkts.len();
+        // Any key of the batch fills the unused slots of the proof keys below.
+        let Some(&(filler, _)) = keys[..n].iter().flatten().next() else { return };
+        // 1. Parse and check; EpSampling of all checked packets in one pass of CMACs; the
+        //    HiddenSample inputs.
         let mut checked: [Option<Checked>; MAX_BATCH] = [None; MAX_BATCH];
-        let mut inputs: [HiddenSampleInput; 2 * MAX_BATCH] = [[0; HIDDEN_SAMPLE_INPUT_LEN]; 2 * MAX_BATCH];
+        let mut prf_inputs: [PrfInput; MAX_BATCH] = [[0; PRF_INPUT_LEN]; MAX_BATCH];
+        let mut sampling_order = [0usize; MAX_BATCH];
+        let mut s = 0;
         for (i, (pkt, k)) in pkts.iter().zip(keys).enumerate() {
-            let Some((k_prev, k_next)) = k else { continue };
+            if k.is_none() {
+                continue;
+            }
             match self.check(pkt, now_s) {
                 Ok(c) => {
-                    inputs[2 * i] = k_prev.hidden_sample_input(false, &c.meta.data_hash, c.hop_count);
-                    inputs[2 * i + 1] = k_next.hidden_sample_input(c.sampled, &c.meta.data_hash, c.hop_count + 1);
+                    prf_inputs[s] = prf_input(&c.meta, c.hop_count);
+                    sampling_order[s] = i;
+                    s += 1;
                     checked[i] = Some(c);
                 }
                 Err(d) => verdicts[i] = self.stats.drop(d),
             }
         }
+        let mut sampled = [false; MAX_BATCH];
+        self.sampling.ep_sampling_many(&prf_inputs[..s], &mut sampled[..s]);
+        let mut inputs: [HiddenSampleInput; 2 * MAX_BATCH] = [[0; HIDDEN_SAMPLE_INPUT_LEN]; 2 * MAX_BATCH];
+        for (&i, &flag) in sampling_order[..s].iter().zip(&sampled) {
+            let (Some(c), Some((k_prev, k_next))) = (checked[i].as_mut(), keys[i]) else { continue };
+            c.sampled = flag;
+            inputs[2 * i] = k_prev.hidden_sample_input(false, &c.meta.data_hash, c.hop_count);
+            inputs[2 * i + 1] = k_next.hidden_sample_input(flag, &c.meta.data_hash, c.hop_count + 1);
+        }
         // 2. Every HiddenSample of the batch (those of skipped packets hash zeros, unread).
-        let n = pkts.len();
         let mut msgs: [&[u8]; 2 * MAX_BATCH] = [&[]; 2 * MAX_BATCH];
         for (m, input) in msgs.iter_mut().zip(&inputs[..2 * n]) {
             *m = input;
@@ -112,12 +136,41 @@ impl Router {
         for (&i, h) in unverified[..u].iter().zip(&payload_hashes) {
             payload_hash[i] = Some(h[..BLOCK_LEN].try_into().expect("16 bytes"));
         }
-        // 4. Proofs, then the header for the next node.
+        // 4. Every ValidationProof of the batch in one pass of CMACs: the one to check (under
+        //    K_prev) where the HiddenSample did not verify, the one to write (under K_next, over
+        //    HopCount + 1) where this router samples. Both cover only received header fields.
+        let mut proof_inputs: [ProofInput; 2 * MAX_BATCH] = [[0; PROOF_INPUT_LEN]; 2 * MAX_BATCH];
+        let mut proof_keys: [&CmacKey; 2 * MAX_BATCH] = [filler.cmac(); 2 * MAX_BATCH];
+        // Where packet `i`'s proof to check and proof to write are among the inputs.
+        let mut proof_at = [(0usize, 0usize); MAX_BATCH];
+        let mut p = 0;
         for (i, c) in checked.iter().enumerate().take(n) {
             let (Some(c), Some((k_prev, k_next))) = (c, keys[i]) else { continue };
+            let concealment = &pkts[i][c.header.0..][field::CONCEALMENT].try_into().expect("16 bytes");
+            if payload_hash[i].is_some() {
+                proof_inputs[p] = proof_input(&c.meta, c.hop_count, concealment);
+                proof_keys[p] = k_prev.cmac();
+                proof_at[i].0 = p;
+                p += 1;
+            }
+            if c.sampled {
+                proof_inputs[p] = proof_input(&c.meta, c.hop_count + 1, concealment);
+                proof_keys[p] = k_next.cmac();
+                proof_at[i].1 = p;
+                p += 1;
+            }
+        }
+        let mut proofs = [[0; BLOCK_LEN]; 2 * MAX_BATCH];
+        mac_each(&proof_keys[..p], &proof_inputs[..p], &mut proofs[..p]);
+        // 5. The checks, then the header for the next node.
+        for (i, c) in checked.iter().enumerate().take(n) {
+            let Some(c) = c else { continue };
             let next_hidden: &[u8; HIDDEN_SAMPLE_LEN] = &hidden[2 * i + 1];
             let mut hdr = PathvalView::new_checked(&mut pkts[i][c.header.0..c.header.1]).expect("checked in stage 1");
-            verdicts[i] = match finish(&mut hdr, c, payload_hash[i].as_ref(), (k_prev, k_next), next_hidden, random) {
+            let (check_at, write_at) = proof_at[i];
+            let check = payload_hash[i].as_ref().map(|h| (h, &proofs[check_at]));
+            let write = c.sampled.then_some(&proofs[write_at]);
+            verdicts[i] = match finish(&mut hdr, check, write, next_hidden, random) {
                 Ok(verified) => {
                     self.stats.proofs_verified += u64::from(verified);
                     self.stats.sampled += u64::from(c.sampled);
@@ -128,8 +181,7 @@ impl Router {
         }
     }
 
-    /// Stage 1 for one packet: what [`Router::process`] checks before any cryptography, and
-    /// EpSampling.
+    /// Stage 1 for one packet: what [`Router::process`] checks before any cryptography.
     fn check(&self, pkt: &[u8], now_s: u64) -> Result<Checked, PathvalDrop> {
         let at = locate(pkt)?;
         let hdr = PathvalView::new_checked(&pkt[at.header.clone()])?;
@@ -137,35 +189,34 @@ impl Router {
             return Err(PathvalDrop::HopCountOverflow);
         }
         self.freshness.check(hdr.timestamp(), now_s)?;
-        let meta = hdr.metadata();
         Ok(Checked {
             header: (at.header.start, at.header.end),
             payload: (at.payload.start, at.payload.end),
-            meta,
+            meta: hdr.metadata(),
             hop_count: hdr.hop_count(),
-            sampled: self.sampling.ep_sampling(&meta, hdr.hop_count()),
+            sampled: false,
         })
     }
 }
 
-/// Stage 4 for one packet: Verification's proof check if its HiddenSample did not verify
-/// (`payload_hash` is then its payload's DataHash), then Construction or Update. Returns
-/// whether it verified a proof.
+/// The last stage for one packet: Verification's checks if its HiddenSample did not verify
+/// (`check`: its payload's DataHash and the proof the previous node should have written), then
+/// Construction with the proof `write` if this router samples it, else Update. Returns whether
+/// it verified a proof.
 fn finish(
     hdr: &mut HeaderMut<'_>,
-    c: &Checked,
-    payload_hash: Option<&[u8; BLOCK_LEN]>,
-    (k_prev, k_next): (&LinkKey, &LinkKey),
+    check: Option<(&[u8; BLOCK_LEN], &[u8; BLOCK_LEN])>,
+    write: Option<&[u8; BLOCK_LEN]>,
     next_hidden: &[u8; HIDDEN_SAMPLE_LEN],
     random: &mut dyn RandomSource,
 ) -> Result<bool, PathvalDrop> {
-    if let Some(h) = payload_hash {
-        functions::verify_validation_proof_hashed(hdr, h, k_prev)?;
+    if let Some((payload_hash, want)) = check {
+        functions::check_data_hash(hdr, payload_hash)?;
+        functions::check_validation_proof(hdr, want)?;
     }
-    if c.sampled {
-        functions::construction_hashed(hdr, k_next, next_hidden)?;
-    } else {
-        functions::update_hashed(hdr, next_hidden, random)?;
+    match write {
+        Some(proof) => functions::construction_proved(hdr, next_hidden, proof)?,
+        None => functions::update_hashed(hdr, next_hidden, random)?,
     }
-    Ok(payload_hash.is_some())
+    Ok(check.is_some())
 }

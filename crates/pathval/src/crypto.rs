@@ -4,8 +4,7 @@
 //! Field orders follow the errata of Alg. 2: `HiddenSample = H(Flag | DataHash | HopCount | K)`
 //! and `Metadata = SessionID | Timestamp | DataHash` everywhere.
 
-use aes::Aes128;
-use cmac::{Cmac, Mac};
+use aviary_scion::cmac::CmacKey;
 use sha3::{Digest, Sha3_256};
 
 use crate::header::{Metadata, BLOCK_LEN, HIDDEN_SAMPLE_LEN};
@@ -17,22 +16,29 @@ pub type Key = [u8; BLOCK_LEN];
 pub const HIDDEN_SAMPLE_INPUT_LEN: usize = 2 + 2 * BLOCK_LEN;
 pub type HiddenSampleInput = [u8; HIDDEN_SAMPLE_INPUT_LEN];
 
-/// An AES-CMAC key with its schedule expanded once (cloning the prepared state per message
-/// costs no key expansion).
-#[derive(Clone)]
-struct CmacKey(Cmac<Aes128>);
+/// EpSampling's PRF input, `Metadata | HopCount`.
+pub const PRF_INPUT_LEN: usize = Metadata::LEN + 1;
+pub type PrfInput = [u8; PRF_INPUT_LEN];
 
-impl CmacKey {
-    fn new(key: &Key) -> Self {
-        Self(<Cmac<Aes128> as Mac>::new_from_slice(key).expect("CMAC takes any 16-byte key"))
-    }
-    fn mac(&self, parts: &[&[u8]]) -> [u8; BLOCK_LEN] {
-        let mut m = self.0.clone();
-        for p in parts {
-            m.update(p);
-        }
-        m.finalize().into_bytes().into()
-    }
+/// A ValidationProof's input, `Metadata | HopCount | Concealment`.
+pub const PROOF_INPUT_LEN: usize = Metadata::LEN + 1 + BLOCK_LEN;
+pub type ProofInput = [u8; PROOF_INPUT_LEN];
+
+/// `Metadata | HopCount`.
+pub fn prf_input(meta: &Metadata, hop_count: u8) -> PrfInput {
+    let mut m = [0; PRF_INPUT_LEN];
+    m[..Metadata::LEN].copy_from_slice(&meta.to_bytes());
+    m[Metadata::LEN] = hop_count;
+    m
+}
+
+/// `Metadata | HopCount | Concealment`.
+pub fn proof_input(meta: &Metadata, hop_count: u8, concealment: &[u8; BLOCK_LEN]) -> ProofInput {
+    let mut m = [0; PROOF_INPUT_LEN];
+    m[..Metadata::LEN].copy_from_slice(&meta.to_bytes());
+    m[Metadata::LEN] = hop_count;
+    m[Metadata::LEN + 1..].copy_from_slice(concealment);
+    m
 }
 
 /// `K_{i(i+1)}`: the key two adjacent trusted routers share (see [`crate::keys`]). It keys
@@ -72,7 +78,12 @@ impl LinkKey {
 
     /// `ValidationProof = CMAC_K(Metadata | HopCount | Concealment)`.
     pub fn validation_proof(&self, meta: &Metadata, hop_count: u8, concealment: &[u8; BLOCK_LEN]) -> [u8; BLOCK_LEN] {
-        self.cmac.mac(&[&meta.to_bytes(), &[hop_count], concealment])
+        self.cmac.mac(&proof_input(meta, hop_count, concealment))
+    }
+
+    /// The expanded CMAC key, for many proofs at once ([`aviary_scion::cmac::mac_each`]).
+    pub(crate) fn cmac(&self) -> &CmacKey {
+        &self.cmac
     }
 }
 
@@ -93,7 +104,7 @@ impl EndToEndKey {
 
     /// `Concealment = CMAC_{K_0n}(Metadata)`.
     pub fn concealment(&self, meta: &Metadata) -> [u8; BLOCK_LEN] {
-        self.0.mac(&[&meta.to_bytes()])
+        self.0.mac(&meta.to_bytes())
     }
 }
 
@@ -118,7 +129,7 @@ impl SamplingKey {
     /// as a big-endian `x`, map to `⌊x · (HopCount + 1) / 2^64⌋`, which is uniform up to a
     /// bias below `256 / 2^64`.
     pub fn rho(&self, meta: &Metadata, hop_count: u8) -> u8 {
-        let out = self.0.mac(&[&meta.to_bytes(), &[hop_count]]);
+        let out = self.0.mac(&prf_input(meta, hop_count));
         uniform_below(&out, u16::from(hop_count) + 1)
     }
 
@@ -126,6 +137,20 @@ impl SamplingKey {
     /// `HopCount = n - 1` and so samples with probability `1/n`.
     pub fn ep_sampling(&self, meta: &Metadata, hop_count: u8) -> bool {
         self.rho(meta, hop_count) == hop_count
+    }
+
+    /// [`Self::ep_sampling`] on many packets at once, each given by its PRF input
+    /// ([`prf_input`]): `sampled[i]` for `inputs[i]`, the CMACs of all interleaved.
+    pub fn ep_sampling_many(&self, inputs: &[PrfInput], sampled: &mut [bool]) {
+        const CHUNK: usize = 32;
+        let mut prf = [[0; BLOCK_LEN]; CHUNK];
+        for (ins, outs) in inputs.chunks(CHUNK).zip(sampled.chunks_mut(CHUNK)) {
+            self.0.mac_many(ins, &mut prf);
+            for ((input, p), s) in ins.iter().zip(&prf).zip(outs) {
+                let hop_count = input[Metadata::LEN];
+                *s = uniform_below(p, u16::from(hop_count) + 1) == hop_count;
+            }
+        }
     }
 }
 
@@ -160,12 +185,17 @@ mod tests {
     }
 
     #[test]
-    fn cmac_is_rfc_4493() {
-        // RFC 4493, Example 2 (16-byte message).
-        let key = [0x2b, 0x7e, 0x15, 0x16, 0x28, 0xae, 0xd2, 0xa6, 0xab, 0xf7, 0x15, 0x88, 0x09, 0xcf, 0x4f, 0x3c];
-        let msg = [0x6b, 0xc1, 0xbe, 0xe2, 0x2e, 0x40, 0x9f, 0x96, 0xe9, 0x3d, 0x7e, 0x11, 0x73, 0x93, 0x17, 0x2a];
-        let tag = CmacKey::new(&key).mac(&[&msg[..7], &msg[7..]]);
-        assert_eq!(tag[..4], [0x07, 0x0a, 0x16, 0xb4]);
+    fn batched_sampling_decides_as_one_by_one() {
+        let k = SamplingKey::new([3; 16]);
+        let packets: Vec<(Metadata, u8)> = (0..70u32)
+            .map(|i| (Metadata { timestamp: i, data_hash: [i as u8; 16], ..Default::default() }, (i % 5) as u8))
+            .collect();
+        let inputs: Vec<PrfInput> = packets.iter().map(|(m, hc)| prf_input(m, *hc)).collect();
+        let mut sampled = vec![false; inputs.len()];
+        k.ep_sampling_many(&inputs, &mut sampled);
+        let want: Vec<bool> = packets.iter().map(|(m, hc)| k.ep_sampling(m, *hc)).collect();
+        assert_eq!(sampled, want);
+        assert!(want.iter().any(|s| *s) && !want.iter().all(|s| *s));
     }
 
     #[test]

@@ -46,17 +46,22 @@ fn next_hop_count(hdr: &HeaderMut<'_>) -> Result<u8, PathvalDrop> {
 /// trusted node.
 pub fn construction(hdr: &mut HeaderMut<'_>, k_next: &LinkKey) -> Result<(), PathvalDrop> {
     let hidden_sample = k_next.hidden_sample(true, &hdr.data_hash(), next_hop_count(hdr)?);
-    construction_hashed(hdr, k_next, &hidden_sample)
+    prove(hdr, k_next)?;
+    hdr.set_hidden_sample(&hidden_sample);
+    Ok(())
 }
 
-/// [`construction`] with its HiddenSample, `H(1 | DataHash | HopCount + 1 | K)`, hashed
-/// already (a router hashes a whole batch at once, see [`crate::batch`]).
-pub fn construction_hashed(
+/// [`construction`] with its HiddenSample, `H(1 | DataHash | HopCount + 1 | K)`, and its
+/// ValidationProof, `CMAC_K(Metadata | HopCount + 1 | Concealment)`, computed already (a router
+/// hashes and MACs a whole batch at once, see [`crate::batch`]).
+pub fn construction_proved(
     hdr: &mut HeaderMut<'_>,
-    k_next: &LinkKey,
     hidden_sample: &[u8; HIDDEN_SAMPLE_LEN],
+    proof: &[u8; BLOCK_LEN],
 ) -> Result<(), PathvalDrop> {
-    prove(hdr, k_next)?;
+    let hc = next_hop_count(hdr)?;
+    hdr.set_hop_count(hc);
+    hdr.set_validation_proof(proof);
     hdr.set_hidden_sample(hidden_sample);
     Ok(())
 }
@@ -90,20 +95,23 @@ pub fn verify_hidden_sample(hdr: &HeaderMut<'_>, k_prev: &LinkKey) -> bool {
 /// The second half of Verification (Alg. 2, lines 15-25, conditions corrected): the payload
 /// must hash to DataHash and the proof must be the previous node's.
 pub fn verify_validation_proof(hdr: &HeaderMut<'_>, payload: &[u8], k_prev: &LinkKey) -> Result<(), PathvalDrop> {
-    verify_validation_proof_hashed(hdr, &data_hash(payload), k_prev)
+    check_data_hash(hdr, &data_hash(payload))?;
+    check_validation_proof(hdr, &k_prev.validation_proof(&hdr.metadata(), hdr.hop_count(), &hdr.concealment()))
 }
 
-/// [`verify_validation_proof`] with the payload's DataHash computed already.
-pub fn verify_validation_proof_hashed(
-    hdr: &HeaderMut<'_>,
-    payload_hash: &[u8; BLOCK_LEN],
-    k_prev: &LinkKey,
-) -> Result<(), PathvalDrop> {
+/// The DataHash check of [`verify_validation_proof`], with the payload's DataHash computed
+/// already.
+pub fn check_data_hash(hdr: &HeaderMut<'_>, payload_hash: &[u8; BLOCK_LEN]) -> Result<(), PathvalDrop> {
     if !ct_eq(payload_hash, &hdr.data_hash()) {
         return Err(PathvalDrop::BadDataHash);
     }
-    let want = k_prev.validation_proof(&hdr.metadata(), hdr.hop_count(), &hdr.concealment());
-    if !ct_eq(&want, &hdr.validation_proof()) {
+    Ok(())
+}
+
+/// The proof check of [`verify_validation_proof`], with the proof the previous node should
+/// have written, `CMAC_K(Metadata | HopCount | Concealment)`, computed already.
+pub fn check_validation_proof(hdr: &HeaderMut<'_>, want: &[u8; BLOCK_LEN]) -> Result<(), PathvalDrop> {
+    if !ct_eq(want, &hdr.validation_proof()) {
         return Err(PathvalDrop::BadValidationProof);
     }
     Ok(())

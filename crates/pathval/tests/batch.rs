@@ -107,3 +107,63 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    /// Packets of two paths through one router, each batch mixing their links (the proofs of a
+    /// batch are MACed together, each under its own packet's keys), and some handed the other
+    /// path's upstream key: the same verdicts, bytes and counters as one by one.
+    #[test]
+    fn a_batch_of_packets_under_different_keys_comes_out_as_packet_by_packet(
+        at in 1..NODES - 1,
+        pkts in prop::collection::vec((any::<bool>(), any::<bool>(), 8usize..1200, damage()), 1..70),
+        seed in any::<u64>(),
+    ) {
+        let epoch = Epoch::new(1_699_990_000, 1_700_090_000).unwrap();
+        let freshness = Freshness { max_age_s: 3, max_future_s: 1 };
+        let mut paths = [chain(), Chain::new(NODES, 0xb0b, epoch, freshness).unwrap()];
+        let mut rng = SeededRandom::new(seed);
+        let arrived: Vec<Vec<u8>> = pkts
+            .iter()
+            .enumerate()
+            .map(|(i, &(path, _, len, d))| arriving(&mut paths[usize::from(path)], at, i as u64, len, d, &mut rng))
+            .collect();
+        let keys: Vec<_> = pkts
+            .iter()
+            .map(|&(path, wrong_upstream, _, _)| {
+                let (own, other) = (&paths[usize::from(path)], &paths[usize::from(!path)]);
+                let k_prev = if wrong_upstream { other.link(at - 1) } else { own.link(at - 1) };
+                Some((k_prev, own.link(at)))
+            })
+            .collect();
+
+        let mut one = paths[0].routers()[at - 1].clone();
+        let mut singles = arrived.clone();
+        let mut random = SeededRandom::new(seed ^ 1);
+        let want: Vec<Verdict> = singles
+            .iter_mut()
+            .zip(&keys)
+            .map(|(p, k)| {
+                let (k_prev, k_next) = k.unwrap();
+                one.process(p, k_prev, k_next, NOW, &mut random)
+            })
+            .collect();
+
+        let mut many = paths[0].routers()[at - 1].clone();
+        let mut batched = arrived.clone();
+        let mut refs: Vec<&mut [u8]> = batched.iter_mut().map(Vec::as_mut_slice).collect();
+        let mut got = vec![Verdict::Deliver; refs.len()];
+        let mut random = SeededRandom::new(seed ^ 1);
+        many.process_batch(&mut refs, &keys, NOW, &mut random, &mut got);
+
+        prop_assert_eq!(&got, &want);
+        prop_assert_eq!(&batched, &singles);
+        prop_assert_eq!((one.stats.sampled, one.stats.proofs_verified), (many.stats.sampled, many.stats.proofs_verified));
+        for (v, &(_, wrong_upstream, _, d)) in want.iter().zip(&pkts) {
+            if matches!(d, Damage::None) && !wrong_upstream {
+                prop_assert!(matches!(v, Verdict::Forward { .. }), "an honest packet was dropped: {:?}", v);
+            }
+        }
+    }
+}

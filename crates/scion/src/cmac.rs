@@ -6,7 +6,9 @@
 //! of that. Here the subkeys K1 and K2 are derived once per key; a message of `n` blocks costs
 //! `n` AES blocks; and batches of two-block messages interleave their AES rounds across
 //! messages, under one key ([`CmacKey::mac_two_blocks_many`]) or each under its own fresh key
-//! ([`mac_two_blocks_fresh_keys`]). The tests check both against the `cmac` crate.
+//! ([`mac_two_blocks_fresh_keys`]). Batches of equal-length messages of any length interleave
+//! the same way, under one key ([`CmacKey::mac_many`]) or each under its own expanded key
+//! ([`mac_each`]). The tests check all of them against the `cmac` crate.
 
 use crate::aes::Aes128;
 
@@ -104,6 +106,85 @@ impl CmacKey {
         }
         self.cipher.encrypt_many(out);
     }
+
+    /// `out[i] = CMAC(msgs[i])` for messages of `LEN` bytes (at least one): the CBC chains of
+    /// all messages advance block by block together, the AES rounds of several messages
+    /// interleaved.
+    #[inline]
+    pub fn mac_many<const LEN: usize>(&self, msgs: &[[u8; LEN]], out: &mut [[u8; 16]]) {
+        const { assert!(LEN > 0, "use `mac` for the empty message") };
+        let out = &mut out[..msgs.len()];
+        out.fill([0; 16]);
+        for b in 0..body_blocks(LEN) {
+            for (o, m) in out.iter_mut().zip(msgs) {
+                *o = xor(*o, &block(m, b));
+            }
+            self.cipher.encrypt_many(out);
+        }
+        for (o, m) in out.iter_mut().zip(msgs) {
+            *o = xor(*o, &last_block(&m[16 * body_blocks(LEN)..], (self.k1, self.k2)));
+        }
+        self.cipher.encrypt_many(out);
+    }
+}
+
+/// Complete blocks before the last block of a message of `len` bytes (`len ≥ 1`).
+#[inline]
+const fn body_blocks(len: usize) -> usize {
+    (len - 1) / 16
+}
+
+/// Block `b` of a message.
+#[inline]
+fn block<const LEN: usize>(msg: &[u8; LEN], b: usize) -> [u8; 16] {
+    msg[16 * b..16 * b + 16].try_into().expect("a complete block")
+}
+
+/// `out[i] = CMAC_{keys[i]}(msgs[i])` for messages of `LEN` bytes (at least one), each under
+/// its own expanded key (keys may repeat): the CBC chains of four messages advance together,
+/// their AES rounds interleaved.
+#[inline]
+pub fn mac_each<const LEN: usize>(keys: &[&CmacKey], msgs: &[[u8; LEN]], out: &mut [[u8; 16]]) {
+    const { assert!(LEN > 0, "use `CmacKey::mac` for the empty message") };
+    let n = keys.len().min(msgs.len()).min(out.len());
+    let (mut keys, mut msgs, mut out) = (&keys[..n], &msgs[..n], &mut out[..n]);
+    while !keys.is_empty() {
+        // Groups of a fixed size, so that every loop inside has a constant trip count.
+        let m = match keys.len() {
+            1 => each_key_group::<1, LEN>(keys, msgs, out),
+            2 => each_key_group::<2, LEN>(keys, msgs, out),
+            3 => each_key_group::<3, LEN>(keys, msgs, out),
+            _ => each_key_group::<4, LEN>(keys, msgs, out),
+        };
+        (keys, msgs, out) = (&keys[m..], &msgs[m..], &mut std::mem::take(&mut out)[m..]);
+    }
+}
+
+/// The first `M` messages of [`mac_each`]; returns `M`.
+#[inline(always)]
+fn each_key_group<const M: usize, const LEN: usize>(
+    keys: &[&CmacKey],
+    msgs: &[[u8; LEN]],
+    out: &mut [[u8; 16]],
+) -> usize {
+    // `Aes128` is `Copy` with AES-NI, only `Clone` on the fallback.
+    #[allow(clippy::clone_on_copy)]
+    let ciphers: [Aes128; M] = std::array::from_fn(|j| keys[j].cipher.clone());
+    let mut x: [[[u8; 16]; 1]; M] = [[[0; 16]]; M];
+    for b in 0..body_blocks(LEN) {
+        for (xj, m) in x.iter_mut().zip(msgs) {
+            xj[0] = xor(xj[0], &block(m, b));
+        }
+        Aes128::encrypt_each(&ciphers, &mut x);
+    }
+    for ((xj, m), k) in x.iter_mut().zip(msgs).zip(keys) {
+        xj[0] = xor(xj[0], &last_block(&m[16 * body_blocks(LEN)..], (k.k1, k.k2)));
+    }
+    Aes128::encrypt_each(&ciphers, &mut x);
+    for (o, xj) in out.iter_mut().zip(&x) {
+        *o = xj[0];
+    }
+    M
 }
 
 /// `out[i] = CMAC_{keys[i]}(msgs[i])` for messages of `LEN` bytes, 17 to 32 (two blocks each),
@@ -193,10 +274,42 @@ mod tests {
         Ok(())
     }
 
+    /// [`CmacKey::mac_many`] under `keys[0]` and [`mac_each`] under `keys[i % 3]` (so that
+    /// keys repeat within a group) on messages of `LEN` bytes.
+    fn check_many<const LEN: usize>(keys: &[[u8; 16]], seed: u8) -> Result<(), TestCaseError> {
+        let msgs: Vec<[u8; LEN]> =
+            (0..keys.len()).map(|i| std::array::from_fn(|j| seed.wrapping_mul(j as u8 + 1) ^ i as u8)).collect();
+        let expanded: Vec<CmacKey> = keys.iter().map(CmacKey::new).collect();
+        let each_keys: Vec<&CmacKey> = (0..keys.len()).map(|i| &expanded[i % 3 % keys.len()]).collect();
+        let mut each = vec![[0u8; 16]; msgs.len()];
+        mac_each(&each_keys, &msgs, &mut each);
+        let mut many = vec![[0u8; 16]; msgs.len()];
+        expanded[0].mac_many(&msgs, &mut many);
+        for (i, m) in msgs.iter().enumerate() {
+            prop_assert_eq!(each[i], reference(&keys[i % 3 % keys.len()], m), "mac_each, {} bytes", LEN);
+            prop_assert_eq!(many[i], reference(&keys[0], m), "mac_many, {} bytes", LEN);
+        }
+        Ok(())
+    }
+
     proptest! {
         #[test]
         fn mac_equals_the_cmac_crate(key: [u8; 16], msg in proptest::collection::vec(any::<u8>(), 0..100)) {
             prop_assert_eq!(CmacKey::new(&key).mac(&msg), reference(&key, &msg));
+        }
+
+        /// The lengths pathval batches (36, 37 and 53 bytes: three and four blocks), one and
+        /// two blocks, and a complete last block, under one key and under keys that repeat.
+        #[test]
+        fn batched_macs_of_any_length_equal_the_cmac_crate(
+            keys in proptest::collection::vec(any::<[u8; 16]>(), 1..11),
+            seed: u8,
+        ) {
+            check_many::<1>(&keys, seed)?;
+            check_many::<16>(&keys, seed)?;
+            check_many::<37>(&keys, seed)?;
+            check_many::<48>(&keys, seed)?;
+            check_many::<53>(&keys, seed)?;
         }
 
         #[test]
