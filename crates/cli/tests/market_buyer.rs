@@ -6,117 +6,52 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use aviary_market::client::{self, HopWant};
 use aviary_market::Ledger;
 use aviary_node::buyer::{self, NewPurchase, Purchase};
 use aviary_node::host::ReservationFile;
-use aviary_node::runner::market_setup::MarketLayout;
-use aviary_node::runner::RunLayout;
 use aviary_scion::IsdAsn;
 
-/// Core AS C of line5: transit from interface 1 to 2.
-const C: &str = "1-ff00:0:110";
+mod market_common;
 
-struct Run {
-    dir: PathBuf,
-    market: MarketLayout,
-    cfg: PathBuf,
-}
+use market_common::{text, Run, C};
 
-impl Run {
-    fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("aviary-it-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies/line5.toml");
-        let mut layout = RunLayout::write(&topo, &dir, 50500).unwrap();
-        layout.enable_market().unwrap();
-        let market = layout.market.unwrap();
-        let cfg = market.as_services[&C.parse().unwrap()].clone();
-        Self { dir, market, cfg }
-    }
-
-    /// Starts C's AS service (its output in the run directory).
-    fn start_service(&self) -> Service {
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(self.dir.join("as-service.log")).unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_aviary"));
-        cmd.args(["as-service", "--config"]).arg(&self.cfg);
-        cmd.stdin(Stdio::null()).stdout(log.try_clone().unwrap()).stderr(log);
-        Service(cmd.spawn().unwrap())
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("as-service.log")).unwrap_or_default()
-    }
-
-    /// Buys 10 minutes at 1 Mbit/s across C as `aviary market buy` does, to be delivered within
-    /// `window_s`, and returns without waiting (a buyer killed after paying); the record's path.
-    fn buy_and_die(&self, window_s: u32, out: &Path) -> PathBuf {
-        let mut ledger = self.market.ledger().unwrap();
-        let d = self.market.deployment.deployment();
-        let account = self.market.buyer().unwrap();
-        let start = aviary_node::clock::unix_s() / 60 * 60;
-        let purchase = Purchase {
-            start,
-            expiry: start + 600,
-            bandwidth_kbps: 1000,
-            reverse: false,
-            wait_for_offers: Duration::from_secs(90),
-            wait_for_delivery: Duration::ZERO,
-            delivery_window_s: window_s,
-        };
-        let wants = [HopWant { isd_as: C.parse::<IsdAsn>().unwrap().to_u64(), ingress: 1, egress: 2 }];
-        let plan = buyer::plan(&ledger, &d, Some(account.address()), &wants, &purchase).unwrap();
-        let ends = ("1-ff00:0:111".parse().unwrap(), "1-ff00:0:112".parse().unwrap());
-        let new = NewPurchase {
-            buyer: account.address(),
-            ends,
-            reverse: false,
-            hops: 1,
-            window: purchase.window(),
-            out: Some(out.to_path_buf()),
-            reverse_out: None,
-        };
-        buyer::buy(&mut ledger, &d, &account, &plan, new, &purchase, &self.market.purchases_dir()).unwrap()
-    }
-
-    /// `aviary market <args> --run DIR`.
-    fn market(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_aviary"))
-            .arg("market")
-            .args(args)
-            .arg("--run")
-            .arg(&self.dir)
-            .output()
-            .unwrap()
-    }
-}
-
-impl Drop for Run {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// The service process; killed when dropped, so that a failing test leaves none behind.
-struct Service(Child);
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+/// Buys 10 minutes at 1 Mbit/s across C as `aviary market buy` does, to be delivered within
+/// `window_s`, and returns without waiting (a buyer killed after paying); the record's path.
+fn buy_and_die(run: &Run, window_s: u32, out: &Path) -> PathBuf {
+    let mut ledger = run.market.ledger().unwrap();
+    let d = run.market.deployment.deployment();
+    let account = run.market.buyer().unwrap();
+    let start = aviary_node::clock::unix_s() / 60 * 60;
+    let purchase = Purchase {
+        start,
+        expiry: start + 600,
+        bandwidth_kbps: 1000,
+        reverse: false,
+        wait_for_offers: Duration::from_secs(90),
+        wait_for_delivery: Duration::ZERO,
+        delivery_window_s: window_s,
+    };
+    let wants = [HopWant { isd_as: C.parse::<IsdAsn>().unwrap().to_u64(), ingress: 1, egress: 2 }];
+    let plan = buyer::plan(&ledger, &d, Some(account.address()), &wants, &purchase).unwrap();
+    let ends = ("1-ff00:0:111".parse().unwrap(), "1-ff00:0:112".parse().unwrap());
+    let new = NewPurchase {
+        buyer: account.address(),
+        ends,
+        reverse: false,
+        hops: 1,
+        window: purchase.window(),
+        out: Some(out.to_path_buf()),
+        reverse_out: None,
+    };
+    buyer::buy(&mut ledger, &d, &account, &plan, new, &purchase, &run.market.purchases_dir()).unwrap()
 }
 
 #[test]
 fn a_missed_deadline_is_reclaimed_and_a_killed_purchase_is_resumed_by_wait() {
-    let run = Run::new("market-buyer");
+    let run = Run::new("market-buyer", 50500);
     // The service registers C and lists its assets; then it stops answering.
     let service = run.start_service();
     let ledger = run.market.ledger().unwrap();
@@ -139,7 +74,7 @@ fn a_missed_deadline_is_reclaimed_and_a_killed_purchase_is_resumed_by_wait() {
     drop(service);
 
     let unanswered_out = run.dir.join("unanswered.json");
-    let unanswered = run.buy_and_die(2, &unanswered_out);
+    let unanswered = buy_and_die(&run, 2, &unanswered_out);
     let listed = run.market(&["requests"]);
     assert!(listed.status.success(), "{}", text(&listed));
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -171,7 +106,7 @@ fn a_missed_deadline_is_reclaimed_and_a_killed_purchase_is_resumed_by_wait() {
     // A buyer killed after paying: the service answers, `wait` opens and writes it.
     let _service = run.start_service();
     let out = run.dir.join("resumed.json");
-    let record = run.buy_and_die(600, &out);
+    let record = buy_and_die(&run, 600, &out);
     assert_eq!(std::fs::metadata(&record).unwrap().permissions().mode() & 0o777, 0o600);
     let name = record.file_name().unwrap().to_str().unwrap();
     let waited = run.market(&["wait", "--purchase", name, "--timeout-s", "60"]);
@@ -185,7 +120,7 @@ fn a_missed_deadline_is_reclaimed_and_a_killed_purchase_is_resumed_by_wait() {
 
 #[test]
 fn the_dry_run_rejects_past_off_grid_and_overflowing_windows_before_anything_else() {
-    let run = Run::new("market-window");
+    let run = Run::new("market-window", 50500);
     let now = run.market.ledger().unwrap().pending_timestamp().unwrap();
     // No host config exists: the window is refused before the path is asked for.
     let host = run.dir.join("no-such-host.toml");

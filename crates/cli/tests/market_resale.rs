@@ -5,86 +5,21 @@
 //! the offers as a resale, cannot sell what it does not own, and takes it back (`delist`).
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use aviary_market::bindings::AsRegistry;
 use aviary_market::client;
 use aviary_market::contracts::view;
 use aviary_market::{Account, U256};
-use aviary_node::runner::market_setup::MarketLayout;
-use aviary_node::runner::RunLayout;
 use aviary_scion::IsdAsn;
 
-/// Core AS C of line5: transit from interface 1 to 2.
-const C: &str = "1-ff00:0:110";
+mod market_common;
 
-struct Run {
-    dir: PathBuf,
-    market: MarketLayout,
-    cfg: PathBuf,
-}
-
-impl Run {
-    fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("aviary-it-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies/line5.toml");
-        let mut layout = RunLayout::write(&topo, &dir, 53000).unwrap();
-        layout.enable_market().unwrap();
-        let market = layout.market.unwrap();
-        let cfg = market.as_services[&C.parse().unwrap()].clone();
-        Self { dir, market, cfg }
-    }
-
-    fn start_service(&self) -> Service {
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(self.dir.join("as-service.log")).unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_aviary"));
-        cmd.args(["as-service", "--config"]).arg(&self.cfg);
-        cmd.stdin(Stdio::null()).stdout(log.try_clone().unwrap()).stderr(log);
-        Service(cmd.spawn().unwrap())
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("as-service.log")).unwrap_or_default()
-    }
-
-    /// `aviary market <args> --run DIR`.
-    fn market(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_aviary"))
-            .arg("market")
-            .args(args)
-            .arg("--run")
-            .arg(&self.dir)
-            .output()
-            .unwrap()
-    }
-}
-
-impl Drop for Run {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// The service process; killed when dropped.
-struct Service(Child);
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
+use market_common::{text, Run, C};
 
 #[test]
 fn a_buyer_resells_what_it_bought_from_the_command_line() {
-    let run = Run::new("market-resale");
+    let run = Run::new("market-resale", 53000);
     let d = run.market.deployment.deployment();
 
     // The registry owner: its own key, 0600, not a dev account.

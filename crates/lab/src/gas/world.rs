@@ -91,6 +91,13 @@ impl World {
         register(&mut self.l, &dep, &revoked, IA_BASE + 0x101)?;
         let r = dep.revoke(&mut self.l, &owner, IA_BASE + 0x101)?;
         rows.push(GasRow::new("AsRegistry.revoke", None, r.gas_used, None));
+        // A certificate revoked before anyone registered it (a leaked AS key, say).
+        let ia = IA_BASE + 0x102;
+        let as_key = p256_key_from_seed(format!("aviary lab gas: AS {ia:#x}").as_bytes());
+        let cert =
+            certify(&p256_key_from_seed(ROOT_SEED), ia, as_key.verifying_key(), self.l.block_timestamp()? + 3600);
+        let r = dep.revoke_certificate(&mut self.l, &owner, ia, as_key.verifying_key(), &cert)?;
+        rows.push(GasRow::new("AsRegistry.revokeCertificate", None, r.gas_used, None));
         let call = AsRegistry::transferOwnershipCall { newOwner: Account::dev(4).address() };
         let r = contracts::transact(&mut self.l, &owner, dep.registry, &call, U256::ZERO)?;
         rows.push(GasRow::new("AsRegistry.transferOwnership", None, r.gas_used, None));
