@@ -112,6 +112,9 @@ fn hosts_through_the_gateway_get_g_within_their_rate_only() {
     let (over_g, over_a) = (host("over", "compliant"), host("over", "over_rate"));
     assert!(within_g >= 100 && within_over == 0, "within: {within_g} compliant, {within_over} over rate\n{gw}");
     assert!(over_g > 0 && over_a > 2 * over_g, "over: {over_g} compliant, {over_a} over rate\n{gw}");
+    // Both hosts fit the host table: nothing is untracked (and the family is there to say so).
+    assert!(gw.contains("aviary_zlane_gateway_untracked_host_packets_total{"), "{gw}");
+    assert_eq!(sample(&gw, "aviary_zlane_gateway_untracked_host_packets_total", &["outcome=\"compliant\""]), 0);
     for reason in ["bad_source_hvf", "malformed_header", "not_per_as_epic"] {
         assert_eq!(sample(&gw, "aviary_zlane_gateway_drops_total", &[&format!("reason=\"{reason}\"")]), 0, "{reason}");
     }

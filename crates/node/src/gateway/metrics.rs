@@ -1,6 +1,7 @@
 //! What the gateway did, at `GET /metrics` (Prometheus text) and `GET /v1/status` (JSON):
 //! per host (label `host`, its address) the packets and bytes forwarded with the QoS flag
-//! (`compliant`), beyond its rate (`over_rate`) and dropped by the `drop` policy; per reason
+//! (`compliant`), beyond its rate (`over_rate`) and dropped by the `drop` policy, and the same
+//! for the hosts that found the host table full, together (`untracked_host_packets`); per reason
 //! the packets dropped; the packets forwarded to the router; and the Level-1 keys in place.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -64,6 +65,18 @@ impl GatewayState {
             for (outcome, n) in [("compliant", c.compliant_bytes), ("over_rate", c.over_rate_bytes)] {
                 f.sample(&[("ia", &ia), ("host", h), ("outcome", outcome)], n);
             }
+        }
+        let u = self.gateway.untracked_hosts();
+        let mut f = out.family(
+            "aviary_zlane_gateway_untracked_host_packets_total",
+            Kind::Counter,
+            "Packets of hosts that found the host table full (still held to their group's rate), \
+             together, by outcome; non-zero means the table is too small for the AS's hosts.",
+        );
+        for (outcome, n) in
+            [("compliant", u.compliant_packets), ("over_rate", u.over_rate_packets), ("dropped", u.dropped_packets)]
+        {
+            f.sample(&[("ia", &ia), ("outcome", outcome)], n);
         }
         let mut f = out.family("aviary_zlane_gateway_drops_total", Kind::Counter, "Packets dropped, by reason.");
         for (reason, n) in self.gateway.drops() {
