@@ -23,19 +23,25 @@ const BW: u64 = 1000;
 /// and buys [s, s + 600) of both as one hop, to be delivered within `window`; returns the
 /// request id.
 fn buy_hop<L: Ledger>(l: &mut L, f: &Fixture, window: u32) -> U256 {
+    let price = U256::from(2 * 200 * 600);
+    let key = B256::repeat_byte(0x42);
+    let hop = list_hop(l, f);
+    let (requests, _) = f.dep.buy_and_redeem_path(l, &f.buyer, vec![hop], key, window, native(price), price).unwrap();
+    requests[0]
+}
+
+/// Lists an ingress (interface 1) and an egress (interface 2) asset of AS 1 for [s, s + 3600);
+/// the hop that buys [s, s + 600) of both at 200 kbit/s.
+fn list_hop<L: Ledger>(l: &mut L, f: &Fixture) -> PathPurchase {
     let ingress = f.list(l, &f.as1, &spec(IA1, 1, true, f.s, f.s + 3600), 1);
     let egress = f.list(l, &f.as1, &spec(IA1, 2, false, f.s, f.s + 3600), 1);
-    let hop = PathPurchase {
+    PathPurchase {
         ingressListingIds: vec![ingress],
         egressListingIds: vec![egress],
         startTime: f.s,
         expiryTime: f.s + 600,
         bandwidth: 200,
-    };
-    let price = U256::from(2 * 200 * 600);
-    let key = B256::repeat_byte(0x42);
-    let (requests, _) = f.dep.buy_and_redeem_path(l, &f.buyer, vec![hop], key, window, native(price), price).unwrap();
-    requests[0]
+    }
 }
 
 /// A sealed reservation's shape: 80 bytes, non-zero encapsulated key.
@@ -48,15 +54,7 @@ fn well_formed_blob() -> Bytes {
 fn missed_deadline_is_reclaimed<L: Ledger>(l: &mut L) {
     let f = setup(l);
     for bad in [0, MAX_DELIVERY_WINDOW_S + 1] {
-        let ingress = f.list(l, &f.as1, &spec(IA1, 1, true, f.s, f.s + 3600), 1);
-        let egress = f.list(l, &f.as1, &spec(IA1, 2, false, f.s, f.s + 3600), 1);
-        let hop = PathPurchase {
-            ingressListingIds: vec![ingress],
-            egressListingIds: vec![egress],
-            startTime: f.s,
-            expiryTime: f.s + 600,
-            bandwidth: 200,
-        };
+        let hop = list_hop(l, &f);
         let price = U256::from(2 * 200 * 600);
         let r = f.dep.buy_and_redeem_path(l, &f.buyer, vec![hop], B256::ZERO, bad, native(price), price);
         assert_eq!(expect_revert(r, "BadDeliveryWindow").arg("deliveryWindow"), Some(bad.to_string().as_str()));
