@@ -41,10 +41,14 @@ pub mod field {
     }
 }
 
+/// Offset of the fields after π for λ on-path ASes.
+const fn after_path(lambda: u8) -> usize {
+    field::PATH + field::PAIR_LEN * (lambda as usize + 1)
+}
+
 /// Header length for λ on-path ASes.
 pub const fn header_len(lambda: u8) -> usize {
-    let lambda = lambda as usize;
-    field::PATH + field::PAIR_LEN * (lambda + 1) + field::after_path::HA + field::HA_LEN * lambda
+    after_path(lambda) + field::after_path::HA + field::HA_LEN * lambda as usize
 }
 
 #[derive(Clone, Copy, Debug, Error, PartialEq, Eq)]
@@ -71,6 +75,8 @@ impl From<HeaderError> for DropReason {
 #[derive(Debug)]
 pub struct Header<T: AsRef<[u8]>> {
     buf: T,
+    /// Offset of the fields after π, found once by [`Self::new_checked`] (λ is fixed).
+    after_path: usize,
 }
 
 impl<T: AsRef<[u8]>> Header<T> {
@@ -92,14 +98,11 @@ impl<T: AsRef<[u8]>> Header<T> {
         if hop_pointer > lambda {
             return Err(HeaderError::HopPointerOutOfRange { hop_pointer, lambda });
         }
-        Ok(Self { buf })
+        Ok(Self { buf, after_path: after_path(lambda) })
     }
 
     fn b(&self) -> &[u8] {
         self.buf.as_ref()
-    }
-    fn after_path(&self) -> usize {
-        field::PATH + field::PAIR_LEN * (usize::from(self.lambda()) + 1)
     }
     fn array<const N: usize>(&self, at: usize) -> [u8; N] {
         let mut a = [0; N];
@@ -124,22 +127,22 @@ impl<T: AsRef<[u8]>> Header<T> {
         })
     }
     pub fn beta(&self) -> u32 {
-        u32::from_be_bytes(self.array(self.after_path() + field::after_path::BETA.start))
+        u32::from_be_bytes(self.array(self.after_path + field::after_path::BETA.start))
     }
     pub fn aid(&self) -> u64 {
-        u64::from_be_bytes(self.array(self.after_path() + field::after_path::AID.start))
+        u64::from_be_bytes(self.array(self.after_path + field::after_path::AID.start))
     }
     pub fn ts_pkt(&self) -> u64 {
-        u64::from_be_bytes(self.array(self.after_path() + field::after_path::TS_PKT.start))
+        u64::from_be_bytes(self.array(self.after_path + field::after_path::TS_PKT.start))
     }
     pub fn ts_exp(&self) -> u32 {
-        u32::from_be_bytes(self.array(self.after_path() + field::after_path::TS_EXP.start))
+        u32::from_be_bytes(self.array(self.after_path + field::after_path::TS_EXP.start))
     }
     /// Hop authenticator of on-path AS `k` (1-based as in the paper: `1 ≤ k ≤ λ`).
     pub fn hop_authenticator(&self, k: usize) -> Option<[u8; field::HA_LEN]> {
         (1..=usize::from(self.lambda()))
             .contains(&k)
-            .then(|| self.array(self.after_path() + field::after_path::HA + field::HA_LEN * (k - 1)))
+            .then(|| self.array(self.after_path + field::after_path::HA + field::HA_LEN * (k - 1)))
     }
     /// Header length (38 + 7λ); the GLWP payload follows.
     pub fn header_len(&self) -> usize {
@@ -155,15 +158,24 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Header<T> {
     }
     /// Sets ts_pkt (a source giving each packet of a template its own timestamp).
     pub fn set_ts_pkt(&mut self, ts_pkt: u64) {
-        let at = self.after_path() + field::after_path::TS_PKT.start;
+        let at = self.after_path + field::after_path::TS_PKT.start;
         self.buf.as_mut()[at..at + 8].copy_from_slice(&ts_pkt.to_be_bytes());
     }
     /// Sets the hop authenticator of on-path AS `k` (`1 ≤ k ≤ λ`; others are ignored).
     pub fn set_hop_authenticator(&mut self, k: usize, ha: &[u8; field::HA_LEN]) {
         if (1..=usize::from(self.lambda())).contains(&k) {
-            let at = self.after_path() + field::after_path::HA + field::HA_LEN * (k - 1);
+            let at = self.after_path + field::after_path::HA + field::HA_LEN * (k - 1);
             self.buf.as_mut()[at..at + field::HA_LEN].copy_from_slice(ha);
         }
+    }
+}
+
+/// Sets HP of the header at `header_at` in `pkt`: for a router that checked that header with
+/// [`Header::new_checked`] in an earlier stage and kept only its offset, so that advancing HP
+/// does not check the header a second time.
+pub(crate) fn set_hop_pointer(pkt: &mut [u8], header_at: usize, hop_pointer: u8) {
+    if let Some(hp) = pkt.get_mut(header_at + field::HOP_POINTER) {
+        *hp = hop_pointer;
     }
 }
 

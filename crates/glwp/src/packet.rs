@@ -50,6 +50,11 @@ pub struct Located {
 
 /// Checks the SCION headers of `pkt` and the GLWP header in its path.
 pub fn locate(pkt: &[u8]) -> Result<Located, PacketError> {
+    locate_header(pkt).map(|(_, at)| at)
+}
+
+/// [`locate`] with the checked view of the header, for a caller that reads it next.
+pub fn locate_header(pkt: &[u8]) -> Result<(Header<&[u8]>, Located), PacketError> {
     let view = ScionView::new_checked(pkt)?;
     if view.path_type() != PATH_TYPE {
         return Err(PacketError::PathType(view.path_type()));
@@ -60,11 +65,13 @@ pub fn locate(pkt: &[u8]) -> Result<Located, PacketError> {
     if path.len() != needed {
         return Err(PacketError::PathLength { needed, actual: path.len() });
     }
-    if header.src() != view.src_ia() {
+    let src = header.src();
+    if src != view.src_ia() {
         return Err(PacketError::SrcMismatch);
     }
     let pkt_len = view.pkt_len_u16().ok_or(PacketError::TooLong)?;
-    Ok(Located { header: path.start..path.start + header.header_len(), src: header.src(), pkt_len })
+    let header_range = path.start..path.start + header.header_len();
+    Ok((header, Located { header: header_range, src, pkt_len }))
 }
 
 /// The source's part of Alg. 2 (lines 4-6) on a packet whose header holds everything but the

@@ -1,59 +1,69 @@
 //! The stages a batch of packets goes through at a router, as Hummingbird's routers do:
 //!
-//! 1. **Check**, each packet on its own and without cryptography: the SCION and GLWP headers,
-//!    the interface pair, freshness and the allocation's expiry (Alg. 2 lines 9-12); gather
-//!    the inputs of the two MACs and hash the duplicate-filter key, prefetching its bits.
+//! 1. **Check**, each packet on its own and without cryptography, in one pass over its headers:
+//!    the SCION and GLWP headers, the interface pair, freshness and the allocation's expiry
+//!    (Alg. 2 lines 9-12). A packet that fails gets its verdict and is counted here; one that
+//!    passes leaves a compact [`Passed`] record (offsets and the few values later stages need)
+//!    and writes its two MAC inputs straight into the batch's input arrays. The duplicate-filter
+//!    key is hashed and its bits and the monitor's slots are prefetched.
 //! 2. **MACs**, for the whole batch at once: every hop key under `K_k` (AES rounds of several
 //!    packets interleaved, one expanded key), then every hop authenticator under its packet's
 //!    hop key (key schedules and rounds of four packets interleaved).
-//! 3. **Admit**, in arrival order: compare the hop authenticator, suppress duplicates, charge
-//!    the monitor, advance the hop pointer. The state the stages share (duplicate filter,
-//!    monitor) is only touched here, in order, so a batch's verdicts are those of its packets
-//!    one by one.
+//! 3. **Admit**, the passed records in arrival order: compare the hop authenticator, suppress
+//!    duplicates, charge the monitor, advance the hop pointer at the offset stage 1 found. The
+//!    state the stages share (duplicate filter, monitor) is only touched here, in order, so a
+//!    batch's verdicts are those of its packets one by one.
 //!
-//! Per-batch state lives on the stack, sized for the batch: nothing is allocated.
+//! Per-batch state lives on the stack, sized for the batch: nothing is allocated. Counters are
+//! summed per batch.
 
+use arrayvec::ArrayVec;
 use aviary_qos::{Admission, DropReason, KeyHash, Verdict};
 use aviary_scion::cmac::mac_two_blocks_fresh_keys;
 
 use super::{GlwpDrop, Router};
-use crate::header::{field::HA_LEN, Header};
+use crate::header::{field::HA_LEN, set_hop_pointer};
 use crate::hop_key::{hop_authenticator_input, truncate, HopKeyInput};
-use crate::matrix::{InterfaceId, LOCAL_INTERFACE};
+use crate::matrix::LOCAL_INTERFACE;
 use crate::monitor::MonitorVerdict;
-use crate::packet::locate;
+use crate::packet::locate_header;
 
 /// Packets that go through the stages together.
 pub const BATCH: usize = 32;
 
-/// What the check stage found out about one packet.
+/// What stage 1 keeps of a packet that passed it.
 #[derive(Clone, Copy)]
-struct Checked {
+struct Passed {
+    /// The packet's place in the batch.
+    index: usize,
     /// Start of the GLWP header in the packet.
     header_at: usize,
     aid: u64,
     beta: u32,
     ts_exp: u32,
     pkt_len: u16,
-    egress: InterfaceId,
     duplicate_key: KeyHash,
     hop: Hop,
+    /// The verdict if stage 3 admits the packet.
+    admitted: Verdict,
 }
 
 #[derive(Clone, Copy)]
 enum Hop {
     /// At on-path AS k: the hop authenticator the packet carries for it, where its MACs are in
-    /// the batch's MAC arrays, and whether this AS is the destination.
-    OnPath { carried: [u8; HA_LEN], slot: usize, deliver: bool },
+    /// the batch's MAC arrays, and the hop pointer after this AS (k, as HP = k − 1 < λ here).
+    OnPath { carried: [u8; HA_LEN], slot: usize, next_hop_pointer: u8 },
     /// A packet of this AS's own host leaving at `j_0`: the source AS holds no hop key of its
     /// own, and the hop pointer stays at 0.
     SourceAs,
 }
 
-/// The two MAC inputs of a packet at an on-path AS.
-struct MacInputs {
-    hop_key: [u8; 28],
-    hop_authenticator: [u8; 18],
+/// The MAC inputs of a batch, one slot per packet at an on-path AS, in arrival order.
+struct MacInputs<const N: usize> {
+    hop_key: [[u8; 28]; N],
+    hop_authenticator: [[u8; 18]; N],
+    /// Slots filled.
+    len: usize,
 }
 
 impl Router {
@@ -66,33 +76,35 @@ impl Router {
         verdicts: &mut [Verdict],
     ) {
         let n = pkts.len().min(verdicts.len()).min(N);
-        let mut checked = [Err(DropReason::Truncated); N];
-        let mut hop_key_inputs = [[0u8; 28]; N];
-        let mut ha_inputs = [[0u8; 18]; N];
-        let mut macs = 0;
-        for (c, pkt) in checked.iter_mut().zip(&pkts[..n]) {
-            *c = self.check(pkt, ingress, now_ns).map(|(mut checked, inputs)| {
-                if let (Hop::OnPath { slot, .. }, Some(inputs)) = (&mut checked.hop, inputs) {
-                    (hop_key_inputs[macs], ha_inputs[macs]) = (inputs.hop_key, inputs.hop_authenticator);
-                    *slot = macs;
-                    macs += 1;
+        let mut inputs = MacInputs { hop_key: [[0; 28]; N], hop_authenticator: [[0; 18]; N], len: 0 };
+        let mut passed = ArrayVec::<Passed, N>::new();
+        for (index, (pkt, verdict)) in pkts[..n].iter().zip(verdicts.iter_mut()).enumerate() {
+            match self.check(pkt, index, ingress, now_ns, &mut inputs) {
+                Ok(p) => {
+                    if N > 1 {
+                        self.duplicates.prefetch(p.duplicate_key);
+                        self.monitor.prefetch(p.aid);
+                    }
+                    passed.push(p);
                 }
-                if N > 1 {
-                    self.duplicates.prefetch(checked.duplicate_key);
+                Err(reason) => {
+                    self.stats.drops.count(reason);
+                    *verdict = Verdict::Drop(reason);
                 }
-                checked
-            });
+            }
         }
+        let macs = inputs.len;
         let mut hop_keys = [[0u8; 16]; N];
-        self.secret.mac_two_blocks_many(&hop_key_inputs[..macs], &mut hop_keys[..macs]);
+        self.secret.mac_two_blocks_many(&inputs.hop_key[..macs], &mut hop_keys[..macs]);
         let mut authenticators = [[0u8; 16]; N];
-        mac_two_blocks_fresh_keys(&hop_keys[..macs], &ha_inputs[..macs], &mut authenticators[..macs]);
-        for ((pkt, c), verdict) in pkts[..n].iter_mut().zip(&checked).zip(verdicts.iter_mut()) {
-            *verdict = match c.and_then(|c| self.admit(pkt, &c, &authenticators, now_ns)) {
+        mac_two_blocks_fresh_keys(&hop_keys[..macs], &inputs.hop_authenticator[..macs], &mut authenticators[..macs]);
+        let (mut forwarded, mut delivered) = (0, 0);
+        for p in &passed {
+            let verdict = match self.admit(&mut pkts[p.index], p, &authenticators, now_ns) {
                 Ok(v) => {
                     match v {
-                        Verdict::Deliver => self.stats.delivered += 1,
-                        _ => self.stats.forwarded += 1,
+                        Verdict::Deliver => delivered += 1,
+                        _ => forwarded += 1,
                     }
                     v
                 }
@@ -101,19 +113,29 @@ impl Router {
                     Verdict::Drop(reason)
                 }
             };
+            verdicts[p.index] = verdict;
         }
+        self.stats.forwarded += forwarded;
+        self.stats.delivered += delivered;
     }
 
-    /// Stage 1 of one packet (Alg. 2 lines 9-12).
-    fn check(&self, pkt: &[u8], ingress: u16, now_ns: u64) -> Result<(Checked, Option<MacInputs>), DropReason> {
-        let at = locate(pkt)?;
-        let header = Header::new_checked(&pkt[at.header.clone()]).map_err(DropReason::from)?;
+    /// Stage 1 of the packet at `index` of the batch (Alg. 2 lines 9-12): one pass over its
+    /// headers. A packet at an on-path AS gets the next slot of `inputs`.
+    fn check<const N: usize>(
+        &self,
+        pkt: &[u8],
+        index: usize,
+        ingress: u16,
+        now_ns: u64,
+        inputs: &mut MacInputs<N>,
+    ) -> Result<Passed, DropReason> {
+        let (header, at) = locate_header(pkt)?;
         let (lambda, hp) = (header.lambda(), header.hop_pointer());
         if hp >= lambda {
             return Err(GlwpDrop::PathComplete.reason());
         }
         let (aid, beta, ts_pkt, ts_exp) = (header.aid(), header.beta(), header.ts_pkt(), header.ts_exp());
-        let (hop, egress, inputs) = if ingress == LOCAL_INTERFACE && hp == 0 {
+        let (hop, admitted) = if ingress == LOCAL_INTERFACE && hp == 0 {
             if self.source_as != Some(at.src) {
                 // A host of this AS sending under another AS's name, or a router that sends
                 // no GLWP of its own: nothing here may leave as GLWP.
@@ -123,7 +145,7 @@ impl Router {
             if i_0 != LOCAL_INTERFACE || j_0 == LOCAL_INTERFACE {
                 return Err(DropReason::MalformedPath);
             }
-            (Hop::SourceAs, j_0, None)
+            (Hop::SourceAs, Verdict::forward(j_0, Admission::GUARANTEED))
         } else {
             // This AS is on-path AS k = HP + 1: pair k of π, hop authenticator k.
             let k = usize::from(hp) + 1;
@@ -137,29 +159,33 @@ impl Router {
                 return Err(DropReason::MalformedPath);
             }
             let carried = header.hop_authenticator(k).ok_or(DropReason::PathIndexOutOfRange)?;
+            // The next free slot, taken below once the packet has passed every check.
+            let slot = inputs.len;
             let hop_key = HopKeyInput { src: at.src, aid, beta, ingress: i_k, egress: j_k, ts_exp };
-            let inputs = MacInputs {
-                hop_key: hop_key.bytes(),
-                hop_authenticator: hop_authenticator_input(at.src, ts_pkt, at.pkt_len),
-            };
-            (Hop::OnPath { carried, slot: 0, deliver }, j_k, Some(inputs))
+            inputs.hop_key[slot] = hop_key.bytes();
+            inputs.hop_authenticator[slot] = hop_authenticator_input(at.src, ts_pkt, at.pkt_len);
+            let admitted = if deliver { Verdict::Deliver } else { Verdict::forward(j_k, Admission::GUARANTEED) };
+            (Hop::OnPath { carried, slot, next_hop_pointer: hp + 1 }, admitted)
         };
         self.freshness.check_packet(ts_pkt, now_ns).map_err(GlwpDrop::reason)?;
         self.freshness.check_allocation(ts_exp, now_ns).map_err(GlwpDrop::reason)?;
+        if let Hop::OnPath { .. } = hop {
+            inputs.len += 1;
+        }
         let mut duplicate_key = [0u8; 16];
         duplicate_key[..8].copy_from_slice(&at.src.to_bytes());
         duplicate_key[8..].copy_from_slice(&ts_pkt.to_be_bytes());
-        let checked = Checked {
+        Ok(Passed {
+            index,
             header_at: at.header.start,
             aid,
             beta,
             ts_exp,
             pkt_len: at.pkt_len,
-            egress,
             duplicate_key: self.duplicates.hash(&duplicate_key),
             hop,
-        };
-        Ok((checked, inputs))
+            admitted,
+        })
     }
 
     /// Stage 3 of one packet: lines 14-18, with duplicates suppressed (line 17) before the
@@ -167,30 +193,27 @@ impl Router {
     fn admit(
         &mut self,
         pkt: &mut [u8],
-        c: &Checked,
+        p: &Passed,
         authenticators: &[[u8; 16]],
         now_ns: u64,
     ) -> Result<Verdict, DropReason> {
-        if let Hop::OnPath { carried, slot, .. } = c.hop {
+        if let Hop::OnPath { carried, slot, .. } = p.hop {
             if !ha_eq(&carried, &truncate(&authenticators[slot])) {
                 return Err(GlwpDrop::BadHopAuthenticator.reason());
             }
         }
-        if !self.duplicates.check_and_insert_hashed(c.duplicate_key, now_ns) {
+        if !self.duplicates.check_and_insert_hashed(p.duplicate_key, now_ns) {
             return Err(DropReason::Duplicate);
         }
-        match self.monitor.charge(c.aid, c.beta, c.ts_exp, u32::from(c.pkt_len), now_ns) {
+        match self.monitor.charge(p.aid, p.beta, p.ts_exp, u32::from(p.pkt_len), now_ns) {
             MonitorVerdict::Within => {}
             MonitorVerdict::Overuse => return Err(GlwpDrop::Overuse.reason()),
             MonitorVerdict::Full => return Err(GlwpDrop::MonitorFull.reason()),
         }
-        match c.hop {
-            Hop::OnPath { deliver, .. } => {
-                Header::new_checked(&mut pkt[c.header_at..]).map_err(DropReason::from)?.advance_hop_pointer();
-                Ok(if deliver { Verdict::Deliver } else { Verdict::forward(c.egress, Admission::GUARANTEED) })
-            }
-            Hop::SourceAs => Ok(Verdict::forward(c.egress, Admission::GUARANTEED)),
+        if let Hop::OnPath { next_hop_pointer, .. } = p.hop {
+            set_hop_pointer(pkt, p.header_at, next_hop_pointer);
         }
+        Ok(p.admitted)
     }
 }
 
