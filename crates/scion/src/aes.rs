@@ -3,12 +3,65 @@
 //! Hummingbird routers expand a fresh key (A_K) for every flyover packet, so the key
 //! schedule is on the per-packet path. On x86-64 with AES-NI enabled at compile time this
 //! module expands keys with `AESENCLAST` (the byte shuffle + SubWord trick), which avoids
-//! the slow `AESKEYGENASSIST` chain; elsewhere it uses the RustCrypto `aes` crate. Both
+//! the slow `AESKEYGENASSIST` chain, and expands several keys four at a time with their
+//! words transposed (one `AESENCLAST` and four XORs a round for all four); elsewhere it uses
+//! the RustCrypto `aes` crate. Both
 //! are checked against each other and against FIPS-197 in the tests.
 
 #[cfg(all(target_arch = "x86_64", target_feature = "aes", target_feature = "ssse3"))]
 mod imp {
     use std::arch::x86_64::*;
+
+    /// The round keys of four keys at once. The schedule is a chain of 32-bit words,
+    /// `w[i] = w[i−4] ⊕ f(w[i−1])`: with word `i` of the four keys side by side in one
+    /// register (the keys transposed), a round is one `AESENCLAST` for the four `f`s (SubWord,
+    /// with RotWord and the inverse of ShiftRows folded into one byte shuffle before it) and
+    /// four XORs in place, where one key at a time needs two byte shifts and register copies
+    /// per round. The round keys are transposed back for the AES rounds.
+    #[inline]
+    fn expand_four(keys: [__m128i; 4]) -> [[__m128i; 11]; 4] {
+        // SAFETY: the cfg guarantees AES-NI, SSSE3 and SSE2.
+        unsafe {
+            // Byte 4c + r of the state becomes byte 4c + (r + 1) mod 4 of lane c (RotWord)
+            // after AESENCLAST's ShiftRows, which moves row r by r columns.
+            let rot_unshift = _mm_set_epi8(0, 7, 10, 13, 12, 3, 6, 9, 8, 15, 2, 5, 4, 11, 14, 1);
+            let mut rks = [[_mm_setzero_si128(); 11]; 4];
+            let mut w = transpose(keys);
+            for (j, k) in keys.iter().enumerate() {
+                rks[j][0] = *k;
+            }
+            let mut rcon = 1;
+            for round in 1..11 {
+                let f = _mm_aesenclast_si128(_mm_shuffle_epi8(w[3], rot_unshift), _mm_set1_epi32(rcon));
+                w[0] = _mm_xor_si128(w[0], f);
+                w[1] = _mm_xor_si128(w[1], w[0]);
+                w[2] = _mm_xor_si128(w[2], w[1]);
+                w[3] = _mm_xor_si128(w[3], w[2]);
+                for (j, rk) in transpose(w).into_iter().enumerate() {
+                    rks[j][round] = rk;
+                }
+                rcon = if rcon == 0x80 { 0x1b } else { rcon << 1 };
+            }
+            rks
+        }
+    }
+
+    /// The 4 × 4 matrix of 32-bit words transposed: lane `i` of row `j` becomes lane `j` of
+    /// row `i` (its own inverse).
+    #[inline(always)]
+    fn transpose([a, b, c, d]: [__m128i; 4]) -> [__m128i; 4] {
+        // SAFETY: the cfg guarantees SSE2.
+        unsafe {
+            let (ab_lo, cd_lo) = (_mm_unpacklo_epi32(a, b), _mm_unpacklo_epi32(c, d));
+            let (ab_hi, cd_hi) = (_mm_unpackhi_epi32(a, b), _mm_unpackhi_epi32(c, d));
+            [
+                _mm_unpacklo_epi64(ab_lo, cd_lo),
+                _mm_unpackhi_epi64(ab_lo, cd_lo),
+                _mm_unpacklo_epi64(ab_hi, cd_hi),
+                _mm_unpackhi_epi64(ab_hi, cd_hi),
+            ]
+        }
+    }
 
     /// Expanded AES-128 encryption key: 11 round keys.
     #[derive(Clone, Copy)]
@@ -41,32 +94,32 @@ mod imp {
             }
         }
 
-        /// [`Aes128::new`] of `M` keys with their schedules interleaved: each schedule is a
-        /// serial chain of ten rounds, so expanding the keys side by side keeps the AES unit
-        /// busy where one key at a time waits on every round.
+        /// [`Aes128::new`] of `M` keys: four at a time with their words transposed
+        /// ([`expand_four`]), a last single key on its own.
         #[inline]
         pub fn new_each<const M: usize>(keys: &[[u8; 16]; M]) -> [Self; M] {
-            // SAFETY: the cfg guarantees AES-NI and SSSE3; loads are unaligned-safe.
-            unsafe {
-                let mut rks = [[_mm_setzero_si128(); 11]; M];
-                for (rk, key) in rks.iter_mut().zip(keys) {
-                    rk[0] = _mm_loadu_si128(key.as_ptr().cast());
-                }
-                let rot = _mm_set1_epi32(0x0c0f0e0d);
-                let mut rcon = 1;
-                for round in 1..11 {
-                    let rc = _mm_set1_epi32(rcon);
-                    for rk in rks.iter_mut() {
-                        let k = rk[round - 1];
-                        let t = _mm_aesenclast_si128(_mm_shuffle_epi8(k, rot), rc);
-                        let mut s = _mm_xor_si128(k, _mm_slli_si128(k, 4));
-                        s = _mm_xor_si128(s, _mm_slli_si128(s, 8));
-                        rk[round] = _mm_xor_si128(s, t);
+            // SAFETY: the cfg guarantees SSE2.
+            let mut out = [Self([unsafe { _mm_setzero_si128() }; 11]); M];
+            let mut g = 0;
+            while M - g >= 2 {
+                let m = (M - g).min(4);
+                // SAFETY: the cfg guarantees SSE2; loads are unaligned-safe.
+                let four = expand_four(std::array::from_fn(|j| unsafe {
+                    if j < m {
+                        _mm_loadu_si128(keys[g + j].as_ptr().cast())
+                    } else {
+                        _mm_setzero_si128()
                     }
-                    rcon = if rcon == 0x80 { 0x1b } else { rcon << 1 };
+                }));
+                for (o, rk) in out[g..g + m].iter_mut().zip(four) {
+                    *o = Self(rk);
                 }
-                rks.map(Self)
+                g += m;
             }
+            if g < M {
+                out[g] = Self::new(&keys[g]);
+            }
+            out
         }
 
         #[inline]
@@ -244,7 +297,36 @@ mod tests {
         assert_eq!(hex::encode(Aes128::new(&key).encrypt(&pt)), "69c4e0d86a7b0430d8cdb78070b4c55a");
     }
 
+    /// [`Aes128::new_each`] for `M` keys against [`Aes128::new`] of each: the same cipher.
+    fn check_new_each<const M: usize>(keys: &[[u8; 16]; 5], block: &[u8; 16]) -> Result<(), TestCaseError> {
+        let keys: [[u8; 16]; M] = std::array::from_fn(|j| keys[j]);
+        for (k, c) in keys.iter().zip(Aes128::new_each(&keys)) {
+            prop_assert_eq!(c.encrypt(block), Aes128::new(k).encrypt(block));
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn fips197_appendix_c1_four_keys_at_once() {
+        let key: [u8; 16] = hex::decode("000102030405060708090a0b0c0d0e0f").unwrap().try_into().unwrap();
+        let pt: [u8; 16] = hex::decode("00112233445566778899aabbccddeeff").unwrap().try_into().unwrap();
+        for (j, c) in Aes128::new_each(&[[0xa5; 16], key, [0; 16], key]).iter().enumerate() {
+            if j % 2 == 1 {
+                assert_eq!(hex::encode(c.encrypt(&pt)), "69c4e0d86a7b0430d8cdb78070b4c55a", "key {j}");
+            }
+        }
+    }
+
     proptest! {
+        #[test]
+        fn keys_expanded_together_equal_keys_expanded_alone(keys: [[u8; 16]; 5], block: [u8; 16]) {
+            check_new_each::<1>(&keys, &block)?;
+            check_new_each::<2>(&keys, &block)?;
+            check_new_each::<3>(&keys, &block)?;
+            check_new_each::<4>(&keys, &block)?;
+            check_new_each::<5>(&keys, &block)?;
+        }
+
         #[test]
         fn matches_rustcrypto(key: [u8; 16], blocks in proptest::collection::vec(any::<[u8; 16]>(), 0..11)) {
             let reference = aes::Aes128Enc::new(GenericArray::from_slice(&key));

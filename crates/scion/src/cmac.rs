@@ -215,7 +215,7 @@ fn fresh_key_group<const M: usize, const LEN: usize>(
     msgs: &[[u8; LEN]],
     out: &mut [[u8; 16]],
 ) -> usize {
-    let ciphers: [Aes128; M] = std::array::from_fn(|j| Aes128::new(&keys[j]));
+    let ciphers: [Aes128; M] = Aes128::new_each(&std::array::from_fn(|j| keys[j]));
     let mut first: [[[u8; 16]; 2]; M] = std::array::from_fn(|j| [[0; 16], first_block(&msgs[j])]);
     Aes128::encrypt_each(&ciphers, &mut first);
     let mut last: [[[u8; 16]; 1]; M] =

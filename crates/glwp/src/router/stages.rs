@@ -100,7 +100,7 @@ impl Router {
         mac_two_blocks_fresh_keys(&hop_keys[..macs], &inputs.hop_authenticator[..macs], &mut authenticators[..macs]);
         let (mut forwarded, mut delivered) = (0, 0);
         for p in &passed {
-            let verdict = match self.admit(&mut pkts[p.index], p, &authenticators, now_ns) {
+            let verdict = match self.admit(pkts[p.index], p, &authenticators, now_ns) {
                 Ok(v) => {
                     match v {
                         Verdict::Deliver => delivered += 1,
