@@ -25,20 +25,19 @@ mod imp {
             // Byte 4c + r of the state becomes byte 4c + (r + 1) mod 4 of lane c (RotWord)
             // after AESENCLAST's ShiftRows, which moves row r by r columns.
             let rot_unshift = _mm_set_epi8(0, 7, 10, 13, 12, 3, 6, 9, 8, 15, 2, 5, 4, 11, 14, 1);
-            let mut rks = [[_mm_setzero_si128(); 11]; 4];
+            let mut rks = keys.map(|k| [k; 11]);
             let mut w = transpose(keys);
-            for (j, k) in keys.iter().enumerate() {
-                rks[j][0] = *k;
-            }
             let mut rcon = 1;
+            // Written key by key into the layout `Aes128` keeps, round by round.
+            #[allow(clippy::needless_range_loop)]
             for round in 1..11 {
                 let f = _mm_aesenclast_si128(_mm_shuffle_epi8(w[3], rot_unshift), _mm_set1_epi32(rcon));
                 w[0] = _mm_xor_si128(w[0], f);
                 w[1] = _mm_xor_si128(w[1], w[0]);
                 w[2] = _mm_xor_si128(w[2], w[1]);
                 w[3] = _mm_xor_si128(w[3], w[2]);
-                for (j, rk) in transpose(w).into_iter().enumerate() {
-                    rks[j][round] = rk;
+                for (rk, k) in rks.iter_mut().zip(transpose(w)) {
+                    rk[round] = k;
                 }
                 rcon = if rcon == 0x80 { 0x1b } else { rcon << 1 };
             }
