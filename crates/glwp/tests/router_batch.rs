@@ -1,9 +1,9 @@
 //! The batched router against the one-packet router: on random mixes of valid, tampered,
-//! expired, replayed, over-rate, malformed and source-AS packets, `process_batch` in batches
+//! expired, replayed, over-rate, malformed, already advanced and source-AS packets, `process_batch` in batches
 //! of any size gives the verdicts, packet bytes and counters of `process` on each packet in
 //! turn.
 
-use aviary_glwp::{testbed, AidMonitor, Freshness, GlwpDrop, Router, SourceAllocation};
+use aviary_glwp::{locate, testbed, AidMonitor, Freshness, GlwpDrop, Header, Router, SourceAllocation};
 use aviary_qos::{DuplicateFilter, DuplicateFilterConfig, Verdict};
 use aviary_scion::IsdAsn;
 use proptest::prelude::*;
@@ -53,6 +53,10 @@ enum Kind {
     Truncated(Permille),
     /// From a host of this AS (ingress 0); ignored ingress for the others.
     FromSourceAs,
+    /// A valid packet whose hop pointer is already 1 (at AS 2, which another ingress leads
+    /// to) or 2 (every on-path AS passed): dropped after the MAC inputs of the packets
+    /// before it in the batch are gathered.
+    Advanced(u8),
 }
 
 fn kind() -> impl Strategy<Value = Kind> {
@@ -64,6 +68,7 @@ fn kind() -> impl Strategy<Value = Kind> {
         1 => Just(Kind::AllocationEnding),
         1 => (0u16..1000).prop_map(Kind::Truncated),
         1 => Just(Kind::FromSourceAs),
+        1 => (1u8..=2).prop_map(Kind::Advanced),
     ]
 }
 
@@ -97,6 +102,15 @@ fn build(kinds: &[Kind]) -> Vec<(Vec<u8>, u16)> {
                 (p, 2)
             }
             Kind::FromSourceAs => (valid(2, ts), 0),
+            Kind::Advanced(hops) => {
+                let mut p = valid(1, ts);
+                let at = locate(&p).unwrap().header;
+                let mut header = Header::new_checked(&mut p[at]).unwrap();
+                for _ in 0..*hops {
+                    header.advance_hop_pointer();
+                }
+                (p, 2)
+            }
         };
         out.push(pkt);
     }
@@ -155,6 +169,8 @@ fn a_mix_meets_every_verdict() {
         Kind::Replay(0),
         Kind::AllocationEnding,
         Kind::Truncated(500),
+        Kind::Advanced(1),
+        Kind::Advanced(2),
     ]);
     let mut r = router();
     let mut verdicts: Vec<Verdict> = Vec::new();
@@ -170,6 +186,8 @@ fn a_mix_meets_every_verdict() {
         GlwpDrop::AllocationExpired.reason(),
         aviary_qos::DropReason::Duplicate,
         aviary_qos::DropReason::LengthMismatch,
+        aviary_qos::DropReason::BadIngress,
+        GlwpDrop::PathComplete.reason(),
     ] {
         assert!(verdicts.contains(&Verdict::Drop(reason)), "no {reason:?} in {verdicts:?}");
     }
