@@ -1,12 +1,14 @@
 //! A small driver for instruction counts and wall time of GLWP router validation: the packet
 //! of the `aviary bench` rows (on-path AS 1 of `λ` with distinct timestamps 300 ns apart, so
 //! duplicate suppression and the monitor see fresh packets) run through one router, one
-//! packet or a batch at a time, the hop pointer restored before each run. Under callgrind,
-//! the difference of two counts cancels the set-up:
+//! packet or a batch at a time, the hop pointer restored before each run. Under callgrind, counting
+//! only the router's entry points, the difference of two counts cancels the set-up (building
+//! the packets, the duplicate filter's first clearing):
 //!
 //! ```text
-//! valgrind --tool=callgrind target/release/examples/glwp_router_loop 32 8 2000
-//! valgrind --tool=callgrind target/release/examples/glwp_router_loop 32 8 4000
+//! T='--toggle-collect=*Router::process_batch* --toggle-collect=*Router::process'
+//! valgrind --tool=callgrind $T target/release/examples/glwp_router_loop 32 8 2048
+//! valgrind --tool=callgrind $T target/release/examples/glwp_router_loop 32 8 4096
 //! ```
 //!
 //! Arguments: the batch size (1 to 32), λ (1 to 32), the number of distinct packets and
