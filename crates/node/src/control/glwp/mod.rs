@@ -27,11 +27,12 @@
 pub mod config;
 pub mod keys;
 mod metrics;
+pub mod persist;
 pub mod updates;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::{SocketAddr, UdpSocket};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -42,7 +43,7 @@ use aviary_glwp::discovery::wire::{Kind, Message, MessageRepr, MAX_ASES};
 use aviary_glwp::discovery::{
     is_announcement, AnnouncementLimit, AsConfig, DiscoveryDrop, OnPathAs, Outcome, RequestError, Source, SourceError,
 };
-use aviary_glwp::{HopValues, InterfaceId};
+use aviary_glwp::{HopValues, InterfaceId, MatrixSchedule};
 use aviary_scion::drkey::EpochSchedule;
 use aviary_scion::IsdAsn;
 use thiserror::Error;
@@ -118,6 +119,8 @@ pub struct GlwpService {
     /// matrix is checked.
     table: config::GlwpConfig,
     links: Vec<(InterfaceId, u64)>,
+    /// Where the matrix schedule is kept across restarts ([`persist`]).
+    schedule_file: PathBuf,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -141,6 +144,9 @@ struct GlwpSetup {
     pub table: config::GlwpConfig,
     /// The AS's inter-AS interfaces and their links' capacities.
     pub links: Vec<(InterfaceId, u64)>,
+    pub schedule_file: PathBuf,
+    /// The schedule persisted before a restart, which replaces the table's matrix.
+    pub resumed: Option<MatrixSchedule>,
 }
 
 impl GlwpService {
@@ -154,7 +160,15 @@ impl GlwpService {
             params: s.plan.params,
             announcement_limit: ANNOUNCEMENTS,
         };
-        let on_path = OnPathAs::new(config.clone(), s.plan.rate, s.keys.clone())?;
+        let mut on_path = OnPathAs::new(config.clone(), s.plan.rate, s.keys.clone())?;
+        on_path.neighbourhood.set_blame_policy(s.plan.blame);
+        if let Some(schedule) = s.resumed {
+            tracing::info!(window = ?schedule.window(), "GLWP: resuming the persisted matrix schedule");
+            on_path
+                .neighbourhood
+                .resume(schedule)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", s.schedule_file.display()))?;
+        }
         let source = Source::new(config, s.keys.clone())?;
         let socket = UdpSocket::bind(s.listen).map_err(|e| anyhow::anyhow!("cannot bind {}: {e}", s.listen))?;
         Ok(Self {
@@ -168,13 +182,16 @@ impl GlwpService {
             counters: Counters::default(),
             table: s.table,
             links: s.links,
+            schedule_file: s.schedule_file,
         })
     }
 
-    /// Starts the key fetcher and the receiving thread.
+    /// Starts the key fetcher and the receiving thread, announcing the schedule first so that
+    /// neighbours hear of it before this AS answers any discovery.
     pub fn start(self: &Arc<Self>, drkey: Arc<DrkeyService>) {
         let issuers = self.services.keys().copied().collect();
         self.keys.spawn_fetcher(drkey, self.ia, issuers);
+        self.announce();
         let svc = self.clone();
         std::thread::spawn(move || svc.receive_loop());
         let svc = self.clone();
@@ -195,6 +212,16 @@ impl GlwpService {
         let file = cfg_path.display().to_string();
         let links: Vec<u16> = topology.links_of(cfg.ia).map(|(l, ..)| l.ifid).collect();
         let plan = g.plan(&file, "glwp", &links)?;
+        let capacities: Vec<(InterfaceId, u64)> =
+            topology.links_of(cfg.ia).map(|(l, _, _, link)| (l.ifid, link.capacity_bps)).collect();
+        let schedule_file = persist::schedule_path(&cfg.state_dir);
+        let resumed = persist::load(&schedule_file, g, &capacities)?;
+        if resumed.as_ref().is_some_and(|s| s.after() != &plan.matrix) {
+            tracing::warn!(
+                file = %schedule_file.display(),
+                "GLWP: the [glwp] matrix differs from the persisted schedule, which holds (change the matrix with POST /v1/glwp/matrix)"
+            );
+        }
         let listen = g.listen.ok_or_else(|| ConfigError::new(&file, "glwp.listen", "missing"))?;
         let setup = GlwpSetup {
             ia: cfg.ia,
@@ -205,7 +232,9 @@ impl GlwpService {
             services: cfg.peers.iter().filter_map(|p| Some((p.ia, p.glwp?))).collect(),
             keys: SharedKeys::new(master_secret, schedule)?,
             table: g.clone(),
-            links: topology.links_of(cfg.ia).map(|(l, _, _, link)| (l.ifid, link.capacity_bps)).collect(),
+            links: capacities,
+            schedule_file,
+            resumed,
         };
         Self::new(setup).with_context(|| format!("{file}: glwp"))
     }
@@ -406,6 +435,13 @@ impl GlwpService {
         let cores = lock(&self.cores);
         let fetch_errors = self.keys.fetch_errors.load(Ordering::Relaxed);
         self.counters.prometheus(out, self.ia, &cores.on_path.stats, &cores.source.stats, fetch_errors);
-        self.counters.prometheus_updates(out, self.ia, cores.on_path.neighbourhood.blames());
+        self.counters.prometheus_updates(out, self.ia, cores.on_path.neighbourhood.blames(), unix_ns());
+    }
+
+    /// The operator's reset of the hold-down of neighbour `n`; whether it was held down.
+    pub fn clear_hold_down(&self, n: IsdAsn) -> bool {
+        let cleared = lock(&self.cores).on_path.neighbourhood.clear_hold_down(n, unix_ns());
+        tracing::info!(neighbour = %n, cleared, "GLWP: hold-down cleared by the operator");
+        cleared
     }
 }
