@@ -6,10 +6,12 @@
 //!
 //! Inconsistency is blamed on the neighbour (F2): a promoted value that differs from what the
 //! announcement says for the discovery's `ts_pkt` (old, temporary or new values), a value
-//! promoted for a link it never announced, an announcement whose entries add up to more than
-//! its divergent or convergent, or one that rewrites what an earlier one said (a different
-//! past, a second change before the first is over, a change that starts before it is
-//! announced). The message is dropped and the blame recorded per neighbour.
+//! promoted for a link it never announced while it announced others, an announcement whose
+//! entries add up to more than its divergent or convergent, or one that rewrites what an
+//! earlier one said (a different past, a second change before the first is over, a change that
+//! starts before it is announced). The message is dropped and the blame recorded per neighbour
+//! ([`crate::discovery::blame`], which may hold it down). A neighbour not heard from at all has
+//! had no chance yet (it or this AS has just started): its values are refused, not blamed.
 //!
 //! Bounded state: one announcement per link of this AS (a neighbour can announce only for as
 //! many links as it has to this AS), and announcements are rate limited per neighbour before
