@@ -93,10 +93,6 @@ impl BlameBook {
         Self { policy, records: BTreeMap::new(), recent: BTreeMap::new() }
     }
 
-    pub fn policy(&self) -> BlamePolicy {
-        self.policy
-    }
-
     /// Blames `n` for `reason` at `now_ns`; holds it down if that makes `policy.blames` within
     /// the window.
     pub fn blame(&mut self, n: IsdAsn, reason: BlameReason, now_ns: u64) {

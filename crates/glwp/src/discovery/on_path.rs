@@ -106,13 +106,6 @@ impl<K: DiscoveryKeys> OnPathAs<K> {
         Ok(())
     }
 
-    /// The rate limit of discovery requests per neighbour interface at `ingress`, which
-    /// follows the AS's matrix schedule.
-    pub fn request_rate(&mut self, ingress: InterfaceId, now_ns: u64) -> Option<aviary_qos::Rate> {
-        self.limiter.follow(self.neighbourhood.schedule(), now_ns);
-        self.limiter.rate(ingress)
-    }
-
     fn forward_unc(&mut self, msg: &mut [u8], from: IsdAsn, now_ns: u64) -> Result<Outcome, DiscoveryDrop> {
         let len = msg.len();
         let mut m = Message::new_checked(msg)?;
