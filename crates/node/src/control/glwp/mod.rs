@@ -19,7 +19,9 @@
 //! - **Matrix updates** ([`updates`]): the service announces its matrix schedule to every
 //!   neighbour at the start, after a change (`POST /v1/glwp/matrix`) and every
 //!   [`updates::ANNOUNCE_EVERY`] (in case one was lost or its key not fetched yet), and checks
-//!   and stores its neighbours' announcements.
+//!   and stores its neighbours' announcements. A change is persisted ([`persist`]) so that a
+//!   restart resumes it; the blame policy (`[glwp] blame_limit`, ...) holds down neighbours
+//!   blamed again and again until it ends or the operator clears it.
 //! - **Loss.** The source retries a discovery with a fresh request (a new ts_pkt) after
 //!   [`ATTEMPT_TIMEOUT`], [`ATTEMPTS`] times in all; a late answer to an abandoned attempt is
 //!   dropped as `unsolicited`.
