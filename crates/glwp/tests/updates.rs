@@ -157,6 +157,13 @@ fn contradicting_announcements_are_refused_and_blamed() {
         vec![(1, Err(DiscoveryDrop::ContradictingAnnouncement)), (3, Err(DiscoveryDrop::ContradictingAnnouncement))]
     );
     assert_eq!(chain.neighbourhood(1).blames()[&chain::ia(2)].last, BlameReason::ContradictingAnnouncement);
+    // Re-sent (as every second), the same contradiction is refused but blamed once: one offence.
+    let again = chain.announce(JOINED_NS + 3 * S);
+    assert!(again
+        .iter()
+        .filter(|(k, _, _)| *k == 2)
+        .all(|(_, _, r)| *r == Err(DiscoveryDrop::ContradictingAnnouncement)));
+    assert_eq!(chain.neighbourhood(1).blames()[&chain::ia(2)].count(BlameReason::ContradictingAnnouncement), 1);
 
     // A second change before the first one is over rewrites what the first promised.
     let mut chain = Chain::new(&specs(), 0).unwrap();

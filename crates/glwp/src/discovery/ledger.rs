@@ -75,6 +75,9 @@ pub struct Neighbourhood {
     /// This AS's interface to a neighbour → the neighbour's interface at that link, as
     /// discoveries showed it (check (ii): the identifiers of the link do not change).
     facing: BTreeMap<(IsdAsn, InterfaceId), InterfaceId>,
+    /// The last contradicting announcement of each neighbour, so that the same one re-sent
+    /// (every second) is refused without being blamed again: one offence, one blame.
+    contradicted: BTreeMap<IsdAsn, AnnouncementRepr>,
     blames: BlameBook,
     last_sent_ns: u64,
 }
@@ -118,6 +121,11 @@ fn announced_values(a: &AnnouncementRepr, (i, j): (InterfaceId, InterfaceId), at
     Some(values_at(hv(a.facing_before, row.before)?, hv(a.facing_after, row.after)?, a.window, at_ns))
 }
 
+/// Whether two announcements say the same (a re-sent one: only the timestamp differs).
+fn same_schedule(a: &AnnouncementRepr, b: &AnnouncementRepr) -> bool {
+    (a.window, a.facing_before, a.facing_after, &a.rows) == (b.window, b.facing_before, b.facing_after, &b.rows)
+}
+
 /// Whether an AS with links at `links` can announce matrices `ms` together: the announcement
 /// for each link lists every other interface of them, at most [`MAX_ROWS`].
 pub fn check_announceable(
@@ -151,6 +159,7 @@ impl Neighbourhood {
             buckets: BTreeMap::new(),
             announced: BTreeMap::new(),
             facing: BTreeMap::new(),
+            contradicted: BTreeMap::new(),
             blames: BlameBook::default(),
             last_sent_ns: 0,
         }
@@ -238,7 +247,12 @@ impl Neighbourhood {
             return Err(DiscoveryDrop::WrongNeighbour);
         }
         if !Self::consistent(stored, &repr) {
-            self.blame(from, BlameReason::ContradictingAnnouncement, now_ns);
+            let again =
+                self.contradicted.get(&from).is_some_and(|c| c.facing == repr.facing && same_schedule(c, &repr));
+            if !again {
+                self.blame(from, BlameReason::ContradictingAnnouncement, now_ns);
+                self.contradicted.insert(from, repr);
+            }
             return Err(DiscoveryDrop::ContradictingAnnouncement);
         }
         self.announced.insert((from, repr.facing), repr);
@@ -252,9 +266,6 @@ impl Neighbourhood {
             return false;
         }
         let Some(old) = stored else { return true };
-        let same_schedule = |a: &AnnouncementRepr, b: &AnnouncementRepr| {
-            (a.window, a.facing_before, a.facing_after, &a.rows) == (b.window, b.facing_before, b.facing_after, &b.rows)
-        };
         if same_schedule(old, new) {
             return true;
         }
