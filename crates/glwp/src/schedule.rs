@@ -61,6 +61,12 @@ pub enum ScheduleError {
     /// valid at once, which the temporary values of two do not cover.
     #[error("a change is in progress until {t2_ns} ns; the next may start then")]
     ChangeInProgress { t2_ns: u64 },
+    /// The announcement of a link lists every other interface of the old and the new matrix.
+    #[error("the matrices name {rows} interfaces besides a link's own; an announcement lists at most {max}")]
+    TooManyInterfaces { rows: usize, max: usize },
+    /// A resumed schedule whose change ends before it starts.
+    #[error("the change window ends ({t2_ns} ns) before it starts ({t1_ns} ns)")]
+    Window { t1_ns: u64, t2_ns: u64 },
 }
 
 /// An AS's matrix schedule: the matrix before the latest change, and that change.
@@ -75,6 +81,35 @@ impl MatrixSchedule {
     /// The matrix of an AS that joins with `matrix` (no change).
     pub fn new(matrix: AllocationMatrix) -> Self {
         Self { before: matrix.clone(), after: matrix, window: None }
+    }
+
+    /// A schedule as it was: `before` changing to `after` in `window` (none: `after` only),
+    /// e.g. read back after a restart.
+    pub fn resume(
+        before: AllocationMatrix,
+        after: AllocationMatrix,
+        window: Option<ChangeWindow>,
+    ) -> Result<Self, ScheduleError> {
+        match window {
+            Some(w) if w.t2_ns < w.t1_ns => Err(ScheduleError::Window { t1_ns: w.t1_ns, t2_ns: w.t2_ns }),
+            Some(_) => Ok(Self { before, after, window }),
+            None => Ok(Self::new(after)),
+        }
+    }
+
+    /// Which values hold at `at_ns`.
+    pub fn phase(&self, at_ns: u64) -> Phase {
+        self.window.map_or(Phase::After, |w| w.phase(at_ns))
+    }
+
+    /// `DIV_i` at `at_ns`: the old matrix's, the larger of both during the change, the new one's.
+    pub fn divergent_bps(&self, i: InterfaceId, at_ns: u64) -> u64 {
+        let (b, a) = (self.before.divergent_bps(i), self.after.divergent_bps(i));
+        match self.phase(at_ns) {
+            Phase::Before => b,
+            Phase::Temporary => b.max(a),
+            Phase::After => a,
+        }
     }
 
     /// Changes to `new` from `t1_ns` on, definitively at `t1_ns + overlap_ns` (ΔT).

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use aviary_glwp::discovery::{BlameReason, DiscoveryDrop, Neighbourhood, Promoted};
+use aviary_glwp::discovery::{BlamePolicy, BlameReason, DiscoveryDrop, Neighbourhood, Promoted};
 use aviary_glwp::schedule::ChangeWindow;
 use aviary_glwp::testbed::discovery::{self as chain, Chain, Failure, HopSpec, ANNOUNCEMENTS, FRESHNESS, JOINED_NS};
 use aviary_glwp::{guarantee, HopValues};
@@ -90,7 +90,8 @@ fn a_neighbour_promoting_unannounced_values_is_refused_and_blamed() {
     let blame = chain.neighbourhood(3).blames()[&chain::ia(2)];
     assert_eq!((blame.count(BlameReason::InconsistentValues), blame.last), (1, BlameReason::InconsistentValues));
 
-    // A neighbourhood that never heard from AS 2 refuses what it promotes.
+    // A neighbourhood that never heard from AS 2 (it or AS 2 has just started) refuses what it
+    // promotes as not yet known, without blame.
     let mut deaf = Neighbourhood::new(
         chain::matrix(specs()[1], chain::pair(1, 4)).unwrap(),
         BTreeMap::from([(11, chain::ia(0)), (21, chain::ia(2))]),
@@ -98,21 +99,47 @@ fn a_neighbour_promoting_unannounced_values_is_refused_and_blamed() {
         ANNOUNCEMENTS,
     );
     let hv = chain.hop_values()[2];
-    assert_eq!(
-        deaf.check_promoted(
-            &Promoted {
-                neighbour: chain::ia(2),
-                ours: 21,
-                pair: chain::pair(2, 4),
-                facing: 12,
-                values: hv,
-                ts_pkt: JOINED_NS
-            },
-            JOINED_NS
-        ),
-        Err(DiscoveryDrop::NotAnnounced)
-    );
-    assert_eq!(deaf.blames()[&chain::ia(2)].last, BlameReason::Unannounced);
+    let promoted = |facing| Promoted {
+        neighbour: chain::ia(2),
+        ours: 21,
+        pair: (facing, chain::pair(2, 4).1),
+        facing,
+        values: hv,
+        ts_pkt: JOINED_NS,
+    };
+    assert_eq!(deaf.check_promoted(&promoted(12), JOINED_NS), Err(DiscoveryDrop::NotAnnounced));
+    assert!(deaf.blames().is_empty(), "blamed for what it had no chance to announce");
+
+    // One that announced its link but promotes values over another link is blamed.
+    let mut heard = Chain::new(&specs(), 0).unwrap();
+    assert!(heard.neighbourhood(1).has_heard(chain::ia(2)));
+    assert_eq!(heard.neighbourhood(1).check_promoted(&promoted(99), JOINED_NS), Err(DiscoveryDrop::NotAnnounced));
+    assert_eq!(heard.neighbourhood(1).blames()[&chain::ia(2)].last, BlameReason::Unannounced);
+}
+
+#[test]
+fn repeated_blame_holds_a_neighbour_down_until_it_ends_or_is_cleared() {
+    let mut chain = Chain::new(&specs(), 0).unwrap();
+    let policy = BlamePolicy { blames: 2, window_ns: 60 * S, hold_down_ns: 300 * S };
+    chain.neighbourhood(3).set_blame_policy(policy);
+    // AS 2 changes its matrix in place without announcing it: AS 3 blames it for each response.
+    let mut changed = specs();
+    changed[2].m_bps -= 1;
+    chain.on_path[1] = Chain::new(&changed, 0).unwrap().on_path.into_iter().nth(1).unwrap();
+    let inconsistent = Err(Failure::Dropped { position: 3, drop: DiscoveryDrop::InconsistentNeighbour });
+    let held = Err(Failure::Dropped { position: 3, drop: DiscoveryDrop::NeighbourHeldDown });
+    assert_eq!(chain.discover(JOINED_NS + S), inconsistent);
+    assert_eq!(chain.discover(JOINED_NS + 2 * S), inconsistent);
+    // The second blame within the window: AS 3 now refuses the request itself.
+    assert_eq!(chain.discover(JOINED_NS + 3 * S), held);
+    let blame = chain.neighbourhood(3).blames()[&chain::ia(2)];
+    assert_eq!((blame.hold_downs, blame.held_until_ns), (1, JOINED_NS + 2 * S + 300 * S));
+    // The operator clears it; the neighbour is checked (and blamed) again.
+    assert!(chain.neighbourhood(3).clear_hold_down(chain::ia(2), JOINED_NS + 4 * S));
+    assert_eq!(chain.discover(JOINED_NS + 5 * S), inconsistent);
+    // Blames decay: one more, a window later, is not enough.
+    assert_eq!(chain.discover(JOINED_NS + 70 * S), inconsistent);
+    assert_eq!(chain.neighbourhood(3).blames()[&chain::ia(2)].hold_downs, 1);
 }
 
 #[test]
@@ -130,6 +157,13 @@ fn contradicting_announcements_are_refused_and_blamed() {
         vec![(1, Err(DiscoveryDrop::ContradictingAnnouncement)), (3, Err(DiscoveryDrop::ContradictingAnnouncement))]
     );
     assert_eq!(chain.neighbourhood(1).blames()[&chain::ia(2)].last, BlameReason::ContradictingAnnouncement);
+    // Re-sent (as every second), the same contradiction is refused but blamed once: one offence.
+    let again = chain.announce(JOINED_NS + 3 * S);
+    assert!(again
+        .iter()
+        .filter(|(k, _, _)| *k == 2)
+        .all(|(_, _, r)| *r == Err(DiscoveryDrop::ContradictingAnnouncement)));
+    assert_eq!(chain.neighbourhood(1).blames()[&chain::ia(2)].count(BlameReason::ContradictingAnnouncement), 1);
 
     // A second change before the first one is over rewrites what the first promised.
     let mut chain = Chain::new(&specs(), 0).unwrap();

@@ -273,6 +273,13 @@ pub struct GlwpMatrixReply {
     pub t2_ns: u64,
 }
 
+/// The answer to `DELETE /v1/glwp/hold-down/<ISD-AS>`: whether the neighbour was held down.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GlwpHoldDownReply {
+    pub neighbour: IsdAsn,
+    pub was_held_down: bool,
+}
+
 /// One AS of a GLWP allocation's path: its interface pair, its hop values and, for the
 /// on-path ASes, its hop key (hex; the source's position has none).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,10 +6,12 @@
 //!
 //! Inconsistency is blamed on the neighbour (F2): a promoted value that differs from what the
 //! announcement says for the discovery's `ts_pkt` (old, temporary or new values), a value
-//! promoted for a link it never announced, an announcement whose entries add up to more than
-//! its divergent or convergent, or one that rewrites what an earlier one said (a different
-//! past, a second change before the first is over, a change that starts before it is
-//! announced). The message is dropped and the blame recorded per neighbour.
+//! promoted for a link it never announced while it announced others, an announcement whose
+//! entries add up to more than its divergent or convergent, or one that rewrites what an
+//! earlier one said (a different past, a second change before the first is over, a change that
+//! starts before it is announced). The message is dropped and the blame recorded per neighbour
+//! ([`crate::discovery::blame`], which may hold it down). A neighbour not heard from at all has
+//! had no chance yet (it or this AS has just started): its values are refused, not blamed.
 //!
 //! Bounded state: one announcement per link of this AS (a neighbour can announce only for as
 //! many links as it has to this AS), and announcements are rate limited per neighbour before
@@ -21,8 +23,9 @@ use aviary_scion::IsdAsn;
 
 use crate::allocation::HopValues;
 use crate::discovery::announcement::{
-    Announcement, AnnouncementRepr, FacingSums, Row, RowValues, KIND as ANNOUNCEMENT_KIND,
+    Announcement, AnnouncementRepr, FacingSums, Row, RowValues, KIND as ANNOUNCEMENT_KIND, MAX_ROWS,
 };
+use crate::discovery::blame::{Blame, BlameBook, BlamePolicy, BlameReason};
 use crate::discovery::crypto::announcement_mac;
 use crate::discovery::keys::DiscoveryKeys;
 use crate::discovery::verify::auth_eq;
@@ -36,45 +39,6 @@ use crate::schedule::{values_at, ChangeWindow, MatrixSchedule, ScheduleError};
 pub struct AnnouncementLimit {
     pub burst: u32,
     pub refill_ns: u64,
-}
-
-/// Why a neighbour was blamed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BlameReason {
-    /// It promoted hop values other than it announced for that time.
-    InconsistentValues,
-    /// It promoted hop values over a link it never announced.
-    Unannounced,
-    /// An announcement contradicts itself or an earlier one.
-    ContradictingAnnouncement,
-}
-
-impl BlameReason {
-    pub const ALL: [BlameReason; 3] =
-        [BlameReason::InconsistentValues, BlameReason::Unannounced, BlameReason::ContradictingAnnouncement];
-
-    pub fn label(self) -> &'static str {
-        match self {
-            BlameReason::InconsistentValues => "inconsistent_values",
-            BlameReason::Unannounced => "unannounced",
-            BlameReason::ContradictingAnnouncement => "contradicting_announcement",
-        }
-    }
-}
-
-/// What a neighbour was blamed for, for the operator.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Blame {
-    /// Per reason, in the order of [`BlameReason::ALL`].
-    pub counts: [u64; 3],
-    pub last: BlameReason,
-    pub last_ns: u64,
-}
-
-impl Blame {
-    pub fn count(&self, reason: BlameReason) -> u64 {
-        self.counts[reason as usize]
-    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -111,7 +75,10 @@ pub struct Neighbourhood {
     /// This AS's interface to a neighbour → the neighbour's interface at that link, as
     /// discoveries showed it (check (ii): the identifiers of the link do not change).
     facing: BTreeMap<(IsdAsn, InterfaceId), InterfaceId>,
-    blames: BTreeMap<IsdAsn, Blame>,
+    /// The last contradicting announcement of each neighbour, so that the same one re-sent
+    /// (every second) is refused without being blamed again: one offence, one blame.
+    contradicted: BTreeMap<IsdAsn, AnnouncementRepr>,
+    blames: BlameBook,
     last_sent_ns: u64,
 }
 
@@ -154,6 +121,29 @@ fn announced_values(a: &AnnouncementRepr, (i, j): (InterfaceId, InterfaceId), at
     Some(values_at(hv(a.facing_before, row.before)?, hv(a.facing_after, row.after)?, a.window, at_ns))
 }
 
+/// Whether two announcements say the same (a re-sent one: only the timestamp differs).
+fn same_schedule(a: &AnnouncementRepr, b: &AnnouncementRepr) -> bool {
+    (a.window, a.facing_before, a.facing_after, &a.rows) == (b.window, b.facing_before, b.facing_after, &b.rows)
+}
+
+/// Whether an AS with links at `links` can announce matrices `ms` together: the announcement
+/// for each link lists every other interface of them, at most [`MAX_ROWS`].
+pub fn check_announceable(
+    ms: &[&AllocationMatrix],
+    links: impl IntoIterator<Item = InterfaceId>,
+) -> Result<(), ScheduleError> {
+    let mut all: Vec<InterfaceId> = ms.iter().flat_map(|m| m.interfaces()).collect();
+    all.sort_unstable();
+    all.dedup();
+    for f in links {
+        let rows = all.iter().filter(|&&x| x != f).count();
+        if rows > MAX_ROWS {
+            return Err(ScheduleError::TooManyInterfaces { rows, max: MAX_ROWS });
+        }
+    }
+    Ok(())
+}
+
 impl Neighbourhood {
     pub fn new(
         matrix: AllocationMatrix,
@@ -169,7 +159,8 @@ impl Neighbourhood {
             buckets: BTreeMap::new(),
             announced: BTreeMap::new(),
             facing: BTreeMap::new(),
-            blames: BTreeMap::new(),
+            contradicted: BTreeMap::new(),
+            blames: BlameBook::default(),
             last_sent_ns: 0,
         }
     }
@@ -183,6 +174,7 @@ impl Neighbourhood {
     /// discovery stamped in the new phase (a source's clock may be ε ahead); the new ones
     /// ΔT after that. Announce afterwards ([`Self::announcements`]).
     pub fn change_matrix(&mut self, new: AllocationMatrix, now_ns: u64) -> Result<ChangeWindow, ScheduleError> {
+        check_announceable(&[self.schedule.after(), &new], self.neighbours.keys().copied())?;
         let f = self.params.freshness;
         let t1 = now_ns.saturating_add(f.lifetime_ns).saturating_add(f.skew_ns);
         self.schedule.change(new, t1, u64::from(self.params.validity_s) * 1_000_000_000)?;
@@ -217,7 +209,7 @@ impl Neighbourhood {
                     rows,
                 };
                 let key = keys.key_to(to);
-                // An AS with more interfaces than an announcement lists cannot announce.
+                // Never fails: every matrix of the schedule passed `check_announceable`.
                 repr.emit(|b| announcement_mac(&key, b)).ok().map(|bytes| (to, f, bytes))
             })
             .collect()
@@ -255,7 +247,12 @@ impl Neighbourhood {
             return Err(DiscoveryDrop::WrongNeighbour);
         }
         if !Self::consistent(stored, &repr) {
-            self.blame(from, BlameReason::ContradictingAnnouncement, now_ns);
+            let again =
+                self.contradicted.get(&from).is_some_and(|c| c.facing == repr.facing && same_schedule(c, &repr));
+            if !again {
+                self.blame(from, BlameReason::ContradictingAnnouncement, now_ns);
+                self.contradicted.insert(from, repr);
+            }
             return Err(DiscoveryDrop::ContradictingAnnouncement);
         }
         self.announced.insert((from, repr.facing), repr);
@@ -269,9 +266,6 @@ impl Neighbourhood {
             return false;
         }
         let Some(old) = stored else { return true };
-        let same_schedule = |a: &AnnouncementRepr, b: &AnnouncementRepr| {
-            (a.window, a.facing_before, a.facing_after, &a.rows) == (b.window, b.facing_before, b.facing_after, &b.rows)
-        };
         if same_schedule(old, new) {
             return true;
         }
@@ -306,9 +300,7 @@ impl Neighbourhood {
     }
 
     fn blame(&mut self, n: IsdAsn, reason: BlameReason, now_ns: u64) {
-        let b = self.blames.entry(n).or_insert(Blame { counts: [0; 3], last: reason, last_ns: now_ns });
-        b.counts[reason as usize] += 1;
-        (b.last, b.last_ns) = (reason, now_ns);
+        self.blames.blame(n, reason, now_ns);
     }
 
     /// Step 4: the values a neighbour promoted, against its announcement for their time.
@@ -319,7 +311,13 @@ impl Neighbourhood {
             return Err(DiscoveryDrop::InconsistentNeighbour);
         }
         let Some(a) = self.announced.get(&(n, p.facing)) else {
-            self.blame(n, BlameReason::Unannounced, now_ns);
+            // Nothing heard from the neighbour yet (this AS or it has just started, or its
+            // announcements wait for its key): not yet known, refused but not blamed; its
+            // announcement comes within a second. Having announced its other links but not
+            // this one, it had its chance.
+            if self.has_heard(n) {
+                self.blame(n, BlameReason::Unannounced, now_ns);
+            }
             return Err(DiscoveryDrop::NotAnnounced);
         };
         if announced_values(a, p.pair, p.ts_pkt) != Some(p.values) {
@@ -330,9 +328,38 @@ impl Neighbourhood {
         Ok(())
     }
 
+    /// Whether an announcement of `n` is stored, for any of its links to this AS.
+    pub fn has_heard(&self, n: IsdAsn) -> bool {
+        self.announced.range((n, 0)..=(n, InterfaceId::MAX)).next().is_some()
+    }
+
     /// The blame records, per neighbour.
     pub fn blames(&self) -> &BTreeMap<IsdAsn, Blame> {
-        &self.blames
+        self.blames.records()
+    }
+
+    /// Sets the policy that holds blamed neighbours down; the records start afresh (set it
+    /// before the AS runs).
+    pub fn set_blame_policy(&mut self, policy: BlamePolicy) {
+        self.blames = BlameBook::new(policy);
+    }
+
+    /// Whether discoveries through `n` are refused at `now_ns` (the blame policy held it down).
+    pub fn held_down(&self, n: IsdAsn, now_ns: u64) -> bool {
+        self.blames.held_down(n, now_ns)
+    }
+
+    /// The operator's reset of `n`'s hold-down; whether it was held down.
+    pub fn clear_hold_down(&mut self, n: IsdAsn, now_ns: u64) -> bool {
+        self.blames.clear(n, now_ns)
+    }
+
+    /// Takes up `schedule` as this AS's own, e.g. the one it had before a restart (persisted
+    /// by the caller), instead of the matrix it was built with.
+    pub fn resume(&mut self, schedule: MatrixSchedule) -> Result<(), ScheduleError> {
+        check_announceable(&[schedule.before(), schedule.after()], self.neighbours.keys().copied())?;
+        self.schedule = schedule;
+        Ok(())
     }
 }
 

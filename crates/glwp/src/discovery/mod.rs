@@ -8,7 +8,8 @@
 //! - [`Source`]: builds the request (lines 1-7) and checks the response (lines 41-47).
 //! - [`OnPathAs`]: the forward path (lines 8-23) and the return path (lines 24-40), with the
 //!   rate limit per neighbour ([`rate`]) and the consistency checks of neighbours'
-//!   announcements ([`ledger`]). It keeps no state per allocation.
+//!   announcements ([`ledger`]), and the blame of inconsistent neighbours ([`blame`]). It
+//!   keeps no state per allocation.
 //! - [`announcement`]: the matrix announcement of §V-C, which [`Neighbourhood`] sends and
 //!   checks, with the AS's own [`crate::MatrixSchedule`].
 //!
@@ -16,6 +17,7 @@
 //! services, and the caller says which AS it came from and what time it is.
 
 pub mod announcement;
+pub mod blame;
 pub mod crypto;
 pub mod keys;
 pub mod ledger;
@@ -32,11 +34,13 @@ use thiserror::Error;
 
 use crate::matrix::{AllocationMatrix, InterfaceId, LOCAL_INTERFACE};
 use crate::router::{Freshness, GlwpDrop};
+use crate::schedule::ScheduleError;
 use announcement::AnnouncementError;
 use wire::WireError;
 
+pub use blame::{Blame, BlamePolicy, BlameReason};
 pub use keys::{DiscoveryKeys, DrkeyKeys, PROTOCOL};
-pub use ledger::{is_announcement, AnnouncementLimit, Blame, BlameReason, Neighbourhood, Promoted};
+pub use ledger::{check_announceable, is_announcement, AnnouncementLimit, Neighbourhood, Promoted};
 pub use on_path::{OnPathAs, Outcome};
 pub use source::{RequestError, Source, SourceError};
 
@@ -67,6 +71,7 @@ aviary_qos::mechanism_drops! {
         BadWindow => "bad_window",
         Replayed => "replayed",
         ContradictingAnnouncement => "contradicting_announcement",
+        NeighbourHeldDown => "neighbour_held_down",
     }
 }
 
@@ -187,6 +192,8 @@ pub enum ConfigError {
     NeighbourAtLocalInterface(IsdAsn),
     #[error("rate_limit.burst_bytes: {burst} bytes admit no message of the longest path ({needed} bytes)")]
     BurstBelowMessage { burst: u16, needed: usize },
+    #[error("matrix: {0}")]
+    Unannounceable(ScheduleError),
 }
 
 impl AsConfig {
@@ -196,10 +203,10 @@ impl AsConfig {
     }
 
     fn check(&self) -> Result<(), ConfigError> {
-        match self.neighbours.get(&LOCAL_INTERFACE) {
-            Some(&ia) => Err(ConfigError::NeighbourAtLocalInterface(ia)),
-            None => Ok(()),
+        if let Some(&ia) = self.neighbours.get(&LOCAL_INTERFACE) {
+            return Err(ConfigError::NeighbourAtLocalInterface(ia));
         }
+        check_announceable(&[&self.matrix], self.neighbours.keys().copied()).map_err(ConfigError::Unannounceable)
     }
 
     /// Lines 9-10 for the AS at position `k` of a path of `l` ASes with pair `(i, j)`: the
@@ -259,6 +266,35 @@ mod tests {
         };
         let shown = format!("{config:?}");
         assert!(!shown.contains("171") && !shown.contains("secret"), "{shown}");
+    }
+
+    #[test]
+    fn a_matrix_an_announcement_cannot_list_is_refused_not_skipped() {
+        use crate::matrix::MatrixEntry;
+        let entries = |n: u16| (1..=n).map(|i| MatrixEntry { ingress: 0, egress: i, bps: 1 });
+        let config = |n: u16| AsConfig {
+            ia: IsdAsn::new(1, 1),
+            secret: [0; 16],
+            matrix: AllocationMatrix::new(entries(n)).unwrap(),
+            neighbours: (1..=n).map(|i| (i, IsdAsn::new(1, u64::from(i) + 1))).collect(),
+            params: DiscoveryParams {
+                freshness: Freshness { lifetime_ns: 1, skew_ns: 1 },
+                validity_s: 1,
+                min_guarantee_bps: 0,
+            },
+            announcement_limit: AnnouncementLimit { burst: 1, refill_ns: 1 },
+        };
+        // Interfaces 0 … 64: 64 others for each link. One more is too many.
+        assert_eq!(config(64).check(), Ok(()));
+        assert_eq!(
+            config(65).check(),
+            Err(ConfigError::Unannounceable(ScheduleError::TooManyInterfaces { rows: 65, max: 64 }))
+        );
+        let mut nb = config(64).neighbourhood();
+        let bigger =
+            AllocationMatrix::new(entries(64).chain([MatrixEntry { ingress: 1, egress: 65, bps: 1 }])).unwrap();
+        assert_eq!(nb.change_matrix(bigger, 0), Err(ScheduleError::TooManyInterfaces { rows: 65, max: 64 }));
+        assert!(nb.schedule().window().is_none(), "nothing scheduled");
     }
 
     #[test]

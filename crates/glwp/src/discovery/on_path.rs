@@ -47,6 +47,7 @@ impl<K: DiscoveryKeys> OnPathAs<K> {
         if usize::from(rate_limit.burst_bytes) < needed {
             return Err(ConfigError::BurstBelowMessage { burst: rate_limit.burst_bytes, needed });
         }
+        // Its rates follow the schedule from the first request on.
         let limiter = NeighbourLimiter::new(rate_limit, &config.matrix, config.neighbours.keys().copied());
         let neighbourhood = config.neighbourhood();
         Ok(Self { config, keys, limiter, neighbourhood, stats: DiscoveryStats::default() })
@@ -95,12 +96,24 @@ impl<K: DiscoveryKeys> OnPathAs<K> {
         Ok(k)
     }
 
+    /// The blame policy refuses discoveries through a neighbour it holds down.
+    fn check_not_held_down(&self, m: &Message<&mut [u8]>, k: usize, now_ns: u64) -> Result<(), DiscoveryDrop> {
+        let next = (k + 1 < usize::from(m.ases())).then(|| m.nid(k + 1));
+        let nb = &self.neighbourhood;
+        if nb.held_down(m.nid(k - 1), now_ns) || next.is_some_and(|n| nb.held_down(n, now_ns)) {
+            return Err(DiscoveryDrop::NeighbourHeldDown);
+        }
+        Ok(())
+    }
+
     fn forward_unc(&mut self, msg: &mut [u8], from: IsdAsn, now_ns: u64) -> Result<Outcome, DiscoveryDrop> {
         let len = msg.len();
         let mut m = Message::new_checked(msg)?;
         let k = self.check_arrival(&m, Kind::Request, from)?;
         let (i, j) = m.pair(k);
+        self.check_not_held_down(&m, k, now_ns)?;
         // Before any cryptography, so a flood costs little more than its bytes.
+        self.limiter.follow(self.neighbourhood.schedule(), now_ns);
         if !self.limiter.admit(i, len, now_ns) {
             return Err(DiscoveryDrop::RateLimited);
         }
@@ -138,6 +151,7 @@ impl<K: DiscoveryKeys> OnPathAs<K> {
     fn backward_unc(&mut self, msg: &mut [u8], from: IsdAsn, now_ns: u64) -> Result<Outcome, DiscoveryDrop> {
         let mut m = Message::new_checked(msg)?;
         let k = self.check_arrival(&m, Kind::Response, from)?;
+        self.check_not_held_down(&m, k, now_ns)?;
         self.config.params.check_fresh(m.ts_pkt(), now_ns)?;
         check_aid(&m)?;
         self.issue_hop_key(&mut m, k, now_ns)

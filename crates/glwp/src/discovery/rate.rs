@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use aviary_qos::{Rate, TokenBucketBank};
 
 use crate::matrix::{AllocationMatrix, InterfaceId};
+use crate::schedule::{ChangeWindow, MatrixSchedule, Phase};
 
 /// How much discovery traffic a neighbour may send.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,8 +26,16 @@ pub struct RateLimit {
 /// Token buckets of the neighbours' interfaces.
 #[derive(Clone, Debug)]
 pub struct NeighbourLimiter {
+    limit: RateLimit,
     bank: TokenBucketBank,
     index: BTreeMap<InterfaceId, usize>,
+    /// The schedule's change and phase the rates were last set for ([`Self::follow`]).
+    set_for: Option<(Option<ChangeWindow>, Phase)>,
+}
+
+fn rate_of(limit: RateLimit, div_bps: u64) -> Rate {
+    let bps = u128::from(div_bps) * u128::from(limit.share_ppm) / 1_000_000;
+    u64::try_from(bps).ok().and_then(|bps| Rate::from_bps(bps).ok()).unwrap_or(Rate::MAX)
 }
 
 impl NeighbourLimiter {
@@ -36,11 +45,23 @@ impl NeighbourLimiter {
         let mut bank = TokenBucketBank::new(limit.burst_bytes);
         let mut index = BTreeMap::new();
         for i in interfaces {
-            let bps = u128::from(matrix.divergent_bps(i)) * u128::from(limit.share_ppm) / 1_000_000;
-            let rate = u64::try_from(bps).ok().and_then(|bps| Rate::from_bps(bps).ok()).unwrap_or(Rate::MAX);
-            index.insert(i, bank.push(rate));
+            index.insert(i, bank.push(rate_of(limit, matrix.divergent_bps(i))));
         }
-        Self { bank, index }
+        Self { limit, bank, index, set_for: None }
+    }
+
+    /// Sets the rates to the divergents `schedule` gives at `now_ns` (the old matrix's, the
+    /// larger of old and new during a change, the new one's), when its change or phase
+    /// differs from the last call's; the tokens earned so far are kept.
+    pub fn follow(&mut self, schedule: &MatrixSchedule, now_ns: u64) {
+        let at = Some((schedule.window(), schedule.phase(now_ns)));
+        if self.set_for == at {
+            return;
+        }
+        self.set_for = at;
+        for (&i, &id) in &self.index {
+            self.bank.set_rate(id, rate_of(self.limit, schedule.divergent_bps(i, now_ns)), now_ns);
+        }
     }
 
     /// The request costs `len` bytes of the bucket of interface `ingress`; `false` when it has
@@ -81,5 +102,23 @@ mod tests {
         // Interface 1 earns three times as fast.
         assert!(lim.admit(1, 1000, 0));
         assert!(lim.admit(1, 1000, 8_000_000 / 3 + 1));
+    }
+
+    #[test]
+    fn rates_follow_the_schedule_through_a_change() {
+        let e = |ingress, egress, bps| MatrixEntry { ingress, egress, bps };
+        let old = AllocationMatrix::new([e(1, 2, 3_000_000_000), e(2, 1, 1_000_000_000)]).unwrap();
+        let new = AllocationMatrix::new([e(1, 2, 1_000_000_000), e(2, 1, 5_000_000_000)]).unwrap();
+        let mut schedule = MatrixSchedule::new(old.clone());
+        let mut lim = NeighbourLimiter::new(RateLimit { share_ppm: 1_000, burst_bytes: 1000 }, &old, [1, 2]);
+        schedule.change(new, 100, 50).unwrap();
+        let rates = |lim: &NeighbourLimiter| (lim.rate(1).unwrap(), lim.rate(2).unwrap());
+        let mbps = |m: u64| Rate::from_bps(m * 1_000_000).unwrap();
+        lim.follow(&schedule, 99);
+        assert_eq!(rates(&lim), (mbps(3), mbps(1)), "before t_1: the old divergents");
+        lim.follow(&schedule, 100);
+        assert_eq!(rates(&lim), (mbps(3), mbps(5)), "in the overlap: the larger of both");
+        lim.follow(&schedule, 150);
+        assert_eq!(rates(&lim), (mbps(1), mbps(5)), "from t_2: the new divergents");
     }
 }

@@ -26,6 +26,8 @@ pub enum RequestError {
     NotSource(IsdAsn),
     #[error("the path does not leave this AS towards its next AS, or does not start and end at local interfaces")]
     BadPath,
+    #[error("the first hop {0} is held down for repeated blame")]
+    HeldDown(IsdAsn),
 }
 
 /// Why a response gives the source no allocation.
@@ -76,6 +78,9 @@ impl<K: DiscoveryKeys> Source<K> {
         self.config.check_neighbours(0, l, path[0], None, Some(ases[1])).map_err(|_| RequestError::BadPath)?;
         if path[l - 1].1 != 0 || path[1..].iter().any(|&(i, _)| i == 0) {
             return Err(RequestError::BadPath);
+        }
+        if nb.held_down(ases[1], now_ns) {
+            return Err(RequestError::HeldDown(ases[1]));
         }
         let aid = aid(ases, path);
         let own = Announced::from(nb.schedule().hop_values(path[0].0, path[0].1, now_ns));

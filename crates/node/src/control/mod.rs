@@ -23,8 +23,8 @@ pub mod tls;
 
 use crate::api::HostKeyKind;
 use crate::api::{
-    self, ExtendRequest, GlwpDiscoverRequest, GlwpMatrixReply, GlwpMatrixRequest, Grant, HopWire, PathWire, PathsReply,
-    ReservationRequest, SegmentWire,
+    self, ExtendRequest, GlwpDiscoverRequest, GlwpHoldDownReply, GlwpMatrixReply, GlwpMatrixRequest, Grant, HopWire,
+    PathWire, PathsReply, ReservationRequest, SegmentWire,
 };
 use crate::clock::unix_s;
 use crate::config::{read_secret, ControlConfig, DrkeyConfig};
@@ -42,6 +42,8 @@ pub mod metrics;
 pub use grant_error::GrantError;
 use metrics::ControlMetrics;
 
+/// The operator's endpoint that ends a GLWP hold-down, followed by the neighbour's ISD-AS.
+const GLWP_HOLD_DOWN: &str = "/v1/glwp/hold-down/";
 /// Routes offered per destination.
 const MAX_PATHS: usize = 8;
 /// How far a segment's timestamp may lie in the past or future when an AS extends it.
@@ -192,6 +194,9 @@ impl ControlService {
                 (Method::Get, p) if p.starts_with("/v1/drkey/") => self.host_drkey(&req, p, query),
                 (Method::Post, "/v1/glwp/discover") => self.glwp_discover(&body),
                 (Method::Post, "/v1/glwp/matrix") => self.authorise(&req).and_then(|_| self.glwp_matrix(&body)),
+                (Method::Delete, p) if p.starts_with(GLWP_HOLD_DOWN) => {
+                    self.authorise(&req).and_then(|_| self.glwp_clear_hold_down(&p[GLWP_HOLD_DOWN.len()..]))
+                }
                 (Method::Get, "/metrics") => Ok(self.metrics_text()),
                 (Method::Get, "/v1/status") => Ok(serde_json::json!({ "ia": self.ia }).to_string()),
                 _ => Err(Failure(404, format!("no such endpoint: {} {path}", req.method()))),
@@ -261,6 +266,15 @@ impl ControlService {
         let r: GlwpMatrixRequest = serde_json::from_str(body)?;
         let w = glwp.change_matrix(r.matrix).map_err(|e| Failure(e.status(), e.to_string()))?;
         Ok(serde_json::to_string(&GlwpMatrixReply { t1_ns: w.t1_ns, t2_ns: w.t2_ns })?)
+    }
+
+    /// `DELETE /v1/glwp/hold-down/<ISD-AS>` (operator token): ends the blame policy's
+    /// hold-down of a neighbour.
+    fn glwp_clear_hold_down(&self, neighbour: &str) -> Result<String, Failure> {
+        let glwp = self.glwp.as_ref().ok_or_else(|| Failure(503, "this AS runs no GLWP service".into()))?;
+        let n: IsdAsn = neighbour.parse().map_err(|e| Failure(400, format!("{GLWP_HOLD_DOWN}{neighbour}: {e}")))?;
+        let was_held_down = glwp.clear_hold_down(n);
+        Ok(serde_json::to_string(&GlwpHoldDownReply { neighbour: n, was_held_down })?)
     }
 
     /// `GET /v1/drkey/<kind>?...`: a Level-2/3 key for the asking host (see [`drkey`]).

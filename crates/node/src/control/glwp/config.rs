@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 
 use aviary_glwp::discovery::rate::RateLimit;
 use aviary_glwp::discovery::wire::{message_len, MAX_ASES};
-use aviary_glwp::discovery::DiscoveryParams;
+use aviary_glwp::discovery::{check_announceable, BlamePolicy, DiscoveryParams};
 use aviary_glwp::{AllocationMatrix, Freshness, MatrixEntry, LOCAL_INTERFACE};
 use serde::{Deserialize, Serialize};
 
@@ -48,6 +48,29 @@ pub struct GlwpConfig {
     /// ΔT, how long an allocation lasts.
     #[serde(default = "default_validity")]
     pub validity_s: u32,
+    /// Blames of one neighbour within `blame_window_s` that hold it down (0: never).
+    #[serde(default = "default_blame_limit")]
+    pub blame_limit: u32,
+    /// The window over which blames count; older ones are forgotten.
+    #[serde(default = "default_blame_window")]
+    pub blame_window_s: u64,
+    /// How long discoveries through a held-down neighbour are refused.
+    #[serde(default = "default_hold_down")]
+    pub hold_down_s: u64,
+}
+
+const S: u64 = 1_000_000_000;
+
+fn default_blame_limit() -> u32 {
+    BlamePolicy::default().blames
+}
+
+fn default_blame_window() -> u64 {
+    BlamePolicy::default().window_ns / S
+}
+
+fn default_hold_down() -> u64 {
+    BlamePolicy::default().hold_down_ns / S
 }
 
 fn default_share() -> u32 {
@@ -72,6 +95,7 @@ pub struct GlwpPlan {
     pub matrix: AllocationMatrix,
     pub rate: RateLimit,
     pub params: DiscoveryParams,
+    pub blame: BlamePolicy,
 }
 
 impl GlwpConfig {
@@ -86,6 +110,9 @@ impl GlwpConfig {
             lifetime_ms: default_second(),
             skew_ms: default_second(),
             validity_s: default_validity(),
+            blame_limit: default_blame_limit(),
+            blame_window_s: default_blame_window(),
+            hold_down_s: default_hold_down(),
         }
     }
 
@@ -105,6 +132,7 @@ impl GlwpConfig {
         }
         let matrix =
             AllocationMatrix::new(entries).map_err(|e| err(format!("matrix[{}]", e.index()), e.to_string()))?;
+        check_announceable(&[&matrix], links.iter().copied()).map_err(|e| err("matrix".into(), e.to_string()))?;
         if self.rate_share_ppm == 0 || self.rate_share_ppm > 1_000_000 {
             return Err(err("rate_share_ppm".into(), "must be 1 … 1000000 (millionths of a divergent)".into()));
         }
@@ -130,6 +158,16 @@ impl GlwpConfig {
             }
         }
         let ns = |ms: u64, field: &str| ms.checked_mul(MS).ok_or_else(|| err(field.into(), "too large".into()));
+        let seconds = |s: u64, field: &str| match s.checked_mul(S) {
+            Some(0) if self.blame_limit > 0 => Err(err(field.into(), "must be positive".into())),
+            Some(ns) => Ok(ns),
+            None => Err(err(field.into(), "too large".into())),
+        };
+        let blame = BlamePolicy {
+            blames: self.blame_limit,
+            window_ns: seconds(self.blame_window_s, "blame_window_s")?,
+            hold_down_ns: seconds(self.hold_down_s, "hold_down_s")?,
+        };
         let freshness =
             Freshness { lifetime_ns: ns(self.lifetime_ms, "lifetime_ms")?, skew_ns: ns(self.skew_ms, "skew_ms")? };
         Ok(GlwpPlan {
@@ -140,6 +178,7 @@ impl GlwpConfig {
                 validity_s: self.validity_s,
                 min_guarantee_bps: self.min_guarantee_bps,
             },
+            blame,
         })
     }
 }
@@ -175,6 +214,8 @@ mod tests {
             ("matrix = []\nlifetime_ms = 0", "glwp.lifetime_ms", "positive"),
             ("matrix = []\nvalidity_s = 0", "glwp.validity_s", "positive"),
             ("matrix = [[1, 0, 1_000_000]]", "glwp.rate_share_ppm", "interface 1 would get 50000 bit/s"),
+            ("matrix = []\nblame_window_s = 0", "glwp.blame_window_s", "positive"),
+            ("matrix = []\nhold_down_s = 0", "glwp.hold_down_s", "positive"),
         ];
         for (text, field, msg) in cases {
             let e = parse(text).unwrap_err();
@@ -183,5 +224,29 @@ mod tests {
         }
         let e = parse("matrix = [[0, 1]]").unwrap_err();
         assert_eq!(e.field, "(toml)", "{e}");
+        assert_eq!(parse("matrix = []\nblame_limit = 0\nhold_down_s = 0").unwrap().blame.blames, 0, "off");
+    }
+
+    #[test]
+    fn the_blame_policy_defaults_to_the_cores_conservative_one() {
+        assert_eq!(parse("matrix = []").unwrap().blame, BlamePolicy::default());
+        let p = parse("matrix = []\nblame_limit = 3\nblame_window_s = 5\nhold_down_s = 7").unwrap();
+        assert_eq!(p.blame, BlamePolicy { blames: 3, window_ns: 5 * S, hold_down_ns: 7 * S });
+    }
+
+    #[test]
+    fn more_interfaces_than_an_announcement_lists_is_an_error_not_a_silent_skip() {
+        // An AS with 70 links: the announcement for a link the matrix leaves out lists every
+        // interface of the matrix, so 0 … 63 fit and 0 … 64 do not.
+        let links: Vec<u16> = (1..=70).collect();
+        let text = |n: u16| {
+            let rows: Vec<String> = (1..=n).map(|i| format!("[0, {i}, 1_000_000_000]")).collect();
+            format!("matrix = [{}]", rows.join(", "))
+        };
+        let plan = |n| toml::from_str::<GlwpConfig>(&text(n)).unwrap().plan("c.toml", "glwp", &links);
+        assert!(plan(63).is_ok());
+        let e = plan(64).unwrap_err();
+        assert_eq!((e.file.as_str(), e.field.as_str()), ("c.toml", "glwp.matrix"), "{e}");
+        assert!(e.message.contains("at most 64"), "{e}");
     }
 }

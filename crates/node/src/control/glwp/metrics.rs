@@ -75,8 +75,9 @@ impl Counters {
         self.announcements_accepted.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Announcements sent and accepted, and the blame of each neighbour by reason.
-    pub fn prometheus_updates(&self, out: &mut Exposition, ia: IsdAsn, blames: &BTreeMap<IsdAsn, Blame>) {
+    /// Announcements sent and accepted, the blame of each neighbour by reason, and the blame
+    /// policy's hold-downs (how many, and whether one is in force at `now_ns`).
+    pub fn prometheus_updates(&self, out: &mut Exposition, ia: IsdAsn, blames: &BTreeMap<IsdAsn, Blame>, now_ns: u64) {
         let ia = ia.to_string();
         let ia = ia.as_str();
         let mut f = out.family(
@@ -96,6 +97,22 @@ impl Counters {
             for reason in BlameReason::ALL {
                 f.sample(&[("ia", ia), ("neighbour", n.as_str()), ("reason", reason.label())], blame.count(reason));
             }
+        }
+        let mut f = out.family(
+            "aviary_glwp_hold_downs_total",
+            Kind::Counter,
+            "Times the blame policy held a neighbour down (refused discoveries through it).",
+        );
+        for (n, blame) in blames {
+            f.sample(&[("ia", ia), ("neighbour", n.to_string().as_str())], blame.hold_downs);
+        }
+        let mut f = out.family(
+            "aviary_glwp_neighbour_held_down",
+            Kind::Gauge,
+            "1 while discoveries through the neighbour are refused for repeated blame.",
+        );
+        for (n, blame) in blames {
+            f.sample(&[("ia", ia), ("neighbour", n.to_string().as_str())], u64::from(blame.held_down_at(now_ns)));
         }
     }
 

@@ -19,35 +19,33 @@
 //! - **Matrix updates** ([`updates`]): the service announces its matrix schedule to every
 //!   neighbour at the start, after a change (`POST /v1/glwp/matrix`) and every
 //!   [`updates::ANNOUNCE_EVERY`] (in case one was lost or its key not fetched yet), and checks
-//!   and stores its neighbours' announcements.
+//!   and stores its neighbours' announcements. A change is persisted ([`persist`]) so that a
+//!   restart resumes it; the blame policy (`[glwp] blame_limit`, ...) holds down neighbours
+//!   blamed again and again until it ends or the operator clears it.
 //! - **Loss.** The source retries a discovery with a fresh request (a new ts_pkt) after
 //!   [`ATTEMPT_TIMEOUT`], [`ATTEMPTS`] times in all; a late answer to an abandoned attempt is
 //!   dropped as `unsolicited`.
 
 pub mod config;
+mod hosts;
 pub mod keys;
 mod metrics;
+pub mod persist;
 pub mod updates;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::{SocketAddr, UdpSocket};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
 
 use anyhow::Context;
-use aviary_glwp::allocation::prefix_guarantees;
-use aviary_glwp::discovery::wire::{Kind, Message, MessageRepr, MAX_ASES};
-use aviary_glwp::discovery::{
-    is_announcement, AnnouncementLimit, AsConfig, DiscoveryDrop, OnPathAs, Outcome, RequestError, Source, SourceError,
-};
-use aviary_glwp::{HopValues, InterfaceId};
+use aviary_glwp::discovery::wire::{Kind, Message, MAX_ASES};
+use aviary_glwp::discovery::{is_announcement, AnnouncementLimit, AsConfig, DiscoveryDrop, OnPathAs, Outcome, Source};
+use aviary_glwp::{InterfaceId, MatrixSchedule};
 use aviary_scion::drkey::EpochSchedule;
 use aviary_scion::IsdAsn;
-use thiserror::Error;
 
-use crate::api::{GlwpAllocationWire, GlwpHopWire};
 use crate::clock::unix_ns;
 use crate::config::ControlConfig;
 use crate::control::drkey::DrkeyService;
@@ -56,44 +54,11 @@ use config::GlwpPlan;
 use keys::SharedKeys;
 use metrics::{Counters, TransportDrop};
 
-/// How long the source waits for the answer to one request.
-pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(1);
-/// Requests the source sends for one discovery before it gives up.
-pub const ATTEMPTS: u32 = 3;
+pub use hosts::{DiscoverError, ATTEMPTS, ATTEMPT_TIMEOUT};
+
 /// How often a neighbour may announce its matrix: 16 at once, then 10 a second (a neighbour
 /// re-announces every second per link; a change adds one).
 const ANNOUNCEMENTS: AnnouncementLimit = AnnouncementLimit { burst: 16, refill_ns: 100_000_000 };
-
-/// Why a host's discovery gave no allocation.
-#[derive(Debug, Error)]
-pub enum DiscoverError {
-    #[error("the path cannot be asked for: {0}")]
-    BadPath(#[from] RequestError),
-    #[error("no GLWP service is known for {0} (it has no [as.glwp] table?)")]
-    NoService(IsdAsn),
-    #[error("cannot send to {to}: {error}")]
-    Send { to: SocketAddr, error: std::io::Error },
-    #[error("no answer after {attempts} attempts of {timeout_ms} ms each (the first hop is {first_hop})")]
-    Timeout { attempts: u32, timeout_ms: u128, first_hop: IsdAsn },
-    #[error("{ia} (position {position} of the path) refused: the preliminary guarantee there is {preliminary_bps} bit/s, below its threshold")]
-    Refused { position: usize, ia: IsdAsn, preliminary_bps: u64 },
-    #[error("{ia} (position {position} of the path) brings the guarantee down to {preliminary_bps} bit/s, below the {min_bps} bit/s asked for")]
-    BelowMinimum { position: usize, ia: IsdAsn, preliminary_bps: u64, min_bps: u64 },
-    #[error("the answer was rejected: {}", .0.label())]
-    Rejected(DiscoveryDrop),
-}
-
-impl DiscoverError {
-    /// The HTTP status of the host API's reply.
-    pub fn status(&self) -> u16 {
-        match self {
-            DiscoverError::BadPath(_) => 400,
-            DiscoverError::Refused { .. } | DiscoverError::BelowMinimum { .. } => 409,
-            DiscoverError::Timeout { .. } => 504,
-            DiscoverError::NoService(_) | DiscoverError::Send { .. } | DiscoverError::Rejected(_) => 502,
-        }
-    }
-}
 
 struct Cores {
     on_path: OnPathAs<SharedKeys>,
@@ -118,6 +83,8 @@ pub struct GlwpService {
     /// matrix is checked.
     table: config::GlwpConfig,
     links: Vec<(InterfaceId, u64)>,
+    /// Where the matrix schedule is kept across restarts ([`persist`]).
+    schedule_file: PathBuf,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -141,6 +108,9 @@ struct GlwpSetup {
     pub table: config::GlwpConfig,
     /// The AS's inter-AS interfaces and their links' capacities.
     pub links: Vec<(InterfaceId, u64)>,
+    pub schedule_file: PathBuf,
+    /// The schedule persisted before a restart, which replaces the table's matrix.
+    pub resumed: Option<MatrixSchedule>,
 }
 
 impl GlwpService {
@@ -154,7 +124,15 @@ impl GlwpService {
             params: s.plan.params,
             announcement_limit: ANNOUNCEMENTS,
         };
-        let on_path = OnPathAs::new(config.clone(), s.plan.rate, s.keys.clone())?;
+        let mut on_path = OnPathAs::new(config.clone(), s.plan.rate, s.keys.clone())?;
+        on_path.neighbourhood.set_blame_policy(s.plan.blame);
+        if let Some(schedule) = s.resumed {
+            tracing::info!(window = ?schedule.window(), "GLWP: resuming the persisted matrix schedule");
+            on_path
+                .neighbourhood
+                .resume(schedule)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", s.schedule_file.display()))?;
+        }
         let source = Source::new(config, s.keys.clone())?;
         let socket = UdpSocket::bind(s.listen).map_err(|e| anyhow::anyhow!("cannot bind {}: {e}", s.listen))?;
         Ok(Self {
@@ -168,13 +146,16 @@ impl GlwpService {
             counters: Counters::default(),
             table: s.table,
             links: s.links,
+            schedule_file: s.schedule_file,
         })
     }
 
-    /// Starts the key fetcher and the receiving thread.
+    /// Starts the key fetcher and the receiving thread, announcing the schedule first so that
+    /// neighbours hear of it before this AS answers any discovery.
     pub fn start(self: &Arc<Self>, drkey: Arc<DrkeyService>) {
         let issuers = self.services.keys().copied().collect();
         self.keys.spawn_fetcher(drkey, self.ia, issuers);
+        self.announce();
         let svc = self.clone();
         std::thread::spawn(move || svc.receive_loop());
         let svc = self.clone();
@@ -195,6 +176,16 @@ impl GlwpService {
         let file = cfg_path.display().to_string();
         let links: Vec<u16> = topology.links_of(cfg.ia).map(|(l, ..)| l.ifid).collect();
         let plan = g.plan(&file, "glwp", &links)?;
+        let capacities: Vec<(InterfaceId, u64)> =
+            topology.links_of(cfg.ia).map(|(l, _, _, link)| (l.ifid, link.capacity_bps)).collect();
+        let schedule_file = persist::schedule_path(&cfg.state_dir);
+        let resumed = persist::load(&schedule_file, g, &capacities)?;
+        if resumed.as_ref().is_some_and(|s| s.after() != &plan.matrix) {
+            tracing::warn!(
+                file = %schedule_file.display(),
+                "GLWP: the [glwp] matrix differs from the persisted schedule, which holds (change the matrix with POST /v1/glwp/matrix)"
+            );
+        }
         let listen = g.listen.ok_or_else(|| ConfigError::new(&file, "glwp.listen", "missing"))?;
         let setup = GlwpSetup {
             ia: cfg.ia,
@@ -205,7 +196,9 @@ impl GlwpService {
             services: cfg.peers.iter().filter_map(|p| Some((p.ia, p.glwp?))).collect(),
             keys: SharedKeys::new(master_secret, schedule)?,
             table: g.clone(),
-            links: topology.links_of(cfg.ia).map(|(l, _, _, link)| (l.ifid, link.capacity_bps)).collect(),
+            links: capacities,
+            schedule_file,
+            resumed,
         };
         Self::new(setup).with_context(|| format!("{file}: glwp"))
     }
@@ -308,104 +301,18 @@ impl GlwpService {
         }
     }
 
-    /// Discovery for a host of this AS over the path through `ases` with interface pairs
-    /// `pairs` (this AS first), retried on loss; refused below `min_bps`.
-    pub fn discover(
-        &self,
-        ases: &[IsdAsn],
-        pairs: &[(InterfaceId, InterfaceId)],
-        min_bps: u64,
-    ) -> Result<GlwpAllocationWire, DiscoverError> {
-        let first_hop = *ases.get(1).ok_or(RequestError::Shape { ases: ases.len(), pairs: pairs.len() })?;
-        let addr = *self.services.get(&first_hop).ok_or(DiscoverError::NoService(first_hop))?;
-        for _ in 0..ATTEMPTS {
-            let ts_pkt = unix_ns();
-            let request = {
-                let cores = lock(&self.cores);
-                self.keys.select(ts_pkt);
-                cores.source.request(&cores.on_path.neighbourhood, ases, pairs, ts_pkt)?
-            };
-            let aid = Message::new_checked(&request[..]).map(|m| m.aid()).unwrap_or_default();
-            let (tx, rx) = mpsc::channel();
-            lock(&self.waiting).insert((aid, ts_pkt), tx);
-            if let Err(error) = self.socket.send_to(&request, addr) {
-                lock(&self.waiting).remove(&(aid, ts_pkt));
-                return Err(DiscoverError::Send { to: addr, error });
-            }
-            match rx.recv_timeout(ATTEMPT_TIMEOUT) {
-                Ok(answer) => return self.finish(&answer, ts_pkt, min_bps),
-                Err(_) => {
-                    lock(&self.waiting).remove(&(aid, ts_pkt));
-                    tracing::debug!(%first_hop, "GLWP discovery: no answer; trying again");
-                }
-            }
-        }
-        Err(DiscoverError::Timeout { attempts: ATTEMPTS, timeout_ms: ATTEMPT_TIMEOUT.as_millis(), first_hop })
-    }
-
-    /// The source's check of the answer, and the allocation for the host.
-    fn finish(&self, answer: &[u8], ts_pkt: u64, min_bps: u64) -> Result<GlwpAllocationWire, DiscoverError> {
-        let alloc = {
-            let mut cores = lock(&self.cores);
-            self.keys.select(ts_pkt);
-            let Cores { on_path, source } = &mut *cores;
-            source.finish(&mut on_path.neighbourhood, answer, unix_ns())
-        }
-        .map_err(|e| match e {
-            SourceError::Drop(d) => DiscoverError::Rejected(d),
-            SourceError::Refused { position, ia, preliminary_bps } => {
-                DiscoverError::Refused { position, ia, preliminary_bps }
-            }
-        })?;
-        // The source accepted it, so the message is well-formed and every hop value possible.
-        let m = Message::new_checked(answer).map_err(|e| DiscoverError::Rejected(e.into()))?;
-        let repr = MessageRepr::parse(&m);
-        let hop_values: Vec<HopValues> = repr
-            .hop_values
-            .iter()
-            .map(|a| HopValues::new(a.div_bps, a.m_bps, a.con_bps))
-            .collect::<Result<_, _>>()
-            .map_err(|_| DiscoverError::Rejected(DiscoveryDrop::ImpossibleHopValues))?;
-        let prelim = prefix_guarantees(&hop_values);
-        if let Some(position) = prelim.iter().position(|&g| g < min_bps) {
-            return Err(DiscoverError::BelowMinimum {
-                position,
-                ia: repr.ases[position],
-                preliminary_bps: prelim[position],
-                min_bps,
-            });
-        }
-        let hops = repr
-            .ases
-            .iter()
-            .zip(&repr.path)
-            .zip(&repr.hop_values)
-            .enumerate()
-            .map(|(k, ((&ia, &(ingress, egress)), hv))| GlwpHopWire {
-                ia,
-                ingress,
-                egress,
-                div_bps: hv.div_bps,
-                m_bps: hv.m_bps,
-                con_bps: hv.con_bps,
-                hop_key: k.checked_sub(1).and_then(|a| alloc.hop_keys.get(a)).map(hex::encode),
-            })
-            .collect();
-        Ok(GlwpAllocationWire {
-            src: self.ia,
-            aid: format!("{:016x}", alloc.aid),
-            guarantee_bps: prelim.last().copied().unwrap_or(0),
-            beta_kbps: alloc.beta,
-            ts_exp: alloc.ts_exp,
-            hops,
-        })
-    }
-
     /// The service's families for the control service's `/metrics`.
     pub fn prometheus(&self, out: &mut crate::metrics::Exposition) {
         let cores = lock(&self.cores);
         let fetch_errors = self.keys.fetch_errors.load(Ordering::Relaxed);
         self.counters.prometheus(out, self.ia, &cores.on_path.stats, &cores.source.stats, fetch_errors);
-        self.counters.prometheus_updates(out, self.ia, cores.on_path.neighbourhood.blames());
+        self.counters.prometheus_updates(out, self.ia, cores.on_path.neighbourhood.blames(), unix_ns());
+    }
+
+    /// The operator's reset of the hold-down of neighbour `n`; whether it was held down.
+    pub fn clear_hold_down(&self, n: IsdAsn) -> bool {
+        let cleared = lock(&self.cores).on_path.neighbourhood.clear_hold_down(n, unix_ns());
+        tracing::info!(neighbour = %n, cleared, "GLWP: hold-down cleared by the operator");
+        cleared
     }
 }

@@ -16,7 +16,7 @@ use aviary_glwp::{ChangeWindow, ScheduleError};
 use thiserror::Error;
 
 use super::metrics::TransportDrop;
-use super::{lock, GlwpService};
+use super::{lock, persist, GlwpService};
 use crate::clock::unix_ns;
 use crate::topology::{glwp_within_capacity, ConfigError};
 
@@ -29,29 +29,33 @@ pub enum MatrixChangeError {
     #[error(transparent)]
     Invalid(#[from] ConfigError),
     #[error(transparent)]
-    InProgress(#[from] ScheduleError),
+    Schedule(#[from] ScheduleError),
+    #[error("the schedule cannot be persisted ({path}): {error}; the change is not made")]
+    Persist { path: String, error: std::io::Error },
 }
 
 impl MatrixChangeError {
     /// The HTTP status of the management API's reply.
     pub fn status(&self) -> u16 {
         match self {
-            MatrixChangeError::Invalid(_) => 400,
-            MatrixChangeError::InProgress(_) => 409,
+            MatrixChangeError::Invalid(_) | MatrixChangeError::Schedule(ScheduleError::TooManyInterfaces { .. }) => 400,
+            MatrixChangeError::Schedule(_) => 409,
+            MatrixChangeError::Persist { .. } => 500,
         }
     }
 }
 
 impl GlwpService {
+    /// Announces again every [`ANNOUNCE_EVERY`] (the first one goes out at the start).
     pub(super) fn announce_loop(&self) {
         loop {
-            self.announce();
             std::thread::sleep(ANNOUNCE_EVERY);
+            self.announce();
         }
     }
 
     /// Step 1: the schedule to every neighbour, each for the link it is at.
-    fn announce(&self) {
+    pub(super) fn announce(&self) {
         let now = unix_ns();
         let sent = {
             let mut cores = lock(&self.cores);
@@ -106,7 +110,19 @@ impl GlwpService {
         let ids: Vec<u16> = self.links.iter().map(|l| l.0).collect();
         let plan = table.plan(SOURCE, "body", &ids)?;
         glwp_within_capacity(SOURCE, "body.matrix", &plan.matrix, &self.links)?;
-        let window = lock(&self.cores).on_path.neighbourhood.change_matrix(plan.matrix, unix_ns())?;
+        let window = {
+            let mut cores = lock(&self.cores);
+            // On a copy, so that a schedule that cannot be persisted is not announced either: a
+            // restart would otherwise contradict it.
+            let mut changed = cores.on_path.neighbourhood.clone();
+            let window = changed.change_matrix(plan.matrix, unix_ns())?;
+            persist::save(&self.schedule_file, changed.schedule()).map_err(|error| MatrixChangeError::Persist {
+                path: self.schedule_file.display().to_string(),
+                error,
+            })?;
+            cores.on_path.neighbourhood = changed;
+            window
+        };
         tracing::info!(t1_ns = window.t1_ns, t2_ns = window.t2_ns, "GLWP matrix change scheduled");
         self.announce();
         Ok(window)
