@@ -106,34 +106,34 @@ pub fn sha3_256_many_with(imp: Implementation, msgs: &[&[u8]], out: &mut [[u8; D
     hash_packed(imp, msgs, out);
 }
 
-/// The message a state is absorbing: its index in `msgs` and the next block to absorb.
+/// The message a state is absorbing: its index in `msgs`, what is left of it from the next
+/// block on (shorter than a block: the last, padded, block), and whether that block is its
+/// first.
 #[derive(Clone, Copy)]
-struct InLane {
+struct InLane<'m> {
     msg: usize,
-    block: usize,
+    rest: &'m [u8],
+    first: bool,
 }
 
 /// All messages through [`LANES`] states: a state whose message has ended (`len / 136 + 1`
-/// blocks, the last one padded) takes the next message not yet started, in
-/// the order of `msgs`, so that one long message (a 1000-byte payload: eight blocks) does not
-/// leave the other lanes idle while it is absorbed. A lane with nothing left to absorb is
-/// carried along unread.
+/// blocks, the last one padded) takes the next message not yet started, in the order of
+/// `msgs`, so that one long message (a 1000-byte payload: eight blocks) does not leave the
+/// other lanes idle while it is absorbed. A lane with nothing left to absorb is carried along
+/// unread.
 fn hash_packed(imp: Implementation, msgs: &[&[u8]], out: &mut [[u8; DIGEST_LEN]]) {
     assert!(out.len() >= msgs.len(), "one digest per message");
-    let blocks = |m: &[u8]| m.len() / RATE + 1;
     let mut states: Interleaved = [[0; LANES]; 25];
-    let mut lanes: [Option<InLane>; LANES] = [None; LANES];
-    let mut next = 0;
+    let mut lanes: [Option<InLane<'_>>; LANES] = [None; LANES];
+    let mut waiting = msgs.iter().enumerate();
     loop {
         let mut live = 0u8;
         for (lane, slot) in lanes.iter_mut().enumerate() {
-            if slot.is_none() && next < msgs.len() {
-                *slot = Some(InLane { msg: next, block: 0 });
-                next += 1;
+            if slot.is_none() {
+                *slot = waiting.next().map(|(msg, rest)| InLane { msg, rest, first: true });
             }
             let Some(at) = slot else { continue };
-            let m = msgs[at.msg];
-            absorb(&mut states, lane, &m[at.block * RATE..], at.block == 0, at.block + 1 == blocks(m));
+            absorb(&mut states, lane, at.rest, at.first);
             live |= 1 << lane;
         }
         if live == 0 {
@@ -142,22 +142,25 @@ fn hash_packed(imp: Implementation, msgs: &[&[u8]], out: &mut [[u8; DIGEST_LEN]]
         imp.permute(&mut states, live);
         for (lane, slot) in lanes.iter_mut().enumerate() {
             let Some(at) = slot else { continue };
-            at.block += 1;
-            if at.block == blocks(msgs[at.msg]) {
+            if at.rest.len() < RATE {
                 squeeze(&states, lane, &mut out[at.msg]);
                 *slot = None;
+            } else {
+                at.rest = &at.rest[RATE..];
+                at.first = false;
             }
         }
     }
 }
 
 /// XORs the next block of a message (`rest`: the message from that block on) into state
-/// `lane`; the last block is `rest` padded with `0x06 … 0x80` (SHA3's domain bits and pad10*1).
-/// The first block of a message is written over what the lane held (the state of the
-/// message before it), the capacity words cleared: a fresh state XORed with the block.
-fn absorb(states: &mut Interleaved, lane: usize, rest: &[u8], first: bool, last: bool) {
+/// `lane`; the last block, shorter than the rate, is `rest` padded with `0x06 … 0x80` (SHA3's
+/// domain bits and pad10*1). The first block of a message is written over what the lane held
+/// (the state of the message before it), the capacity words cleared: a fresh state XORed with
+/// the block.
+fn absorb(states: &mut Interleaved, lane: usize, rest: &[u8], first: bool) {
     let mut padded = [0u8; RATE];
-    let block: &[u8; RATE] = if last {
+    let block: &[u8; RATE] = if rest.len() < RATE {
         padded[..rest.len()].copy_from_slice(rest);
         padded[rest.len()] ^= 0x06;
         padded[RATE - 1] ^= 0x80;
