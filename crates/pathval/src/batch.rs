@@ -6,7 +6,8 @@
 //!    ([`aviary_scion::cmac`]); from these, both HiddenSamples a packet needs are known:
 //!    the one to verify, `H(0 | DataHash | HopCount | K_prev)`, and the one for the next node,
 //!    `H(Flag | DataHash | HopCount + 1 | K_next)`.
-//! 2. **Hash** the HiddenSamples to verify of the whole batch at once.
+//! 2. **Hash** the HiddenSamples to verify of the whole batch at once, with as many of the
+//!    HiddenSamples for the next node as fill the lanes of the last permutation.
 //! 3. **DataHash** over the payloads of the packets whose HiddenSample did not verify (the
 //!    previous node sampled them, or they were altered), and the HiddenSamples for the next
 //!    node, all at once: the one-block HiddenSamples fill the lanes the eight-block payloads
@@ -29,7 +30,7 @@ use crate::crypto::{
 };
 use crate::functions::{self, HeaderMut};
 use crate::header::{field, locate, Metadata, PathvalView, BLOCK_LEN, HIDDEN_SAMPLE_LEN};
-use crate::keccak::{sha3_256_many, DIGEST_LEN};
+use crate::keccak::{sha3_256_many, DIGEST_LEN, LANES};
 use crate::router::{PathvalDrop, Router, Verdict};
 
 /// Packets processed together (stack-allocated state per packet).
@@ -113,16 +114,22 @@ impl Router {
             verify_inputs[i] = k_prev.hidden_sample_input(false, &c.meta.data_hash, c.hop_count);
             next_inputs[i] = k_next.hidden_sample_input(flag, &c.meta.data_hash, c.hop_count + 1);
         }
-        // 2. The HiddenSamples to verify (those of skipped packets hash zeros, unread).
+        // 2. The HiddenSamples to verify (those of skipped packets hash zeros, unread), and
+        //    as many HiddenSamples for the next node as fill the lanes of their last
+        //    permutation (a batch of one hashes both of its HiddenSamples in one).
+        let early = ((LANES - n % LANES) % LANES).min(n);
         let mut msgs: [&[u8]; 2 * MAX_BATCH] = [&[]; 2 * MAX_BATCH];
-        for (m, input) in msgs.iter_mut().zip(&verify_inputs[..n]) {
+        for (m, input) in msgs.iter_mut().zip(verify_inputs[..n].iter().chain(&next_inputs[..early])) {
             *m = input;
         }
-        let mut carried_check: [[u8; DIGEST_LEN]; MAX_BATCH] = [[0; DIGEST_LEN]; MAX_BATCH];
-        sha3_256_many(&msgs[..n], &mut carried_check[..n]);
-        // 3. DataHash of the packets the previous node may have sampled, and the HiddenSamples
-        //    for the next node, in one pass: the payloads (eight blocks each) first, the
-        //    one-block HiddenSamples filling the lanes they leave.
+        let mut digests: [[u8; DIGEST_LEN]; 2 * MAX_BATCH] = [[0; DIGEST_LEN]; 2 * MAX_BATCH];
+        sha3_256_many(&msgs[..n + early], &mut digests[..n + early]);
+        let (carried_check, early_samples) = digests.split_at(n);
+        let mut next_samples: [[u8; HIDDEN_SAMPLE_LEN]; MAX_BATCH] = [[0; HIDDEN_SAMPLE_LEN]; MAX_BATCH];
+        next_samples[..early].copy_from_slice(&early_samples[..early]);
+        // 3. DataHash of the packets the previous node may have sampled, and the other
+        //    HiddenSamples for the next node, in one pass: the payloads (eight blocks each)
+        //    first, the one-block HiddenSamples filling the lanes they leave.
         let mut unverified = [0usize; MAX_BATCH];
         let mut u = 0;
         for (i, c) in checked.iter().enumerate().take(n) {
@@ -134,12 +141,13 @@ impl Router {
                 u += 1;
             }
         }
-        for (m, input) in msgs[u..].iter_mut().zip(&next_inputs[..n]) {
+        let late = n - early;
+        for (m, input) in msgs[u..].iter_mut().zip(&next_inputs[early..n]) {
             *m = input;
         }
-        let mut digests: [[u8; DIGEST_LEN]; 2 * MAX_BATCH] = [[0; DIGEST_LEN]; 2 * MAX_BATCH];
-        sha3_256_many(&msgs[..u + n], &mut digests[..u + n]);
-        let (payload_hashes, next_samples) = digests.split_at(u);
+        sha3_256_many(&msgs[..u + late], &mut digests[..u + late]);
+        let (payload_hashes, late_samples) = digests.split_at(u);
+        next_samples[early..n].copy_from_slice(&late_samples[..late]);
         let mut payload_hash: [Option<[u8; BLOCK_LEN]>; MAX_BATCH] = [None; MAX_BATCH];
         for (&i, h) in unverified[..u].iter().zip(payload_hashes) {
             payload_hash[i] = Some(h[..BLOCK_LEN].try_into().expect("16 bytes"));
