@@ -6,9 +6,12 @@
 //!    ([`aviary_scion::cmac`]); from these, both HiddenSamples a packet needs are known:
 //!    the one to verify, `H(0 | DataHash | HopCount | K_prev)`, and the one for the next node,
 //!    `H(Flag | DataHash | HopCount + 1 | K_next)`.
-//! 2. **Hash** the HiddenSamples of the whole batch at once.
+//! 2. **Hash** the HiddenSamples to verify of the whole batch at once, with as many of the
+//!    HiddenSamples for the next node as fill the lanes of the last permutation.
 //! 3. **DataHash** over the payloads of the packets whose HiddenSample did not verify (the
-//!    previous node sampled them, or they were altered), all at once.
+//!    previous node sampled them, or they were altered), and the HiddenSamples for the next
+//!    node, all at once: the one-block HiddenSamples fill the lanes the eight-block payloads
+//!    leave, so that the multi-state permutations run with every lane busy.
 //! 4. **Proofs**: every ValidationProof CMAC of the batch in one interleaved pass, the ones to
 //!    check and the ones to write (both cover received header fields only).
 //! 5. **Finish**: the checks, then Construction or Update written into the packet. A dropped
@@ -27,7 +30,7 @@ use crate::crypto::{
 };
 use crate::functions::{self, HeaderMut};
 use crate::header::{field, locate, Metadata, PathvalView, BLOCK_LEN, HIDDEN_SAMPLE_LEN};
-use crate::keccak::{sha3_256_many, DIGEST_LEN};
+use crate::keccak::{sha3_256_many, DIGEST_LEN, LANES};
 use crate::router::{PathvalDrop, Router, Verdict};
 
 /// Packets processed together (stack-allocated state per packet).
@@ -103,37 +106,50 @@ impl Router {
         }
         let mut sampled = [false; MAX_BATCH];
         self.sampling.ep_sampling_many(&prf_inputs[..s], &mut sampled[..s]);
-        let mut inputs: [HiddenSampleInput; 2 * MAX_BATCH] = [[0; HIDDEN_SAMPLE_INPUT_LEN]; 2 * MAX_BATCH];
+        let mut verify_inputs: [HiddenSampleInput; MAX_BATCH] = [[0; HIDDEN_SAMPLE_INPUT_LEN]; MAX_BATCH];
+        let mut next_inputs: [HiddenSampleInput; MAX_BATCH] = [[0; HIDDEN_SAMPLE_INPUT_LEN]; MAX_BATCH];
         for (&i, &flag) in sampling_order[..s].iter().zip(&sampled) {
             let (Some(c), Some((k_prev, k_next))) = (checked[i].as_mut(), keys[i]) else { continue };
             c.sampled = flag;
-            inputs[2 * i] = k_prev.hidden_sample_input(false, &c.meta.data_hash, c.hop_count);
-            inputs[2 * i + 1] = k_next.hidden_sample_input(flag, &c.meta.data_hash, c.hop_count + 1);
+            verify_inputs[i] = k_prev.hidden_sample_input(false, &c.meta.data_hash, c.hop_count);
+            next_inputs[i] = k_next.hidden_sample_input(flag, &c.meta.data_hash, c.hop_count + 1);
         }
-        // 2. Every HiddenSample of the batch (those of skipped packets hash zeros, unread).
+        // 2. The HiddenSamples to verify (those of skipped packets hash zeros, unread), and
+        //    as many HiddenSamples for the next node as fill the lanes of their last
+        //    permutation (a batch of one hashes both of its HiddenSamples in one).
+        let early = ((LANES - n % LANES) % LANES).min(n);
         let mut msgs: [&[u8]; 2 * MAX_BATCH] = [&[]; 2 * MAX_BATCH];
-        for (m, input) in msgs.iter_mut().zip(&inputs[..2 * n]) {
+        for (m, input) in msgs.iter_mut().zip(verify_inputs[..n].iter().chain(&next_inputs[..early])) {
             *m = input;
         }
-        let mut hidden: [[u8; DIGEST_LEN]; 2 * MAX_BATCH] = [[0; DIGEST_LEN]; 2 * MAX_BATCH];
-        sha3_256_many(&msgs[..2 * n], &mut hidden[..2 * n]);
-        // 3. DataHash of the packets the previous node may have sampled.
+        let mut digests: [[u8; DIGEST_LEN]; 2 * MAX_BATCH] = [[0; DIGEST_LEN]; 2 * MAX_BATCH];
+        sha3_256_many(&msgs[..n + early], &mut digests[..n + early]);
+        let (carried_check, early_samples) = digests.split_at(n);
+        let mut next_samples: [[u8; HIDDEN_SAMPLE_LEN]; MAX_BATCH] = [[0; HIDDEN_SAMPLE_LEN]; MAX_BATCH];
+        next_samples[..early].copy_from_slice(&early_samples[..early]);
+        // 3. DataHash of the packets the previous node may have sampled, and the other
+        //    HiddenSamples for the next node, in one pass: the payloads (eight blocks each)
+        //    first, the one-block HiddenSamples filling the lanes they leave.
         let mut unverified = [0usize; MAX_BATCH];
         let mut u = 0;
-        let mut payloads: [&[u8]; MAX_BATCH] = [&[]; MAX_BATCH];
         for (i, c) in checked.iter().enumerate().take(n) {
             let Some(c) = c else { continue };
             let carried = &pkts[i][c.header.0..c.header.0 + HIDDEN_SAMPLE_LEN];
-            if !ct_eq(&hidden[2 * i], carried) {
+            if !ct_eq(&carried_check[i], carried) {
                 unverified[u] = i;
-                payloads[u] = &pkts[i][c.payload.0..c.payload.1];
+                msgs[u] = &pkts[i][c.payload.0..c.payload.1];
                 u += 1;
             }
         }
-        let mut payload_hashes: [[u8; DIGEST_LEN]; MAX_BATCH] = [[0; DIGEST_LEN]; MAX_BATCH];
-        sha3_256_many(&payloads[..u], &mut payload_hashes[..u]);
+        let late = n - early;
+        for (m, input) in msgs[u..].iter_mut().zip(&next_inputs[early..n]) {
+            *m = input;
+        }
+        sha3_256_many(&msgs[..u + late], &mut digests[..u + late]);
+        let (payload_hashes, late_samples) = digests.split_at(u);
+        next_samples[early..n].copy_from_slice(&late_samples[..late]);
         let mut payload_hash: [Option<[u8; BLOCK_LEN]>; MAX_BATCH] = [None; MAX_BATCH];
-        for (&i, h) in unverified[..u].iter().zip(&payload_hashes) {
+        for (&i, h) in unverified[..u].iter().zip(payload_hashes) {
             payload_hash[i] = Some(h[..BLOCK_LEN].try_into().expect("16 bytes"));
         }
         // 4. Every ValidationProof of the batch in one pass of CMACs: the one to check (under
@@ -165,7 +181,7 @@ impl Router {
         // 5. The checks, then the header for the next node.
         for (i, c) in checked.iter().enumerate().take(n) {
             let Some(c) = c else { continue };
-            let next_hidden: &[u8; HIDDEN_SAMPLE_LEN] = &hidden[2 * i + 1];
+            let next_hidden: &[u8; HIDDEN_SAMPLE_LEN] = &next_samples[i];
             let mut hdr = PathvalView::new_checked(&mut pkts[i][c.header.0..c.header.1]).expect("checked in stage 1");
             let (check_at, write_at) = proof_at[i];
             let check = payload_hash[i].as_ref().map(|h| (h, &proofs[check_at]));

@@ -95,7 +95,17 @@ pub fn verify_hidden_sample(hdr: &HeaderMut<'_>, k_prev: &LinkKey) -> bool {
 /// The second half of Verification (Alg. 2, lines 15-25, conditions corrected): the payload
 /// must hash to DataHash and the proof must be the previous node's.
 pub fn verify_validation_proof(hdr: &HeaderMut<'_>, payload: &[u8], k_prev: &LinkKey) -> Result<(), PathvalDrop> {
-    check_data_hash(hdr, &data_hash(payload))?;
+    verify_validation_proof_hashed(hdr, &data_hash(payload), k_prev)
+}
+
+/// [`verify_validation_proof`] with the payload's DataHash computed already (the destination
+/// hashes the payload once, for this and for DstVerification).
+pub fn verify_validation_proof_hashed(
+    hdr: &HeaderMut<'_>,
+    payload_hash: &[u8; BLOCK_LEN],
+    k_prev: &LinkKey,
+) -> Result<(), PathvalDrop> {
+    check_data_hash(hdr, payload_hash)?;
     check_validation_proof(hdr, &k_prev.validation_proof(&hdr.metadata(), hdr.hop_count(), &hdr.concealment()))
 }
 
@@ -126,6 +136,18 @@ pub fn verification(hdr: &HeaderMut<'_>, payload: &[u8], k_prev: &LinkKey) -> Re
     verify_validation_proof(hdr, payload, k_prev).map(|()| true)
 }
 
+/// [`verification`] with the payload's DataHash computed already.
+pub fn verification_hashed(
+    hdr: &HeaderMut<'_>,
+    payload_hash: &[u8; BLOCK_LEN],
+    k_prev: &LinkKey,
+) -> Result<bool, PathvalDrop> {
+    if verify_hidden_sample(hdr, k_prev) {
+        return Ok(false);
+    }
+    verify_validation_proof_hashed(hdr, payload_hash, k_prev).map(|()| true)
+}
+
 /// Update (Alg. 2, lines 28-31): `HopCount += 1`, `HiddenSample = H(0 | DataHash | HopCount |
 /// K)` and a random ValidationProof from the router's random source, so that an observer
 /// cannot tell an unsampled packet by an unchanged proof.
@@ -152,8 +174,17 @@ pub fn update_hashed(
 /// DstVerification (Alg. 2, lines 32-39, condition corrected): the Concealment recomputed
 /// over the received payload's hash must match.
 pub fn dst_verification(hdr: &HeaderMut<'_>, payload: &[u8], k0n: &EndToEndKey) -> Result<(), PathvalDrop> {
+    dst_verification_hashed(hdr, &data_hash(payload), k0n)
+}
+
+/// [`dst_verification`] with the payload's DataHash computed already.
+pub fn dst_verification_hashed(
+    hdr: &HeaderMut<'_>,
+    payload_hash: &[u8; BLOCK_LEN],
+    k0n: &EndToEndKey,
+) -> Result<(), PathvalDrop> {
     let mut meta = hdr.metadata();
-    meta.data_hash = data_hash(payload);
+    meta.data_hash = *payload_hash;
     if !ct_eq(&k0n.concealment(&meta), &hdr.concealment()) {
         return Err(PathvalDrop::BadConcealment);
     }

@@ -19,7 +19,7 @@
 
 use aviary_qos::RandomSource;
 
-use crate::crypto::{uniform_below, EndToEndKey, LinkKey, SamplingKey};
+use crate::crypto::{data_hash, uniform_below, EndToEndKey, LinkKey, SamplingKey};
 use crate::functions::{self, HeaderMut};
 use crate::router::PathvalDrop;
 
@@ -133,7 +133,10 @@ impl Scheme {
                 Ok(Routed { verified: true, sampled: true })
             }
             Scheme::Ppv(at) => {
-                let verified = self.ppv_verify(hdr, payload, k_prev, at)?;
+                let verified = ppv_checks(hdr, at);
+                if verified {
+                    functions::verify_validation_proof(hdr, payload, k_prev)?;
+                }
                 let sampled = hdr.ppv_sampled_node() == at.index;
                 if sampled {
                     functions::prove(hdr, k_next)?;
@@ -146,7 +149,8 @@ impl Scheme {
     }
 
     /// The destination: verification of the last proof where the scheme asks for one (whether
-    /// it did is returned), then DstVerification.
+    /// it did is returned), then DstVerification. DstVerification needs the payload's DataHash
+    /// in any case, so it is computed once, first, for both.
     pub fn accept(
         self,
         hdr: &HeaderMut<'_>,
@@ -154,16 +158,23 @@ impl Scheme {
         k_prev: &LinkKey,
         k0n: &EndToEndKey,
     ) -> Result<bool, PathvalDrop> {
+        let payload_hash = data_hash(payload);
         let verified = match self {
-            Scheme::Pathval => functions::verification(hdr, payload, k_prev)?,
+            Scheme::Pathval => functions::verification_hashed(hdr, &payload_hash, k_prev)?,
             Scheme::Baseline | Scheme::Epic(_) => {
                 self.check_position(hdr)?;
-                functions::verify_validation_proof(hdr, payload, k_prev)?;
+                functions::verify_validation_proof_hashed(hdr, &payload_hash, k_prev)?;
                 true
             }
-            Scheme::Ppv(at) => self.ppv_verify(hdr, payload, k_prev, at)?,
+            Scheme::Ppv(at) => {
+                let check = ppv_checks(hdr, at);
+                if check {
+                    functions::verify_validation_proof_hashed(hdr, &payload_hash, k_prev)?;
+                }
+                check
+            }
         };
-        functions::dst_verification(hdr, payload, k0n)?;
+        functions::dst_verification_hashed(hdr, &payload_hash, k0n)?;
         Ok(verified)
     }
 
@@ -174,19 +185,9 @@ impl Scheme {
             _ => Ok(()),
         }
     }
+}
 
-    /// PPV: the node after the marked one verifies the marked node's proof.
-    fn ppv_verify(
-        self,
-        hdr: &HeaderMut<'_>,
-        payload: &[u8],
-        k_prev: &LinkKey,
-        at: StaticHop,
-    ) -> Result<bool, PathvalDrop> {
-        let check = u16::from(hdr.ppv_sampled_node()) + 1 == u16::from(at.index);
-        if check {
-            functions::verify_validation_proof(hdr, payload, k_prev)?;
-        }
-        Ok(check)
-    }
+/// PPV: whether this node verifies a proof, i.e. follows the node the source marked.
+fn ppv_checks(hdr: &HeaderMut<'_>, at: StaticHop) -> bool {
+    u16::from(hdr.ppv_sampled_node()) + 1 == u16::from(at.index)
 }
