@@ -71,6 +71,15 @@ impl<T: AsRef<[u8]>> StandardPathView<T> {
         let off = self.hop_offset(i);
         HopField::from_bytes(self.buf.as_ref()[off..off + HOP_LEN].try_into().expect("HOP_LEN bytes"))
     }
+    /// The construction-direction ingress and egress interfaces of hop field `i`, without
+    /// decoding the rest of it (for walks over every hop field of a path); panics if
+    /// `i >= num_hops()`.
+    pub fn hop_interfaces(&self, i: usize) -> (u16, u16) {
+        assert!(i < self.num_hops, "hop field {i} of {}", self.num_hops);
+        let b = &self.buf.as_ref()[self.hop_offset(i)..];
+        let read = |r: std::ops::Range<usize>| u16::from_be_bytes(b[r].try_into().expect("2 bytes"));
+        (read(field::hop::CONS_INGRESS), read(field::hop::CONS_EGRESS))
+    }
     pub fn curr_info(&self) -> InfoField {
         self.info(usize::from(self.meta.curr_inf))
     }

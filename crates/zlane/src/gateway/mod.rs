@@ -22,6 +22,8 @@
 //!
 //! [`hvf_matches`]: aviary_scion::epic::per_as::hvf_matches
 
+#[cfg(test)]
+mod batch_tests;
 pub mod config;
 mod host_slots;
 mod hosts;

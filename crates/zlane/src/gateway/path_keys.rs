@@ -52,12 +52,15 @@ pub struct PathKeys {
     /// (AS, egress interface) → the AS at the other end.
     links: HashMap<(AsIndex, u16), AsIndex, RandomState>,
     walks: Box<[Walk; CACHED_WALKS]>,
+    /// The index of the last source looked up: a gateway's paths all leave its own AS, so
+    /// this saves a hash lookup per packet (an AS keeps its index once interned).
+    last_src: Option<(IsdAsn, AsIndex)>,
 }
 
 impl Default for PathKeys {
     fn default() -> Self {
         let (index, keys, links) = Default::default();
-        Self { index, keys, links, walks: Box::new([Walk::default(); CACHED_WALKS]) }
+        Self { index, keys, links, walks: Box::new([Walk::default(); CACHED_WALKS]), last_src: None }
     }
 }
 
@@ -121,46 +124,60 @@ impl PathKeys {
         path: &StandardPathView<&[u8]>,
         out: &mut [Option<&'a GatewayKey>; MAX_HOPS],
     ) -> Result<(), PathKeyError> {
-        let mut ases = [0; MAX_HOPS];
         let n = path.num_hops();
-        self.walk_cached(src, path, &mut ases)?;
-        for (o, at) in out.iter_mut().zip(&ases[..n]) {
+        let mut egress = [0u16; MAX_HOPS];
+        travel_egresses(path, &mut egress);
+        if n > CACHED_HOPS {
+            let mut ases = [0; MAX_HOPS];
+            self.walk(src, &egress[..n], &mut ases)?;
+            return self.keys_of(&ases[..n], out);
+        }
+        let egress: [u16; CACHED_HOPS] = egress[..CACHED_HOPS].try_into().expect("CACHED_HOPS ≤ MAX_HOPS");
+        let slot = self.walk_cached(src, &egress, n)?;
+        // A copy of the few ASes, so that the keys borrow the table alone.
+        let ases = self.walks[slot].ases;
+        self.keys_of(&ases[..n], out)
+    }
+
+    /// The key of each of `ases` into `out`.
+    fn keys_of<'a>(
+        &'a self,
+        ases: &[AsIndex],
+        out: &mut [Option<&'a GatewayKey>; MAX_HOPS],
+    ) -> Result<(), PathKeyError> {
+        for (o, at) in out.iter_mut().zip(ases) {
             let key = self.keys[*at as usize].as_ref();
             *o = Some(key.ok_or_else(|| PathKeyError::NoKey(self.ia_of(*at)))?);
         }
         Ok(())
     }
 
-    /// [`PathKeys::walk`], remembered for paths of up to [`CACHED_HOPS`] hop fields.
-    fn walk_cached(
-        &mut self,
-        src: IsdAsn,
-        path: &StandardPathView<&[u8]>,
-        ases: &mut [AsIndex; MAX_HOPS],
-    ) -> Result<(), PathKeyError> {
-        let n = path.num_hops();
-        let mut egress = [0u16; MAX_HOPS];
-        travel_egresses(path, &mut egress);
-        if n > CACHED_HOPS {
-            return self.walk(src, &egress[..n], ases);
-        }
-        let at = *self.index.get(&src).ok_or(PathKeyError::UnknownLink)?;
-        let egress: [u16; CACHED_HOPS] = egress[..CACHED_HOPS].try_into().expect("CACHED_HOPS ≤ MAX_HOPS");
+    /// The slot of [`PathKeys::walks`] that remembers the walk of a path of `n` hop fields
+    /// (at most [`CACHED_HOPS`]) leaving `src` through `egress`, walked now if it was not.
+    fn walk_cached(&mut self, src: IsdAsn, egress: &[u16; CACHED_HOPS], n: usize) -> Result<usize, PathKeyError> {
+        let at = match self.last_src {
+            Some((ia, at)) if ia == src => at,
+            _ => {
+                let at = *self.index.get(&src).ok_or(PathKeyError::UnknownLink)?;
+                self.last_src = Some((src, at));
+                at
+            }
+        };
         let mut hash = u64::from(at) ^ (n as u64) << 32;
         for e in &egress[..n] {
             hash = (hash ^ u64::from(*e)).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
         }
         let slot = (hash.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize % CACHED_WALKS;
         let w = &self.walks[slot];
-        if usize::from(w.hops) == n && w.src == at && w.egress == egress {
-            ases[..n].copy_from_slice(&w.ases[..n]);
-            return Ok(());
+        if usize::from(w.hops) == n && w.src == at && w.egress == *egress {
+            return Ok(slot);
         }
-        self.walk(src, &egress[..n], ases)?;
-        let mut walk = Walk { hops: n as u8, src: at, egress, ases: [0; CACHED_HOPS] };
+        let mut ases = [0; MAX_HOPS];
+        self.walk(src, &egress[..n], &mut ases)?;
+        let mut walk = Walk { hops: n as u8, src: at, egress: *egress, ases: [0; CACHED_HOPS] };
         walk.ases.copy_from_slice(&ases[..CACHED_HOPS]);
         self.walks[slot] = walk;
-        Ok(())
+        Ok(slot)
     }
 
     /// The AS of every hop field of a path leaving `src` through `egress` (one per hop field)
@@ -190,7 +207,8 @@ fn travel_egresses(path: &StandardPathView<&[u8]>, out: &mut [u16; MAX_HOPS]) {
         let cons_dir = path.info(info).cons_dir;
         for _ in 0..usize::from(*len) {
             if hop + 1 < n {
-                out[hop] = path.hop(hop).travel_interfaces(cons_dir).1;
+                let (ingress, egress) = path.hop_interfaces(hop);
+                out[hop] = if cons_dir { egress } else { ingress };
             }
             hop += 1;
         }
@@ -242,8 +260,16 @@ mod tests {
     /// The same without the remembered walks.
     fn walked(keys: &PathKeys, src: IsdAsn, bytes: &[u8]) -> Result<Vec<*const GatewayKey>, PathKeyError> {
         let path = StandardPathView::new_checked(bytes).expect("a valid path");
+        // The egresses from fully decoded hop fields, apart from `travel_egresses`.
         let (mut egress, mut ases) = ([0; MAX_HOPS], [0; MAX_HOPS]);
-        travel_egresses(&path, &mut egress);
+        let mut hop = 0;
+        for (info, len) in path.meta().seg_len.iter().enumerate().take(path.num_info_fields()) {
+            for _ in 0..*len {
+                egress[hop] = path.hop(hop).travel_interfaces(path.info(info).cons_dir).1;
+                hop += 1;
+            }
+        }
+        egress[path.num_hops() - 1] = 0;
         keys.walk(src, &egress[..path.num_hops()], &mut ases)?;
         ases[..path.num_hops()]
             .iter()
