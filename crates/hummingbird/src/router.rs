@@ -228,7 +228,7 @@ impl HopExtension for Flyovers {
     ) -> Result<Admission, DropReason> {
         if let Some(f) = &staged.ext {
             // The plain hop-field MAC replaces the AggMAC, so the path can be reversed.
-            path[usize::from(f.mac_off)..][..MAC_LEN].copy_from_slice(&staged.hop.hop.mac);
+            path[usize::from(f.mac_off)..][..MAC_LEN].copy_from_slice(&staged.hop.mac());
         }
         Ok(self.charge(ingress, staged.ext.as_ref(), now_ns))
     }
@@ -259,7 +259,7 @@ fn flyover_candidates<const N: usize>(sv: &SecretValue, batch: &mut [Option<Stag
     Aes128::encrypt_fresh_keys(&keys[..nf], &mut fly_macs[..nf]);
     for k in 0..nf {
         let Some(w) = batch[fly_idx[k]].as_mut() else { continue };
-        let mut cand = w.hop.hop.mac;
+        let mut cand = w.hop.mac();
         for (c, f) in cand.iter_mut().zip(&fly_macs[k]) {
             *c ^= f;
         }

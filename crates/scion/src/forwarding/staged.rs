@@ -45,6 +45,14 @@ pub struct Staged<W> {
     pub ext: Option<W>,
 }
 
+impl<W> Staged<W> {
+    /// The hop layout of `pkt`, the packet this was prepared from.
+    #[inline]
+    pub fn layout<'p>(&self, pkt: &'p [u8]) -> &'p [u8] {
+        &pkt[usize::from(self.path_start) + usize::from(self.layout_offset)..]
+    }
+}
+
 /// The full 16-byte AES-CMACs of the hop field(s) an AS verified, of which the hop-field MAC
 /// is the first 6 bytes (EPIC's authenticator σ).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -208,7 +216,7 @@ impl<E: HopExtension> StagedForwarder<E> {
         let mut nb = 0;
         for (i, w) in work[..n].iter().enumerate() {
             if let Some(w) = w {
-                let (b1, b2) = w.hop.mac_blocks();
+                let (b1, b2) = w.hop.mac_blocks(w.layout(pkts[i]));
                 blocks[nb] = b1;
                 owner[nb] = (i, false);
                 nb += 1;
@@ -281,7 +289,7 @@ impl<E: HopExtension> StagedForwarder<E> {
         let mut previous = fresh;
         let previous = self.ext.crypto_previous(&mut previous, now_ns).then_some(previous);
         for w in current.into_iter().flatten().chain(previous) {
-            let auth = self.fwd.macs_across_rotation(&w.hop, now_ns);
+            let auth = self.fwd.macs_across_rotation(&w.hop, w.layout(pkt), now_ns);
             let (mac, next_mac) = auth.macs();
             let path = &mut pkt[usize::from(w.path_start)..];
             match self.fwd.finish(&mut path[usize::from(w.layout_offset)..], &w.hop, mac, next_mac, now_ns) {
