@@ -101,11 +101,12 @@ pub trait HopExtension {
         0
     }
 
-    /// Stage 2 over the whole batch of at most `N` packets: every `Some` entry with an `ext`
-    /// needs its cryptography; it must set the hop's MAC to verify ([`HopWork::set_mac`]).
-    /// `N` sizes the stage's scratch space on the stack (1 for a single packet).
-    fn crypto<const N: usize>(&mut self, batch: &mut [Option<Staged<Self::Work>>]) {
-        let _ = batch;
+    /// Stage 2 over the whole batch of at most `N` packets that arrived on `ingress`: every
+    /// `Some` entry with an `ext` needs its cryptography; it must set the hop's MAC to verify
+    /// ([`HopWork::set_mac`]). `N` sizes the stage's scratch space on the stack (1 for a
+    /// single packet).
+    fn crypto<const N: usize>(&mut self, batch: &mut [Option<Staged<Self::Work>>], ingress: u16) {
+        let _ = (batch, ingress);
     }
 
     /// Stage 4, for a packet whose hop field(s) verified and whose path was updated: check and
@@ -205,7 +206,7 @@ impl<E: HopExtension> StagedForwarder<E> {
         }
 
         // Stage 2: the mechanism's cryptography, over the batch.
-        self.ext.crypto::<N>(&mut work[..n]);
+        self.ext.crypto::<N>(&mut work[..n], ingress);
 
         // Stage 3: hop-field MACs (and crossover MACs) under the AS key. One block per packet,
         // plus one per crossover (at most one per packet): 2N.
@@ -285,7 +286,7 @@ impl<E: HopExtension> StagedForwarder<E> {
             return Verdict::Drop(DropReason::BadMac);
         };
         let mut current = [Some(fresh)];
-        self.ext.crypto::<1>(&mut current);
+        self.ext.crypto::<1>(&mut current, ingress);
         let mut previous = fresh;
         let previous = self.ext.crypto_previous(&mut previous, now_ns).then_some(previous);
         for w in current.into_iter().flatten().chain(previous) {
