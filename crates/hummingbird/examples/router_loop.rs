@@ -8,7 +8,11 @@
 //! valgrind --tool=callgrind target/release/examples/router_loop flyover 32 4000
 //! ```
 //!
-//! Arguments: `scion|flyover`, the batch size (1 to 32) and the number of packets.
+//! Arguments: `scion|flyover|flyovers`, the batch size (1 to 32) and the number of packets.
+//! `flyovers` sends the packets of [`RESERVATIONS`] reservations round-robin, their ResIDs
+//! spread over the whole 22-bit space (a policing array of 32 MiB): each packet's policing
+//! slot is on a page of its own, as at a router with many reservations, not always in cache
+//! as with the one reservation of `flyover`.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -22,6 +26,10 @@ const T0: u32 = 1_750_000_000;
 const NOW: u64 = T0 as u64 * 1_000_000_000 + 200_000_000;
 /// The transit AS of the chain, as in the bench rows.
 const TRANSIT: usize = 2;
+/// Reservations at the transit AS in the `flyovers` case.
+const RESERVATIONS: u32 = 10_000;
+/// Distance of their ResIDs: they spread over the 22-bit ResID space.
+const RES_ID_STRIDE: u32 = (1 << 22) / RESERVATIONS;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -31,43 +39,68 @@ fn main() {
     let packets: u64 = args.get(3).and_then(|n| n.parse().ok()).expect(usage);
 
     let chain = Chain::new(5, T0 - 60);
-    let mut pkt = match kind.as_str() {
-        "scion" => chain.standard_packet(100),
-        "flyover" => {
-            let res = [(TRANSIT, chain.grant(TRANSIT, 77, 1023, T0 - 10, 3600))];
-            let mut pkt = chain.hbird_packet(&res, T0, 100).expect("a flyover packet");
-            Source::new(&pkt, &[res[0].1]).expect("a source").stamp(&mut pkt, NOW).expect("stamped");
-            pkt
+    let mut params = RouterParams::default();
+    let pool: Vec<Vec<u8>> = match kind.as_str() {
+        "scion" => vec![chain.standard_packet(100)],
+        "flyover" => vec![flyover_packet(&chain, 77)],
+        "flyovers" => {
+            params.max_res_id = (1 << 22) - 1;
+            (0..RESERVATIONS).map(|k| flyover_packet(&chain, k * RES_ID_STRIDE)).collect()
         }
         _ => panic!("{usage}"),
     };
-    for i in 0..TRANSIT {
-        chain.router(i, RouterParams::default()).process(&mut pkt, Chain::forward_ingress(i), NOW);
-    }
-    let path = ScionView::new_checked(&pkt[..]).expect("a valid packet").path_range();
-    let template = pkt[path.clone()].to_vec();
-    let mut router = chain.router(TRANSIT, RouterParams::default());
+    // Every packet as it arrives at the transit AS; the path header is restored from here.
+    let pool: Vec<Vec<u8>> = pool
+        .into_iter()
+        .map(|mut pkt| {
+            for i in 0..TRANSIT {
+                chain.router(i, RouterParams::default()).process(&mut pkt, Chain::forward_ingress(i), NOW);
+            }
+            pkt
+        })
+        .collect();
+    let path = ScionView::new_checked(&pool[0][..]).expect("a valid packet").path_range();
+    let templates: Vec<Vec<u8>> = pool.iter().map(|p| p[path.clone()].to_vec()).collect();
+    let mut router = chain.router(TRANSIT, params);
     let ingress = Chain::forward_ingress(TRANSIT);
 
-    let mut pkts: Vec<Vec<u8>> = vec![pkt; batch];
+    // The reservations round-robin, `batch` of them at a time (with one packet in the pool,
+    // `batch` copies of it); whole batches only.
+    let copies = if pool.len() == 1 { batch } else { 1 };
+    let mut pkts: Vec<Vec<u8>> = pool.iter().flat_map(|p| std::iter::repeat_n(p.clone(), copies)).collect();
+    pkts.truncate(pkts.len() / batch * batch);
+    let templates: Vec<&[u8]> = (0..pkts.len()).map(|j| &templates[j / copies][..]).collect();
     let mut verdicts = vec![Verdict::Deliver; batch];
-    let mut refs: Vec<&mut [u8]> = pkts.iter_mut().map(|p| p.as_mut_slice()).collect();
     let rounds = packets.div_ceil(batch as u64);
     let t = Instant::now();
     for i in 0..rounds {
-        for p in refs.iter_mut() {
-            p[path.clone()].copy_from_slice(&template);
-        }
         let now = NOW + i * 100 * batch as u64;
+        let first = i as usize * batch % pkts.len();
+        let group = &mut pkts[first..][..batch];
+        for (p, t) in group.iter_mut().zip(&templates[first..]) {
+            p[path.clone()].copy_from_slice(t);
+        }
         if batch == 1 {
             // As a router does with a lone packet: the stages sized for one.
-            verdicts[0] = router.process(black_box(&mut refs[0]), ingress, now);
+            verdicts[0] = router.process(black_box(&mut group[0]), ingress, now);
         } else {
-            router.process_batch(black_box(&mut refs), ingress, now, &mut verdicts);
+            let mut refs: [&mut [u8]; 32] = Default::default();
+            for (r, p) in refs.iter_mut().zip(group.iter_mut()) {
+                *r = p;
+            }
+            router.process_batch(black_box(&mut refs[..batch]), ingress, now, &mut verdicts);
         }
         black_box(&verdicts);
     }
     let elapsed = t.elapsed().as_nanos() as f64;
     assert!(verdicts.iter().all(|v| matches!(v, Verdict::Forward { .. })), "packets not forwarded: {verdicts:?}");
     println!("{kind} batch {batch}: {:.1} ns/packet", elapsed / (rounds * batch as u64) as f64);
+}
+
+/// A flyover packet with a reservation `res_id` at the transit AS, stamped by its source.
+fn flyover_packet(chain: &Chain, res_id: u32) -> Vec<u8> {
+    let res = [(TRANSIT, chain.grant(TRANSIT, res_id, 1023, T0 - 10, 3600))];
+    let mut pkt = chain.hbird_packet(&res, T0, 100).expect("a flyover packet");
+    Source::new(&pkt, &[res[0].1]).expect("a source").stamp(&mut pkt, NOW).expect("stamped");
+    pkt
 }

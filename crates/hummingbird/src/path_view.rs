@@ -197,16 +197,16 @@ impl<T: AsRef<[u8]>> HopLayout for HbirdPathView<T> {
         HbirdPathView::info(self, i)
     }
     #[inline]
-    fn current_hop(&self) -> (HopField, usize) {
+    fn current_hop(&self) -> (HopField, usize, usize) {
         let b = &self.buf.as_ref()[self.curr_off..][..HOP_LEN];
-        (HopField::from_bytes(b.try_into().expect("HOP_LEN bytes")), self.curr_lines)
+        (HopField::from_bytes(b.try_into().expect("HOP_LEN bytes")), self.curr_lines, self.curr_off)
     }
     /// A crossover's second hop field must be a plain one: a flyover belongs to one interface
     /// pair and the first hop field of the segment already carries it (A.5).
     #[inline]
-    fn crossover_hop(&self, line: usize, seg_end: usize) -> Option<(HopField, usize)> {
+    fn crossover_hop(&self, line: usize, seg_end: usize) -> Option<(HopField, usize, usize)> {
         (self.fits(line) && self.lines_at(line) == HOP_LINES && line + HOP_LINES <= seg_end)
-            .then(|| (self.hop_field(line), HOP_LINES))
+            .then(|| (self.hop_field(line), HOP_LINES, self.hop_offset(line)))
     }
     #[inline]
     fn advanced_word(&self, curr_inf: usize, curr_hf: usize) -> [u8; 4] {

@@ -46,7 +46,7 @@ pub fn prepare_hbird(
     let view = HbirdPathView::new_checked(path).map_err(DropReason::from)?;
     let mut work = fwd.prepare_hop(&view, src, dst, ingress)?;
     let Some(fly) = view.current_flyover() else {
-        work.set_mac(work.hop.mac);
+        work.set_mac(work.mac());
         return Ok((work, None));
     };
     // The flyover's interface pair: the ingress of this hop field and the egress the
@@ -54,8 +54,8 @@ pub fn prepare_hbird(
     let meta = view.meta();
     let pkt_len = pkt_len.ok_or(DropReason::PktLenOverflow)?;
     let res = ResInfo {
-        ingress: work.hop.travel_interfaces(work.info.cons_dir).0,
-        egress: work.egress,
+        ingress: work.hop_ingress(),
+        egress: work.egress(),
         res_id: fly.res_id,
         bw: fly.bw,
         start: meta.base_ts.wrapping_sub(u32::from(fly.res_start_offset)),

@@ -114,6 +114,16 @@ impl ReservationPolicer {
         }
     }
 
+    /// Starts loading the policing slot of `res_id` into the cache (a hint: the slot of a
+    /// router with many reservations is rarely cached; a batch asks for all its slots before
+    /// its cryptography, which then hides the misses).
+    #[inline]
+    pub fn prefetch(&self, res_id: u32) {
+        if let Some(slot) = self.next_free.get(res_id as usize) {
+            crate::prefetch(slot);
+        }
+    }
+
     /// Forget the state of one reservation (e.g. when its ResID is reassigned).
     pub fn reset(&mut self, res_id: u32) {
         if let Some(slot) = self.next_free.get_mut(res_id as usize) {

@@ -31,12 +31,26 @@ pub fn derive_forwarding_key(master_secret: &[u8]) -> [u8; 16] {
 #[inline]
 pub fn mac_input(seg_id: u16, timestamp: u32, exp_time: u8, cons_ingress: u16, cons_egress: u16) -> [u8; 16] {
     let mut b = [0u8; 16];
-    b[2..4].copy_from_slice(&seg_id.to_be_bytes());
-    b[4..8].copy_from_slice(&timestamp.to_be_bytes());
-    b[9] = exp_time;
-    b[10..12].copy_from_slice(&cons_ingress.to_be_bytes());
-    b[12..14].copy_from_slice(&cons_egress.to_be_bytes());
+    b[input::SEG_ID].copy_from_slice(&seg_id.to_be_bytes());
+    b[input::TIMESTAMP].copy_from_slice(&timestamp.to_be_bytes());
+    b[input::EXP_TIME] = exp_time;
+    b[input::CONS_INGRESS].copy_from_slice(&cons_ingress.to_be_bytes());
+    b[input::CONS_EGRESS].copy_from_slice(&cons_egress.to_be_bytes());
     b
+}
+
+/// Where [`mac_input`] puts each field in the block. ExpTime, ConsIngress and ConsEgress
+/// follow each other as in the hop field, so they can be copied from it in one piece
+/// ([`input::HOP_PART`]).
+pub mod input {
+    use std::ops::Range;
+    pub const SEG_ID: Range<usize> = 2..4;
+    pub const TIMESTAMP: Range<usize> = 4..8;
+    pub const EXP_TIME: usize = 9;
+    pub const CONS_INGRESS: Range<usize> = 10..12;
+    pub const CONS_EGRESS: Range<usize> = 12..14;
+    /// ExpTime through ConsEgress.
+    pub const HOP_PART: Range<usize> = EXP_TIME..CONS_EGRESS.end;
 }
 
 /// An expanded hop-field MAC key with its CMAC subkey.

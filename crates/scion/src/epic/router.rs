@@ -109,7 +109,7 @@ fn prepare_on<L: HopLayout>(
     ingress: u16,
 ) -> Result<HopWork, DropReason> {
     let mut work = fwd.prepare_hop(layout, view.src_ia(), view.dst_ia(), ingress)?;
-    work.set_mac(work.hop.mac);
+    work.set_mac(work.mac());
     Ok(work)
 }
 
@@ -144,7 +144,7 @@ impl HopExtension for Epic {
                 let id = path.pkt_id();
                 let fields = Fields::PerAs {
                     hvf_off: path.hvf_offset(ch),
-                    next_hvf_off: work.next.map(|_| path.hvf_offset(ch + 1)),
+                    next_hvf_off: work.at_crossover().then(|| path.hvf_offset(ch + 1)),
                     qos: path.qos(),
                     src_ia: view.src_ia(),
                     src_host: view.src_host(),

@@ -21,8 +21,8 @@ pub use staged::{HopAuth, HopExtension, Staged, StagedForwarder, Standard, Stand
 
 use aviary_qos::{DropReason, Verdict};
 
-use crate::mac::{mac_eq, mac_input, HopMacKey, MAC_LEN};
-use crate::wire::path::{chain_seg_id, field, hop_expiry_ns, set_seg_id, HopField, InfoField};
+use crate::mac::{input, mac_eq, HopMacKey, MAC_LEN};
+use crate::wire::path::{chain_seg_id, field, hop_expiry_ns, set_seg_id, InfoField, HOP_LEN, INFO_LEN};
 use crate::wire::path_view::StandardPathView;
 use crate::IsdAsn;
 
@@ -107,8 +107,9 @@ impl AsForwarding {
     /// The MACs to verify a prepared packet with during a rotation's overlap: for each hop
     /// field on its own, the current key's MAC if the hop field carries it, else the previous
     /// key's. The two hop fields of a crossover come from different segments, which may have
-    /// been issued on either side of the rotation.
-    pub fn macs_across_rotation(&self, w: &HopWork, now_ns: u64) -> HopAuth {
+    /// been issued on either side of the rotation. `layout` is the hop layout `w` was prepared
+    /// from.
+    pub(crate) fn macs_across_rotation(&self, w: &HopWork, layout: &[u8], now_ns: u64) -> HopAuth {
         let pick = |block: [u8; 16], carried: &[u8; MAC_LEN]| {
             let cmac = self.mac_keys.current().cmac_block(&block);
             match self.mac_keys.previous_at(now_ns) {
@@ -116,8 +117,11 @@ impl AsForwarding {
                 _ => cmac,
             }
         };
-        let (b1, b2) = w.mac_blocks();
-        HopAuth { current: pick(b1, &w.hop.mac), next: b2.zip(w.next).map(|(b, n)| pick(b, &n.hop.mac)) }
+        let (b1, b2) = w.mac_blocks(layout);
+        HopAuth {
+            current: pick(b1, &w.mac),
+            next: b2.zip(w.next).map(|(b, n)| pick(b, &hop_bytes(layout, n.hop_off).mac())),
+        }
     }
 
     /// The empty path only carries traffic inside one AS.
@@ -166,33 +170,38 @@ impl AsForwarding {
     pub fn prepare_standard(&self, path: &[u8], src: IsdAsn, dst: IsdAsn, ingress: u16) -> Result<HopWork, DropReason> {
         let view = StandardPathView::new_checked(path).map_err(DropReason::from)?;
         let mut work = self.prepare_hop(&view, src, dst, ingress)?;
-        work.set_mac(work.hop.mac);
+        work.set_mac(work.mac());
         Ok(work)
     }
 
     /// Verifies the hop field(s) of a prepared packet given their computed MACs, and
-    /// updates SegID and CurrINF/CurrHF in place. `Ok(None)`: deliver locally;
-    /// `Ok(Some(egress))`: forward.
-    pub fn finish(
+    /// updates SegID and CurrINF/CurrHF in place. `layout` is the hop layout `w` was prepared
+    /// from, its bytes as they were then. `Ok(None)`: deliver locally; `Ok(Some(egress))`:
+    /// forward.
+    pub(crate) fn finish(
         &self,
-        path: &mut [u8],
+        layout: &mut [u8],
         w: &HopWork,
         mac: [u8; MAC_LEN],
         next_mac: Option<[u8; MAC_LEN]>,
         now_ns: u64,
     ) -> Result<Option<u16>, DropReason> {
-        check_hop(&w.hop, &w.info, &mac, now_ns)?;
+        let (info, hop) = (info_bytes(layout, w.info_off), hop_bytes(layout, w.hop_off));
+        check_hop(info.timestamp(), hop.exp_time(), &w.mac, &mac, now_ns)?;
         if w.deliver {
-            set_seg_id(path, usize::from(w.info_off), w.info.seg_id);
+            set_seg_id(layout, usize::from(w.info_off), w.seg_id);
             return Ok(None);
         }
-        let (info_off, mut info, hop) = match (&w.next, next_mac) {
+        // The hop field whose MAC the SegID is chained with after verification, and its
+        // info field: at a crossover the next segment's.
+        let (info_off, seg_id, cons_dir, chained_mac) = match (w.next, next_mac) {
             (Some(n), Some(m)) => {
-                check_hop(&n.hop, &n.info, &m, now_ns)?;
-                (n.info_off, n.info, n.hop)
+                let (ninfo, nhop) = (info_bytes(layout, n.info_off), hop_bytes(layout, n.hop_off));
+                check_hop(ninfo.timestamp(), nhop.exp_time(), &nhop.mac(), &m, now_ns)?;
+                (n.info_off, ninfo.seg_id(), ninfo.cons_dir(), nhop.mac())
             }
             (Some(_), None) => return Err(DropReason::BadMac),
-            (None, _) => (w.info_off, w.info, w.hop),
+            (None, _) => (w.info_off, w.seg_id, w.cons_dir, w.mac),
         };
         self.check_egress(w.egress)?;
         if w.at_end {
@@ -200,57 +209,127 @@ impl AsForwarding {
         }
         // Every check passed before the first write: a refused packet is left as it came, so
         // that it can be verified again from its own SegID under a previous key.
-        set_seg_id(path, usize::from(w.info_off), w.info.seg_id);
-        if info.cons_dir && !w.peering {
-            info.seg_id = chain_seg_id(info.seg_id, &hop.mac);
-        }
-        set_seg_id(path, usize::from(info_off), info.seg_id);
-        path[field::meta::WORD].copy_from_slice(&w.advanced_meta);
+        set_seg_id(layout, usize::from(w.info_off), w.seg_id);
+        let seg_id = if cons_dir && !w.peering { chain_seg_id(seg_id, &chained_mac) } else { seg_id };
+        set_seg_id(layout, usize::from(info_off), seg_id);
+        layout[field::meta::WORD].copy_from_slice(&w.advanced_meta);
         Ok(Some(w.egress))
     }
 }
 
-/// Expiry and MAC of one hop field.
+/// Expiry and MAC of one hop field: `carried` is the MAC to verify (the one on the wire or a
+/// flyover's candidate), `computed` the one the AS key gives.
 #[inline]
-fn check_hop(hop: &HopField, info: &InfoField, mac: &[u8; MAC_LEN], now_ns: u64) -> Result<(), DropReason> {
-    if now_ns > hop_expiry_ns(info.timestamp, hop.exp_time) {
+fn check_hop(
+    timestamp: u32,
+    exp_time: u8,
+    carried: &[u8; MAC_LEN],
+    computed: &[u8; MAC_LEN],
+    now_ns: u64,
+) -> Result<(), DropReason> {
+    if now_ns > hop_expiry_ns(timestamp, exp_time) {
         return Err(DropReason::ExpiredHop);
     }
-    if !mac_eq(&hop.mac, mac) {
+    if !mac_eq(carried, computed) {
         return Err(DropReason::BadMac);
     }
     Ok(())
 }
 
-/// The second hop field an AS verifies at a segment crossover.
+/// The info field at `off` of a hop layout, as stage 1 proved it lies there.
+#[inline]
+fn info_bytes(layout: &[u8], off: u16) -> InfoBytes {
+    InfoBytes(layout[usize::from(off)..][..INFO_LEN].try_into().expect("INFO_LEN bytes"))
+}
+
+/// The hop field at `off` of a hop layout, as stage 1 proved it lies there.
+#[inline]
+fn hop_bytes(layout: &[u8], off: u16) -> HopBytes {
+    HopBytes(layout[usize::from(off)..][..HOP_LEN].try_into().expect("HOP_LEN bytes"))
+}
+
+/// An info field's bytes, read through its field table where a later stage needs one field.
+#[derive(Clone, Copy)]
+struct InfoBytes([u8; INFO_LEN]);
+
+impl InfoBytes {
+    #[inline]
+    fn seg_id(&self) -> u16 {
+        u16::from_be_bytes([self.0[field::info::SEG_ID.start], self.0[field::info::SEG_ID.start + 1]])
+    }
+    #[inline]
+    fn timestamp(&self) -> u32 {
+        u32::from_be_bytes(self.0[field::info::TIMESTAMP].try_into().expect("4 bytes"))
+    }
+    #[inline]
+    fn cons_dir(&self) -> bool {
+        self.0[field::info::FLAGS] & field::info::CONS_DIR != 0
+    }
+}
+
+/// A hop field's bytes (the 12 that open a Hummingbird hop field, too).
+#[derive(Clone, Copy)]
+struct HopBytes([u8; HOP_LEN]);
+
+impl HopBytes {
+    #[inline]
+    fn exp_time(&self) -> u8 {
+        self.0[field::hop::EXP_TIME]
+    }
+    #[inline]
+    fn mac(&self) -> [u8; MAC_LEN] {
+        self.0[field::hop::MAC].try_into().expect("MAC_LEN bytes")
+    }
+    /// The MAC input block of this hop field under `seg_id` and its info field's timestamp.
+    #[inline]
+    fn mac_block(&self, seg_id: u16, info: &InfoBytes) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        b[input::SEG_ID].copy_from_slice(&seg_id.to_be_bytes());
+        b[input::TIMESTAMP].copy_from_slice(&info.0[field::info::TIMESTAMP]);
+        b[input::HOP_PART].copy_from_slice(&self.0[field::hop::EXP_TIME..field::hop::CONS_EGRESS.end]);
+        b
+    }
+}
+
+/// The second hop field an AS verifies at a segment crossover: where it and its info field
+/// are in the hop layout.
 #[derive(Clone, Copy, Debug)]
 pub struct NextHop {
-    pub info_off: u16,
-    pub info: InfoField,
-    pub hop: HopField,
+    info_off: u16,
+    hop_off: u16,
 }
 
 /// What an AS verifies for one packet, whatever the path type, once the checks that need
-/// no cryptography have passed: the current hop field (with its plain or candidate MAC)
-/// and, at a crossover, the next one; then what to write back.
+/// no cryptography have passed: where the current hop field (and at a crossover the next
+/// one) and their info fields are in the hop layout, and the few values derived from them
+/// that the later stages need; then what to write back. Only [`AsForwarding::prepare_hop`]
+/// makes one, from a checked view: its offsets are proven for the layout it was made from.
 #[derive(Clone, Copy, Debug)]
 pub struct HopWork {
     /// Offset of the current info field in the hop layout (within its first 28 bytes).
-    pub info_off: u16,
-    /// The current info field, its SegID as the MAC is computed under.
-    pub info: InfoField,
-    pub hop: HopField,
+    info_off: u16,
+    /// Offset of the current hop field in the hop layout (a path ends before byte 1020).
+    hop_off: u16,
+    /// The current info field's SegID as the MAC is computed under.
+    seg_id: u16,
+    /// The MAC to verify the current hop field with: the one on the wire, or a flyover's
+    /// candidate `AggMAC ⊕ FlyoverMAC`.
+    mac: [u8; MAC_LEN],
+    /// The hop field's ingress interface in the direction of travel.
+    hop_ingress: u16,
+    egress: u16,
+    next: Option<NextHop>,
+    /// The current info field's ConsDir flag.
+    cons_dir: bool,
     /// Against construction direction the SegID is chained before verification (not at
     /// the first hop field of a segment and not for peering hops).
-    pub chain_before: bool,
-    pub peering: bool,
-    pub deliver: bool,
-    pub next: Option<NextHop>,
-    pub egress: u16,
+    chain_before: bool,
+    peering: bool,
+    deliver: bool,
     /// Whether advancing would run past the last hop field.
-    pub at_end: bool,
+    at_end: bool,
     /// The first 4 bytes of the path (indices and segment lengths) after advancing.
-    pub advanced_meta: [u8; 4],
+    advanced_meta: [u8; 4],
 }
 
 impl HopWork {
@@ -263,25 +342,58 @@ impl HopWork {
         !info.cons_dir && ingress != 0 && !peering
     }
 
-    /// Sets the hop field's MAC (for a flyover: the candidate `AggMAC ⊕ FlyoverMAC`) and
-    /// chains the SegID with it where the direction requires it before verification.
+    /// Sets the hop field's MAC to verify (for a flyover: the candidate `AggMAC ⊕
+    /// FlyoverMAC`) and chains the SegID with it where the direction requires it before
+    /// verification.
     #[inline]
     pub fn set_mac(&mut self, mac: [u8; MAC_LEN]) {
-        self.hop.mac = mac;
+        self.mac = mac;
         if self.chain_before {
-            self.info.seg_id = chain_seg_id(self.info.seg_id, &mac);
+            self.seg_id = chain_seg_id(self.seg_id, &mac);
             self.chain_before = false;
         }
     }
 
-    /// MAC input blocks of the current hop field and of the crossover's next one.
+    /// The MAC to verify the current hop field with (as on the wire until [`Self::set_mac`]).
     #[inline]
-    pub fn mac_blocks(&self) -> ([u8; 16], Option<[u8; 16]>) {
-        let h = &self.hop;
-        let b1 = mac_input(self.info.seg_id, self.info.timestamp, h.exp_time, h.cons_ingress, h.cons_egress);
-        let b2 = self
-            .next
-            .map(|n| mac_input(n.info.seg_id, n.info.timestamp, n.hop.exp_time, n.hop.cons_ingress, n.hop.cons_egress));
+    pub fn mac(&self) -> [u8; MAC_LEN] {
+        self.mac
+    }
+
+    /// Whether the MAC input of the current hop field still waits for [`Self::set_mac`]: its
+    /// SegID is chained with the MAC to verify.
+    #[inline]
+    pub fn mac_input_pending(&self) -> bool {
+        self.chain_before
+    }
+
+    /// The current hop field's ingress interface in the direction of travel.
+    #[inline]
+    pub fn hop_ingress(&self) -> u16 {
+        self.hop_ingress
+    }
+
+    /// The egress interface (at a crossover, that of the next segment's first hop field).
+    #[inline]
+    pub fn egress(&self) -> u16 {
+        self.egress
+    }
+
+    /// Whether this AS verifies a second hop field: the next segment's first, at a crossover.
+    #[inline]
+    pub fn at_crossover(&self) -> bool {
+        self.next.is_some()
+    }
+
+    /// MAC input blocks of the current hop field and of the crossover's next one, read from
+    /// `layout`, the hop layout this work was prepared from.
+    #[inline]
+    pub(crate) fn mac_blocks(&self, layout: &[u8]) -> ([u8; 16], Option<[u8; 16]>) {
+        let b1 = hop_bytes(layout, self.hop_off).mac_block(self.seg_id, &info_bytes(layout, self.info_off));
+        let b2 = self.next.map(|n| {
+            let info = info_bytes(layout, n.info_off);
+            hop_bytes(layout, n.hop_off).mac_block(info.seg_id(), &info)
+        });
         (b1, b2)
     }
 }

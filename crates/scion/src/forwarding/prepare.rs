@@ -27,11 +27,12 @@ pub trait HopLayout {
     fn info_offset(&self, i: usize) -> usize;
     /// Info field `i`; `i < num_info_fields()`.
     fn info(&self, i: usize) -> InfoField;
-    /// The hop field at the current position and its width in units.
-    fn current_hop(&self) -> (HopField, usize);
+    /// The hop field at the current position, its width in units and its offset in the path.
+    fn current_hop(&self) -> (HopField, usize, usize);
     /// The hop field at `pos`, the first of a segment ending at `seg_end`, as the second hop
-    /// field of a crossover: `None` if it is not a plain hop field within that segment.
-    fn crossover_hop(&self, pos: usize, seg_end: usize) -> Option<(HopField, usize)>;
+    /// field of a crossover, with its width and offset: `None` if it is not a plain hop field
+    /// within that segment.
+    fn crossover_hop(&self, pos: usize, seg_end: usize) -> Option<(HopField, usize, usize)>;
     /// The path's first word with CurrINF and CurrHF moved to `curr_inf`, `curr_hf`.
     fn advanced_word(&self, curr_inf: usize, curr_hf: usize) -> [u8; 4];
 }
@@ -55,7 +56,7 @@ impl AsForwarding {
         let seg_end = |s: usize| seg_len[..=s.min(2)].iter().map(|l| usize::from(*l)).sum::<usize>();
         let units = path.len_units();
         let info = path.info(ci);
-        let (hop, width) = path.current_hop();
+        let (hop, width, hop_off) = path.current_hop();
         let peering = is_peering(&info, seg_len, ch + width == seg_end(0), ch == seg_end(0))?;
         let (hop_in, mut egress) = hop.travel_interfaces(info.cons_dir);
         if ingress != 0 && ingress != hop_in {
@@ -68,17 +69,22 @@ impl AsForwarding {
         let mut advanced = ch + width;
         if !deliver && advanced == seg_end(ci) && ci + 1 < path.num_info_fields() && !peering {
             // Segment crossover: the next segment's first hop field is this AS's too.
-            let (nhop, nwidth) = path.crossover_hop(advanced, seg_end(ci + 1)).ok_or(DropReason::MalformedPath)?;
-            let ninfo = path.info(ci + 1);
-            egress = nhop.travel_interfaces(ninfo.cons_dir).1;
-            next = Some(NextHop { info_off: path.info_offset(ci + 1) as u16, info: ninfo, hop: nhop });
+            let (nhop, nwidth, nhop_off) =
+                path.crossover_hop(advanced, seg_end(ci + 1)).ok_or(DropReason::MalformedPath)?;
+            egress = nhop.travel_interfaces(path.info(ci + 1).cons_dir).1;
+            // Offsets within the path, which ends before byte 1020.
+            next = Some(NextHop { info_off: path.info_offset(ci + 1) as u16, hop_off: nhop_off as u16 });
             advanced += nwidth;
         }
         Ok(HopWork {
-            // Info fields are within the first 28 bytes of the path.
+            // Info fields are within the first 28 bytes of the path; hop fields end before
+            // byte 1020.
             info_off: path.info_offset(ci) as u16,
-            info,
-            hop,
+            hop_off: hop_off as u16,
+            seg_id: info.seg_id,
+            mac: hop.mac,
+            hop_ingress: hop_in,
+            cons_dir: info.cons_dir,
             chain_before: HopWork::chains_before_verifying(&info, ingress, peering),
             peering,
             deliver,
@@ -120,12 +126,12 @@ impl<T: AsRef<[u8]>> HopLayout for StandardPathView<T> {
         StandardPathView::info(self, i)
     }
     #[inline]
-    fn current_hop(&self) -> (HopField, usize) {
-        (self.curr_hop(), 1)
+    fn current_hop(&self) -> (HopField, usize, usize) {
+        (self.curr_hop(), 1, self.hop_offset(usize::from(self.meta().curr_hf)))
     }
     #[inline]
-    fn crossover_hop(&self, pos: usize, seg_end: usize) -> Option<(HopField, usize)> {
-        (pos < seg_end && pos < self.num_hops()).then(|| (self.hop(pos), 1))
+    fn crossover_hop(&self, pos: usize, seg_end: usize) -> Option<(HopField, usize, usize)> {
+        (pos < seg_end && pos < self.num_hops()).then(|| (self.hop(pos), 1, self.hop_offset(pos)))
     }
     #[inline]
     fn advanced_word(&self, curr_inf: usize, curr_hf: usize) -> [u8; 4] {

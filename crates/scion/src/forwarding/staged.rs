@@ -45,6 +45,14 @@ pub struct Staged<W> {
     pub ext: Option<W>,
 }
 
+impl<W> Staged<W> {
+    /// The hop layout of `pkt`, the packet this was prepared from.
+    #[inline]
+    pub fn layout<'p>(&self, pkt: &'p [u8]) -> &'p [u8] {
+        &pkt[usize::from(self.path_start) + usize::from(self.layout_offset)..]
+    }
+}
+
 /// The full 16-byte AES-CMACs of the hop field(s) an AS verified, of which the hop-field MAC
 /// is the first 6 bytes (EPIC's authenticator σ).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -93,11 +101,12 @@ pub trait HopExtension {
         0
     }
 
-    /// Stage 2 over the whole batch of at most `N` packets: every `Some` entry with an `ext`
-    /// needs its cryptography; it must set the hop's MAC to verify ([`HopWork::set_mac`]).
-    /// `N` sizes the stage's scratch space on the stack (1 for a single packet).
-    fn crypto<const N: usize>(&mut self, batch: &mut [Option<Staged<Self::Work>>]) {
-        let _ = batch;
+    /// Stage 2 over the whole batch of at most `N` packets that arrived on `ingress`: every
+    /// `Some` entry with an `ext` needs its cryptography; it must set the hop's MAC to verify
+    /// ([`HopWork::set_mac`]). `N` sizes the stage's scratch space on the stack (1 for a
+    /// single packet).
+    fn crypto<const N: usize>(&mut self, batch: &mut [Option<Staged<Self::Work>>], ingress: u16) {
+        let _ = (batch, ingress);
     }
 
     /// Stage 4, for a packet whose hop field(s) verified and whose path was updated: check and
@@ -197,7 +206,7 @@ impl<E: HopExtension> StagedForwarder<E> {
         }
 
         // Stage 2: the mechanism's cryptography, over the batch.
-        self.ext.crypto::<N>(&mut work[..n]);
+        self.ext.crypto::<N>(&mut work[..n], ingress);
 
         // Stage 3: hop-field MACs (and crossover MACs) under the AS key. One block per packet,
         // plus one per crossover (at most one per packet): 2N.
@@ -208,7 +217,7 @@ impl<E: HopExtension> StagedForwarder<E> {
         let mut nb = 0;
         for (i, w) in work[..n].iter().enumerate() {
             if let Some(w) = w {
-                let (b1, b2) = w.hop.mac_blocks();
+                let (b1, b2) = w.hop.mac_blocks(w.layout(pkts[i]));
                 blocks[nb] = b1;
                 owner[nb] = (i, false);
                 nb += 1;
@@ -277,11 +286,11 @@ impl<E: HopExtension> StagedForwarder<E> {
             return Verdict::Drop(DropReason::BadMac);
         };
         let mut current = [Some(fresh)];
-        self.ext.crypto::<1>(&mut current);
+        self.ext.crypto::<1>(&mut current, ingress);
         let mut previous = fresh;
         let previous = self.ext.crypto_previous(&mut previous, now_ns).then_some(previous);
         for w in current.into_iter().flatten().chain(previous) {
-            let auth = self.fwd.macs_across_rotation(&w.hop, now_ns);
+            let auth = self.fwd.macs_across_rotation(&w.hop, w.layout(pkt), now_ns);
             let (mac, next_mac) = auth.macs();
             let path = &mut pkt[usize::from(w.path_start)..];
             match self.fwd.finish(&mut path[usize::from(w.layout_offset)..], &w.hop, mac, next_mac, now_ns) {
