@@ -2,10 +2,12 @@
 //!
 //! 1. **Check**, each packet on its own and without cryptography: the SCION and GLWP headers,
 //!    the interface pair, freshness and the allocation's expiry (Alg. 2 lines 9-12); gather
-//!    the inputs of the two MACs and hash the duplicate-filter key, prefetching its bits.
-//! 2. **MACs**, for the whole batch at once: every hop key under `K_k` (AES rounds of several
-//!    packets interleaved, one expanded key), then every hop authenticator under its packet's
-//!    hop key (key schedules and rounds of four packets interleaved).
+//!    the inputs of the two MACs and the duplicate-filter key.
+//! 2. **MACs and hashes**, for the whole batch at once: every hop key under `K_k` (AES rounds
+//!    of several packets interleaved, one expanded key), then every hop authenticator under
+//!    its packet's hop key (key schedules and rounds of four packets interleaved); the
+//!    duplicate-filter keys hashed side by side, and the filter's lines of every packet
+//!    prefetched before the first is checked.
 //! 3. **Admit**, in arrival order: compare the hop authenticator, suppress duplicates, charge
 //!    the monitor, advance the hop pointer. The state the stages share (duplicate filter,
 //!    monitor) is only touched here, in order, so a batch's verdicts are those of its packets
@@ -36,7 +38,8 @@ struct Checked {
     ts_exp: u32,
     pkt_len: u16,
     egress: InterfaceId,
-    duplicate_key: KeyHash,
+    /// `(Src, ts_pkt)`, hashed for the duplicate filter with the rest of the batch.
+    duplicate_key: [u8; 16],
     hop: Hop,
 }
 
@@ -69,26 +72,35 @@ impl Router {
         let mut checked = [Err(DropReason::Truncated); N];
         let mut hop_key_inputs = [[0u8; 28]; N];
         let mut ha_inputs = [[0u8; 18]; N];
+        let mut duplicate_keys = [[0u8; 16]; N];
         let mut macs = 0;
-        for (c, pkt) in checked.iter_mut().zip(&pkts[..n]) {
+        for ((c, pkt), duplicate_key) in checked.iter_mut().zip(&pkts[..n]).zip(&mut duplicate_keys) {
             *c = self.check(pkt, ingress, now_ns).map(|(mut checked, inputs)| {
                 if let (Hop::OnPath { slot, .. }, Some(inputs)) = (&mut checked.hop, inputs) {
                     (hop_key_inputs[macs], ha_inputs[macs]) = (inputs.hop_key, inputs.hop_authenticator);
                     *slot = macs;
                     macs += 1;
                 }
-                if N > 1 {
-                    self.duplicates.prefetch(checked.duplicate_key);
-                }
+                *duplicate_key = checked.duplicate_key;
                 checked
             });
+        }
+        let mut duplicate_hashes = [KeyHash::default(); N];
+        self.duplicates.hash_many(&duplicate_keys[..n], &mut duplicate_hashes[..n]);
+        if N > 1 {
+            for (c, h) in checked[..n].iter().zip(&duplicate_hashes) {
+                if c.is_ok() {
+                    self.duplicates.prefetch(*h);
+                }
+            }
         }
         let mut hop_keys = [[0u8; 16]; N];
         self.secret.mac_two_blocks_many(&hop_key_inputs[..macs], &mut hop_keys[..macs]);
         let mut authenticators = [[0u8; 16]; N];
         mac_two_blocks_fresh_keys(&hop_keys[..macs], &ha_inputs[..macs], &mut authenticators[..macs]);
-        for ((pkt, c), verdict) in pkts[..n].iter_mut().zip(&checked).zip(verdicts.iter_mut()) {
-            *verdict = match c.and_then(|c| self.admit(pkt, &c, &authenticators, now_ns)) {
+        let packets = pkts[..n].iter_mut().zip(&checked).zip(&duplicate_hashes);
+        for (((pkt, c), h), verdict) in packets.zip(verdicts.iter_mut()) {
+            *verdict = match c.and_then(|c| self.admit(pkt, &c, *h, &authenticators, now_ns)) {
                 Ok(v) => {
                     match v {
                         Verdict::Deliver => self.stats.delivered += 1,
@@ -149,16 +161,8 @@ impl Router {
         let mut duplicate_key = [0u8; 16];
         duplicate_key[..8].copy_from_slice(&at.src.to_bytes());
         duplicate_key[8..].copy_from_slice(&ts_pkt.to_be_bytes());
-        let checked = Checked {
-            header_at: at.header.start,
-            aid,
-            beta,
-            ts_exp,
-            pkt_len: at.pkt_len,
-            egress,
-            duplicate_key: self.duplicates.hash(&duplicate_key),
-            hop,
-        };
+        let checked =
+            Checked { header_at: at.header.start, aid, beta, ts_exp, pkt_len: at.pkt_len, egress, duplicate_key, hop };
         Ok((checked, inputs))
     }
 
@@ -168,6 +172,7 @@ impl Router {
         &mut self,
         pkt: &mut [u8],
         c: &Checked,
+        duplicate_hash: KeyHash,
         authenticators: &[[u8; 16]],
         now_ns: u64,
     ) -> Result<Verdict, DropReason> {
@@ -176,7 +181,7 @@ impl Router {
                 return Err(GlwpDrop::BadHopAuthenticator.reason());
             }
         }
-        if !self.duplicates.check_and_insert_hashed(c.duplicate_key, now_ns) {
+        if !self.duplicates.check_and_insert_hashed(duplicate_hash, now_ns) {
             return Err(DropReason::Duplicate);
         }
         match self.monitor.charge(c.aid, c.beta, c.ts_exp, u32::from(c.pkt_len), now_ns) {
