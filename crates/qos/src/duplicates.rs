@@ -192,13 +192,10 @@ impl DuplicateFilter {
     /// `hashes[i] = self.hash(&keys[i])` for a batch of keys of one length, the AES rounds of
     /// several keys interleaved (faster per key than one at a time).
     pub fn hash_many<const L: usize>(&self, keys: &[[u8; L]], hashes: &mut [KeyHash]) {
-        const CHUNK: usize = 32;
-        for (keys, hashes) in keys.chunks(CHUNK).zip(hashes.chunks_mut(CHUNK)) {
-            let mut out = [0u128; CHUNK];
-            self.secret.hash_many(keys, &mut out);
-            for (h, o) in hashes.iter_mut().zip(out) {
-                *h = KeyHash(o);
-            }
+        if let ([key], [hash, ..]) = (keys, &mut *hashes) {
+            *hash = self.hash(key);
+        } else {
+            self.secret.hash_many(keys, hashes);
         }
     }
 

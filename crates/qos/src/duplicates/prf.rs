@@ -13,6 +13,8 @@
 use aes::cipher::{generic_array::GenericArray, BlockEncrypt, KeyInit};
 use aes::{Aes128Enc, Block};
 
+use super::KeyHash;
+
 /// Messages hashed side by side in [`SecretHash::hash_many`]: the `aes` crate interleaves
 /// the rounds of 8 blocks with AES-NI.
 const LANES: usize = 8;
@@ -47,7 +49,7 @@ impl SecretHash {
 
     /// `out[i] = self.hash(&msgs[i])`, with the AES rounds of [`LANES`] messages interleaved:
     /// one message's CBC chain waits on every round, several keep the AES unit busy.
-    pub(super) fn hash_many<const L: usize>(&self, msgs: &[[u8; L]], out: &mut [u128]) {
+    pub(super) fn hash_many<const L: usize>(&self, msgs: &[[u8; L]], out: &mut [KeyHash]) {
         for (msgs, out) in msgs.chunks(LANES).zip(out.chunks_mut(LANES)) {
             let mut x = [0u128; LANES];
             let mut blocks = [Block::default(); LANES];
@@ -68,7 +70,9 @@ impl SecretHash {
                     *x = u128::from_be_bytes((*b).into());
                 }
             }
-            out[..lanes].copy_from_slice(&x[..lanes]);
+            for (o, x) in out.iter_mut().zip(x).take(lanes) {
+                *o = KeyHash(x);
+            }
         }
     }
 
@@ -145,14 +149,16 @@ mod tests {
             long in prop::collection::vec(any::<[u8; 37]>(), 0..20),
         ) {
             let h = SecretHash::new(key);
-            let mut out = vec![0; 20];
+            let mut out = vec![KeyHash(7); 20];
             h.hash_many(&short, &mut out);
             for (m, o) in short.iter().zip(&out) {
-                prop_assert_eq!(*o, h.hash(m));
+                prop_assert_eq!(o.0, h.hash(m));
             }
+            // Hashes beyond the batch are left alone.
+            prop_assert!(out[short.len().min(20)..].iter().all(|o| *o == KeyHash(7)));
             h.hash_many(&long, &mut out);
             for (m, o) in long.iter().zip(&out) {
-                prop_assert_eq!(*o, h.hash(m));
+                prop_assert_eq!(o.0, h.hash(m));
             }
         }
     }
