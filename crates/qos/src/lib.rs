@@ -12,8 +12,9 @@
 //!   bucket, with one shared burst (the Z-Lane paper, Appendix D). Its 32-bit ns timestamp
 //!   wraps every [`STAMP_WINDOW_NS`]; it is never more generous than an exact bucket.
 //! - [`DuplicateFilter`]: duplicate suppression of replayed packets keyed by (source, packet
-//!   timestamp) as GLWP and EPIC use it: two rotating Bloom filters under a secret hash key,
-//!   memory fixed by a [`DuplicateFilterConfig`].
+//!   timestamp) as GLWP and EPIC use it: two rotating split-block Bloom filters (one cache
+//!   line per key and generation) under a secret AES-CMAC key, memory fixed by a
+//!   [`DuplicateFilterConfig`].
 
 mod class;
 mod duplicates;

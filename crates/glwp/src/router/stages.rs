@@ -4,11 +4,13 @@
 //!    the SCION and GLWP headers, the interface pair, freshness and the allocation's expiry
 //!    (Alg. 2 lines 9-12). A packet that fails gets its verdict and is counted here; one that
 //!    passes leaves a compact [`Passed`] record (offsets and the few values later stages need)
-//!    and writes its two MAC inputs straight into the batch's input arrays. The duplicate-filter
-//!    key is hashed and its bits and the monitor's slots are prefetched.
-//! 2. **MACs**, for the whole batch at once: every hop key under `K_k` (AES rounds of several
-//!    packets interleaved, one expanded key), then every hop authenticator under its packet's
-//!    hop key (key schedules and rounds of four packets interleaved).
+//!    and writes its two MAC inputs straight into the batch's input arrays. The monitor's slots
+//!    are prefetched.
+//! 2. **MACs and hashes**, for the whole batch at once: every hop key under `K_k` (AES rounds
+//!    of several packets interleaved, one expanded key), then every hop authenticator under
+//!    its packet's hop key (key schedules and rounds of four packets interleaved); the
+//!    duplicate-filter keys hashed side by side, and the filter's lines of every packet
+//!    prefetched before the first is checked.
 //! 3. **Admit**, the passed records in arrival order: compare the hop authenticator, suppress
 //!    duplicates, charge the monitor, advance the hop pointer at the offset stage 1 found. The
 //!    state the stages share (duplicate filter, monitor) is only touched here, in order, so a
@@ -42,7 +44,8 @@ struct Passed {
     beta: u32,
     ts_exp: u32,
     pkt_len: u16,
-    duplicate_key: KeyHash,
+    /// `(Src, ts_pkt)`, hashed for the duplicate filter with the rest of the batch.
+    duplicate_key: [u8; 16],
     hop: Hop,
     /// The verdict if stage 3 admits the packet.
     admitted: Verdict,
@@ -78,13 +81,14 @@ impl Router {
         let n = pkts.len().min(verdicts.len()).min(N);
         let mut inputs = MacInputs { hop_key: [[0; 28]; N], hop_authenticator: [[0; 18]; N], len: 0 };
         let mut passed = ArrayVec::<Passed, N>::new();
+        let mut duplicate_keys = ArrayVec::<[u8; 16], N>::new();
         for (index, (pkt, verdict)) in pkts[..n].iter().zip(verdicts.iter_mut()).enumerate() {
             match self.check(pkt, index, ingress, now_ns, &mut inputs) {
                 Ok(p) => {
                     if N > 1 {
-                        self.duplicates.prefetch(p.duplicate_key);
                         self.monitor.prefetch(p.aid);
                     }
+                    duplicate_keys.push(p.duplicate_key);
                     passed.push(p);
                 }
                 Err(reason) => {
@@ -93,14 +97,19 @@ impl Router {
                 }
             }
         }
+        let mut duplicate_hashes = [KeyHash::default(); N];
+        self.duplicates.hash_many(&duplicate_keys, &mut duplicate_hashes[..passed.len()]);
+        if N > 1 {
+            duplicate_hashes[..passed.len()].iter().for_each(|h| self.duplicates.prefetch(*h));
+        }
         let macs = inputs.len;
         let mut hop_keys = [[0u8; 16]; N];
         self.secret.mac_two_blocks_many(&inputs.hop_key[..macs], &mut hop_keys[..macs]);
         let mut authenticators = [[0u8; 16]; N];
         mac_two_blocks_fresh_keys(&hop_keys[..macs], &inputs.hop_authenticator[..macs], &mut authenticators[..macs]);
         let (mut forwarded, mut delivered) = (0, 0);
-        for p in &passed {
-            let verdict = match self.admit(pkts[p.index], p, &authenticators, now_ns) {
+        for (p, h) in passed.iter().zip(duplicate_hashes) {
+            let verdict = match self.admit(pkts[p.index], p, h, &authenticators, now_ns) {
                 Ok(v) => {
                     match v {
                         Verdict::Deliver => delivered += 1,
@@ -182,7 +191,7 @@ impl Router {
             beta,
             ts_exp,
             pkt_len: at.pkt_len,
-            duplicate_key: self.duplicates.hash(&duplicate_key),
+            duplicate_key,
             hop,
             admitted,
         })
@@ -194,6 +203,7 @@ impl Router {
         &mut self,
         pkt: &mut [u8],
         p: &Passed,
+        duplicate_hash: KeyHash,
         authenticators: &[[u8; 16]],
         now_ns: u64,
     ) -> Result<Verdict, DropReason> {
@@ -202,7 +212,7 @@ impl Router {
                 return Err(GlwpDrop::BadHopAuthenticator.reason());
             }
         }
-        if !self.duplicates.check_and_insert_hashed(p.duplicate_key, now_ns) {
+        if !self.duplicates.check_and_insert_hashed(duplicate_hash, now_ns) {
             return Err(DropReason::Duplicate);
         }
         match self.monitor.charge(p.aid, p.beta, p.ts_exp, u32::from(p.pkt_len), now_ns) {

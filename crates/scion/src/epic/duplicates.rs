@@ -6,8 +6,12 @@
 //! recorded, so forged packets cannot fill the filter or frame a source; a replay of a
 //! recorded packet that is still fresh arrives within [`FRESHNESS_SPAN_NS`] of it, which is
 //! how long the filter remembers.
+//!
+//! The identity is encoded with the source host at its wire length (its type/length byte
+//! says which), so an IPv4 or service source gives a 25-byte key, two AES blocks of the
+//! filter's hash, and only an IPv6 source the full 37 bytes (three).
 
-use aviary_qos::{DuplicateFilter, DuplicateFilterConfig, DuplicateFilterConfigError};
+use aviary_qos::{DuplicateFilter, DuplicateFilterConfig, DuplicateFilterConfigError, KeyHash};
 
 use super::timestamp::FRESHNESS_SPAN_NS;
 use crate::wire::epic::PktId;
@@ -20,8 +24,9 @@ pub struct EpicDuplicates {
     filter: DuplicateFilter,
 }
 
-/// `SrcIA (8) | host type/len (1) | SrcHost (16) | info timestamp (4) | EpicTS | Counter (8)`.
-const KEY_LEN: usize = 37;
+/// `SrcIA (8) | host type/len (1) | SrcHost (4 or 16) | info timestamp (4) | EpicTS | Counter
+/// (8)`, at most.
+const MAX_KEY_LEN: usize = 37;
 
 impl EpicDuplicates {
     /// A filter for `expected_per_window` packets per freshness span at `false_positive_rate`;
@@ -37,14 +42,32 @@ impl EpicDuplicates {
 
     /// Records the packet and says whether it is new (`false`: seen within the window).
     pub fn first_seen(&mut self, src_ia: IsdAsn, src_host: &HostAddr, info_ts: u32, id: PktId, now_ns: u64) -> bool {
-        let mut key = [0u8; KEY_LEN];
-        let (host, _) = src_host.to_wire();
+        self.first_seen_hashed(self.hash(src_ia, src_host, info_ts, id), now_ns)
+    }
+
+    /// The filter's hash of a packet's identity, for [`Self::prefetch`] and
+    /// [`Self::first_seen_hashed`]: a batch hashes and prefetches every packet before
+    /// recording the first, so that their cache misses overlap.
+    pub fn hash(&self, src_ia: IsdAsn, src_host: &HostAddr, info_ts: u32, id: PktId) -> KeyHash {
+        let mut key = [0u8; MAX_KEY_LEN];
+        let (host, host_len) = src_host.to_wire();
         key[..8].copy_from_slice(&src_ia.to_bytes());
         key[8] = src_host.type_len();
-        key[9..25].copy_from_slice(&host);
-        key[25..29].copy_from_slice(&info_ts.to_be_bytes());
-        key[29..].copy_from_slice(&id.to_bytes());
-        self.filter.check_and_insert(&key, now_ns)
+        let at = 9 + host_len;
+        key[9..at].copy_from_slice(&host[..host_len]);
+        key[at..at + 4].copy_from_slice(&info_ts.to_be_bytes());
+        key[at + 4..at + 12].copy_from_slice(&id.to_bytes());
+        self.filter.hash(&key[..at + 12])
+    }
+
+    /// Starts loading the filter's lines of the identity hashed to `h` (only a hint).
+    pub fn prefetch(&self, h: KeyHash) {
+        self.filter.prefetch(h);
+    }
+
+    /// [`Self::first_seen`] of the identity hashed to `h`.
+    pub fn first_seen_hashed(&mut self, h: KeyHash, now_ns: u64) -> bool {
+        self.filter.check_and_insert_hashed(h, now_ns)
     }
 
     pub fn memory_bytes(&self) -> usize {
@@ -69,5 +92,13 @@ mod tests {
         assert!(d.first_seen(ia, &host, 1_000, PktId { counter: 2, ..id }, now));
         let other = HostAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
         assert!(d.first_seen(ia, &other, 1_000, id, now));
+        // The same address bytes as IPv4 and as the first bytes of IPv6 are other sources.
+        let v6 = HostAddr::V6(Ipv4Addr::new(10, 0, 0, 1).to_ipv6_compatible());
+        assert!(d.first_seen(ia, &v6, 1_000, id, now));
+        assert!(!d.first_seen(ia, &v6, 1_000, id, now));
+        let h = d.hash(ia, &host, 1_000, PktId { counter: 3, ..id });
+        d.prefetch(h);
+        assert!(d.first_seen_hashed(h, now));
+        assert!(!d.first_seen(ia, &host, 1_000, PktId { counter: 3, ..id }, now));
     }
 }

@@ -33,14 +33,13 @@ mod security_tests;
 #[cfg(test)]
 mod tests;
 
-use aviary_qos::{mechanism_drops, DuplicateFilterConfigError};
+use aviary_qos::{mechanism_drops, DuplicateFilterConfigError, KeyHash};
 use aviary_scion::drkey::{prf, AsHostKey, DrkeyError, EpochSchedule, HostAddr as DrkeyHost, IssuerKeyring, Protocol};
 use aviary_scion::epic::hvf::{hvf_eq, MacInput};
 use aviary_scion::epic::per_as::{hop_validations, source_hvf, GatewayKey};
 use aviary_scion::epic::timestamp::{verify_timestamp, StaleTimestamp};
 use aviary_scion::epic::EpicDuplicates;
 use aviary_scion::mac::{mac_input, HopMacKey};
-use aviary_scion::wire::epic::PktId;
 use aviary_scion::wire::epic_per_as::PerAsPathView;
 use aviary_scion::wire::path::MAX_HOPS;
 use aviary_scion::{path_type, HostAddr, IsdAsn, ScionView};
@@ -110,16 +109,16 @@ struct Parsed {
     /// The start of the host key's epoch.
     epoch: u32,
     src_host: HostAddr,
-    info_ts: u32,
-    id: PktId,
+    /// The packet's identity hashed for the duplicate filter, if it has one.
+    duplicate: Option<KeyHash>,
 }
 
 impl Parsed {
     /// A placeholder for the slots of a stage that no packet fills.
     fn empty() -> Self {
         let (host_key, src_host) = (AsHostKey::from_bytes([0; 16]), HostAddr::Svc(0));
-        let (input, id, slot, hash) = (MacInput::default(), PktId::default(), None, HostHash::default());
-        Self { path: (0, 0), input, host_key, hash, slot, epoch: 0, src_host, info_ts: 0, id }
+        let (input, slot, hash) = (MacInput::default(), None, HostHash::default());
+        Self { path: (0, 0), input, host_key, hash, slot, epoch: 0, src_host, duplicate: None }
     }
 }
 
@@ -333,8 +332,11 @@ impl Gateway {
             slot: None,
             epoch: 0,
             src_host,
-            info_ts: info.timestamp,
-            id,
+            duplicate: self.duplicates.as_ref().map(|d| {
+                let h = d.hash(src_ia, &src_host, info.timestamp, id);
+                d.prefetch(h);
+                h
+            }),
         };
         let sigma_input = mac_input(info.seg_id, info.timestamp, hop.exp_time, hop.cons_ingress, hop.cons_egress);
         Ok((parsed, sigma_input))
@@ -354,8 +356,8 @@ impl Gateway {
         if !hvf_eq(&path.hvf(0), &source_hvf(v0)) {
             return Err(GatewayDrop::BadSourceHvf);
         }
-        if let Some(d) = &mut self.duplicates {
-            if !d.first_seen(self.ia, &p.src_host, p.info_ts, p.id, now_ns) {
+        if let (Some(d), Some(h)) = (&mut self.duplicates, p.duplicate) {
+            if !d.first_seen_hashed(h, now_ns) {
                 return Err(GatewayDrop::Duplicate);
             }
         }
