@@ -45,6 +45,7 @@ impl Sponge {
     }
 
     /// The blocks a message of `len` bytes takes: the last one holds the padding.
+    #[inline(always)]
     fn last_block(&self, len: usize) -> usize {
         (len + self.zero_suffix) / self.rate
     }
@@ -62,6 +63,7 @@ struct InLane {
 ///
 /// # Panics
 /// If `out` is shorter than `msgs`, or `N` is not a multiple of 8 up to the rate.
+#[inline(always)]
 pub(super) fn hash_packed<const N: usize>(imp: Implementation, sponge: Sponge, msgs: &[&[u8]], out: &mut [[u8; N]]) {
     assert!(N.is_multiple_of(8) && N <= sponge.rate, "whole words of one block out");
     assert!(out.len() >= msgs.len(), "one output per message");
@@ -98,6 +100,7 @@ pub(super) fn hash_packed<const N: usize>(imp: Implementation, sponge: Sponge, m
 /// byte after the message (and its zero suffix) and `0x80` in the block's last byte. The first
 /// block of a message is written over what the lane held (the state of the message before
 /// it), the capacity words cleared: a fresh state XORed with the block.
+#[inline(always)]
 fn absorb(sponge: &Sponge, states: &mut Interleaved, lane: usize, msg: &[u8], block: usize) {
     let rate = sponge.rate;
     let start = (block * rate).min(msg.len());
