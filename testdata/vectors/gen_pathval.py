@@ -2,7 +2,9 @@
 """Generates testdata/vectors/pathval.json: test vectors for pathval (the paper "Hummingbird:
 Dynamic Path Validation with Hidden Equal-Probability Sampling", with the errata of its Alg. 2
 fixed; layout and keys as in docs/pathval.md), computed independently of aviary's Rust code
-with hashlib (SHA3-256) and the `cryptography` package (AES-CMAC). DRKey comes from
+with hashlib (SHA3-256), the KangarooTwelve (RFC 9861) written out below from the RFC and
+FIPS 202 (checked against RFC 9861's test vectors at start) and the `cryptography` package
+(AES-CMAC). DRKey comes from
 gen_drkey.py next to this file.
 
 Run from the repository root (needs `pip install cryptography`):
@@ -62,8 +64,100 @@ def aes_cmac(key, msg):
     return c.finalize()
 
 
+# KangarooTwelve (RFC 9861) over Keccak-p[1600, 12] (FIPS 202, §3.3): the last 12 rounds of
+# Keccak-f[1600]. Round constants from the rc(t) LFSR of FIPS 202 §3.2.5, rotation offsets
+# from §3.2.2, so that nothing is copied from the Rust tables.
+
+def _rc_bit(t):
+    if t % 255 == 0:
+        return 1
+    r = [1, 0, 0, 0, 0, 0, 0, 0]
+    for _ in range(t % 255):
+        r = [0] + r
+        r[0] ^= r[8]
+        r[4] ^= r[8]
+        r[5] ^= r[8]
+        r[6] ^= r[8]
+        r = r[:8]
+    return r[0]
+
+
+ROUND_CONSTANTS = [sum(_rc_bit(j + 7 * ir) << ((1 << j) - 1) for j in range(7)) for ir in range(24)]
+RHO = [[0] * 5 for _ in range(5)]
+_x, _y = 1, 0
+for _t in range(24):
+    RHO[_x][_y] = ((_t + 1) * (_t + 2) // 2) % 64
+    _x, _y = _y, (2 * _x + 3 * _y) % 5
+MASK = (1 << 64) - 1
+
+
+def _rot(v, n):
+    return ((v << n) | (v >> (64 - n))) & MASK if n else v
+
+
+def keccak_p12(a):
+    """Keccak-p[1600, 12] on a[x][y] (64-bit lanes)."""
+    for rc in ROUND_CONSTANTS[12:]:
+        c = [a[x][0] ^ a[x][1] ^ a[x][2] ^ a[x][3] ^ a[x][4] for x in range(5)]
+        d = [c[(x - 1) % 5] ^ _rot(c[(x + 1) % 5], 1) for x in range(5)]
+        a = [[a[x][y] ^ d[x] for y in range(5)] for x in range(5)]
+        b = [[0] * 5 for _ in range(5)]
+        for x in range(5):
+            for y in range(5):
+                b[y][(2 * x + 3 * y) % 5] = _rot(a[x][y], RHO[x][y])
+        a = [[b[x][y] ^ (~b[(x + 1) % 5][y] & b[(x + 2) % 5][y]) for y in range(5)] for x in range(5)]
+        a[0][0] ^= rc
+    return a
+
+
+def turboshake128(msg, domain, out_len):
+    """TurboSHAKE128 (RFC 9861, §2.2), rate 168 bytes."""
+    rate = 168
+    padded = bytearray(msg) + bytes([domain]) + bytes((-len(msg) - 1) % rate)
+    padded[-1] ^= 0x80
+    a = [[0] * 5 for _ in range(5)]
+    for off in range(0, len(padded), rate):
+        block = padded[off:off + rate]
+        for i in range(rate // 8):
+            a[i % 5][i // 5] ^= int.from_bytes(block[8 * i:8 * i + 8], "little")
+        a = keccak_p12(a)
+    out = b"".join(a[i % 5][i // 5].to_bytes(8, "little") for i in range(rate // 8))
+    assert out_len <= rate
+    return out[:out_len]
+
+
+def _length_encode(x):
+    b = x.to_bytes((x.bit_length() + 7) // 8, "big") if x else b""
+    return b + bytes([len(b)])
+
+
+def kt128(msg, out_len):
+    """KT128(M, C = empty, L) (RFC 9861, §3.2)."""
+    s = msg + _length_encode(0)
+    if len(s) <= 8192:
+        return turboshake128(s, 0x07, out_len)
+    chunks = [s[i:i + 8192] for i in range(0, len(s), 8192)]
+    node = chunks[0] + b"\x03" + bytes(7)
+    node += b"".join(turboshake128(c, 0x0B, 32) for c in chunks[1:])
+    node += _length_encode(len(chunks) - 1) + b"\xff\xff"
+    return turboshake128(node, 0x06, out_len)
+
+
+def _ptn(n):
+    return bytes(i % 251 for i in range(n))
+
+
+# RFC 9861, §5: KT128(ptn(17^i bytes), C = empty, 32) for i = 0, 2, 4 (single node, and
+# 83521 bytes in the tree mode), and TurboSHAKE128(ptn(17 bytes), D = 0x1F, 32).
+assert kt128(_ptn(1), 32).hex() == "2bda92450e8b147f8a7cb629e784a058efca7cf7d8218e02d345dfaa65244a1f"
+assert kt128(_ptn(17 ** 2), 32).hex() == "0c315ebcdedbf61426de7dcf8fb725d1e74675d7f5327a5067f367b108ecb67c"
+assert kt128(_ptn(17 ** 4), 32).hex() == "8701045e22205345ff4dda05555cbb5c3af1a771c2b89baef37db43d9998b9fe"
+assert turboshake128(_ptn(17), 0x1F, 32).hex() == "9c97d036a3bac819db70ede0ca554ec6e4c2a1a4ffbfd9ec269ca6a111161233"
+
+
 def data_hash(payload):
-    return sha3(payload)[:16]
+    """DataHash = KT128(payload, C = empty, 16) (docs/pathval.md, "Crypto")."""
+    return kt128(payload, 16)
 
 
 def metadata(session_id, timestamp, dh):
@@ -256,7 +350,7 @@ def main():
             {"name": "k0n", "kind": "end_to_end", "dst_master_secret": MASTERS[2].hex(), "src_ia": IAS[0],
              "src_host": SRC_HOST, "dst_host": DST_HOST, "key": k0n.hex()},
         ],
-        "data_hash": [{"payload": p.hex(), "data_hash": data_hash(p).hex()} for p in [b"", b"abc", bytes(range(256)) * 4]],
+        "data_hash": [{"payload": p.hex(), "data_hash": data_hash(p).hex()} for p in [b"", b"abc", bytes(range(256)) * 4, _ptn(8191), _ptn(9000)]],
         "hidden_sample": [],
         "validation_proof": [],
         "concealment": [],

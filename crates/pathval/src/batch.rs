@@ -1,17 +1,15 @@
-//! A trusted router's processing of a batch of packets, staged so that the SHA3-256 work of
-//! the whole batch runs together in [`crate::keccak`]'s multi-state Keccak:
+//! A trusted router's processing of a batch of packets, staged so that the hashing of the
+//! whole batch runs together in [`crate::keccak`]'s multi-state Keccak:
 //!
 //! 1. **Parse and check** every packet (header, HopCount, Timestamp) and run EpSampling (a
 //!    CMAC over the received header) for all of them in one pass of interleaved AES
 //!    ([`aviary_scion::cmac`]); from these, both HiddenSamples a packet needs are known:
 //!    the one to verify, `H(0 | DataHash | HopCount | K_prev)`, and the one for the next node,
 //!    `H(Flag | DataHash | HopCount + 1 | K_next)`.
-//! 2. **Hash** the HiddenSamples to verify of the whole batch at once, with as many of the
-//!    HiddenSamples for the next node as fill the lanes of the last permutation.
-//! 3. **DataHash** over the payloads of the packets whose HiddenSample did not verify (the
-//!    previous node sampled them, or they were altered), and the HiddenSamples for the next
-//!    node, all at once: the one-block HiddenSamples fill the lanes the eight-block payloads
-//!    leave, so that the multi-state permutations run with every lane busy.
+//! 2. **HiddenSamples**: both of every packet, SHA3-256, in one pass (one block each, so the
+//!    lanes are full).
+//! 3. **DataHash** (KT128) over the payloads of the packets whose HiddenSample did not verify
+//!    (the previous node sampled them, or they were altered), all at once.
 //! 4. **Proofs**: every ValidationProof CMAC of the batch in one interleaved pass, the ones to
 //!    check and the ones to write (both cover received header fields only).
 //! 5. **Finish**: the checks, then Construction or Update written into the packet. A dropped
@@ -30,7 +28,7 @@ use crate::crypto::{
 };
 use crate::functions::{self, HeaderMut};
 use crate::header::{field, locate, Metadata, PathvalView, BLOCK_LEN, HIDDEN_SAMPLE_LEN};
-use crate::keccak::{sha3_256_many, DIGEST_LEN, LANES};
+use crate::keccak::{kt128_many, sha3_256_many, DIGEST_LEN};
 use crate::router::{PathvalDrop, Router, Verdict};
 
 /// Packets processed together (stack-allocated state per packet).
@@ -114,22 +112,17 @@ impl Router {
             verify_inputs[i] = k_prev.hidden_sample_input(false, &c.meta.data_hash, c.hop_count);
             next_inputs[i] = k_next.hidden_sample_input(flag, &c.meta.data_hash, c.hop_count + 1);
         }
-        // 2. The HiddenSamples to verify (those of skipped packets hash zeros, unread), and
-        //    as many HiddenSamples for the next node as fill the lanes of their last
-        //    permutation (a batch of one hashes both of its HiddenSamples in one).
-        let early = ((LANES - n % LANES) % LANES).min(n);
+        // 2. Both HiddenSamples of every packet in one pass (those of skipped packets hash
+        //    zeros, unread): 2n one-block messages, the lanes full but for the last
+        //    permutation.
         let mut msgs: [&[u8]; 2 * MAX_BATCH] = [&[]; 2 * MAX_BATCH];
-        for (m, input) in msgs.iter_mut().zip(verify_inputs[..n].iter().chain(&next_inputs[..early])) {
+        for (m, input) in msgs.iter_mut().zip(verify_inputs[..n].iter().chain(&next_inputs[..n])) {
             *m = input;
         }
         let mut digests: [[u8; DIGEST_LEN]; 2 * MAX_BATCH] = [[0; DIGEST_LEN]; 2 * MAX_BATCH];
-        sha3_256_many(&msgs[..n + early], &mut digests[..n + early]);
-        let (carried_check, early_samples) = digests.split_at(n);
-        let mut next_samples: [[u8; HIDDEN_SAMPLE_LEN]; MAX_BATCH] = [[0; HIDDEN_SAMPLE_LEN]; MAX_BATCH];
-        next_samples[..early].copy_from_slice(&early_samples[..early]);
-        // 3. DataHash of the packets the previous node may have sampled, and the other
-        //    HiddenSamples for the next node, in one pass: the payloads (eight blocks each)
-        //    first, the one-block HiddenSamples filling the lanes they leave.
+        sha3_256_many(&msgs[..2 * n], &mut digests[..2 * n]);
+        let (carried_check, next_samples) = digests.split_at(n);
+        // 3. DataHash (KT128) of the packets the previous node may have sampled, all at once.
         let mut unverified = [0usize; MAX_BATCH];
         let mut u = 0;
         for (i, c) in checked.iter().enumerate().take(n) {
@@ -141,16 +134,11 @@ impl Router {
                 u += 1;
             }
         }
-        let late = n - early;
-        for (m, input) in msgs[u..].iter_mut().zip(&next_inputs[early..n]) {
-            *m = input;
-        }
-        sha3_256_many(&msgs[..u + late], &mut digests[..u + late]);
-        let (payload_hashes, late_samples) = digests.split_at(u);
-        next_samples[early..n].copy_from_slice(&late_samples[..late]);
+        let mut payload_hashes = [[0; BLOCK_LEN]; MAX_BATCH];
+        kt128_many(&msgs[..u], &mut payload_hashes[..u]);
         let mut payload_hash: [Option<[u8; BLOCK_LEN]>; MAX_BATCH] = [None; MAX_BATCH];
-        for (&i, h) in unverified[..u].iter().zip(payload_hashes) {
-            payload_hash[i] = Some(h[..BLOCK_LEN].try_into().expect("16 bytes"));
+        for (&i, h) in unverified[..u].iter().zip(&payload_hashes) {
+            payload_hash[i] = Some(*h);
         }
         // 4. Every ValidationProof of the batch in one pass of CMACs: the one to check (under
         //    K_prev) where the HiddenSample did not verify, the one to write (under K_next, over

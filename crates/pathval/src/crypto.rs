@@ -1,4 +1,5 @@
-//! The paper's primitives (§IV-D to §IV-H, §V-A): SHA3-256 for DataHash and HiddenSample,
+//! The paper's primitives (§IV-D to §IV-H, §V-A): SHA3-256 for HiddenSample (as §VI
+//! fixes), KangarooTwelve for DataHash (the paper leaves its hash open; see docs/pathval.md),
 //! AES-CMAC for ValidationProof and Concealment, and the sampling PRF of EpSampling.
 //!
 //! Field orders follow the errata of Alg. 2: `HiddenSample = H(Flag | DataHash | HopCount | K)`
@@ -8,6 +9,7 @@ use aviary_scion::cmac::CmacKey;
 use sha3::{Digest, Sha3_256};
 
 use crate::header::{Metadata, BLOCK_LEN, HIDDEN_SAMPLE_LEN};
+use crate::keccak::kt128_many;
 
 /// A 16-byte symmetric key.
 pub type Key = [u8; BLOCK_LEN];
@@ -161,10 +163,14 @@ pub fn uniform_below(random: &[u8; BLOCK_LEN], n: u16) -> u8 {
     ((u128::from(x) * u128::from(n)) >> 64) as u8
 }
 
-/// `DataHash`: the first 16 bytes of SHA3-256 over the payload (Table III gives it 16 bytes).
+/// `DataHash = KT128(payload, "", 16)`: KangarooTwelve (RFC 9861) with the empty
+/// customization string, 16 bytes of output (Table III's size). The paper only asks for "a
+/// cryptographic hash function"; KT128's twelve-round permutation and larger rate cost a
+/// 1000-byte payload six half-length permutations where SHA3-256 takes eight full ones.
 pub fn data_hash(payload: &[u8]) -> [u8; BLOCK_LEN] {
-    let d: [u8; 32] = Sha3_256::digest(payload).into();
-    d[..BLOCK_LEN].try_into().expect("16 bytes")
+    let mut out = [[0; BLOCK_LEN]];
+    kt128_many(&[payload], &mut out);
+    out[0]
 }
 
 /// Compares secrets in time independent of where they differ.
@@ -177,11 +183,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sha3_is_the_fips_202_function() {
+    fn hidden_sample_is_sha3_and_data_hash_is_kt128() {
         // FIPS 202 example: SHA3-256("abc").
         let d: [u8; 32] = Sha3_256::digest(b"abc").into();
         assert_eq!(d[..4], [0x3a, 0x98, 0x5d, 0xa7]);
-        assert_eq!(data_hash(b"abc"), d[..16]);
+        let k = LinkKey::new([7; 16]);
+        let mut input = vec![1];
+        input.extend([2; 16]);
+        input.push(3);
+        input.extend([7; 16]);
+        assert_eq!(k.hidden_sample(true, &[2; 16], 3), <[u8; 32]>::from(Sha3_256::digest(&input)));
+        // RFC 9861, §5: KT128(ptn(17 bytes), "", 32) begins 6b f7 5f a2 …; DataHash is its
+        // first 16 bytes.
+        let ptn17: Vec<u8> = (0..17).collect();
+        assert_eq!(data_hash(&ptn17)[..], hex::decode("6bf75fa2239198db4772e36478f8e19b").unwrap());
     }
 
     #[test]

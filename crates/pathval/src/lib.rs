@@ -9,8 +9,9 @@
 //! The source's Concealment lets the destination check what no router sampled.
 //!
 //! - [`header`]: the 101-byte header of Table III in a SCION hop-by-hop options extension.
-//! - [`crypto`]: SHA3-256 and AES-CMAC constructions, the sampling PRF.
-//! - [`keccak`]: SHA3-256 over many messages at once, Keccak-f in SIMD across states.
+//! - [`crypto`]: SHA3-256, KangarooTwelve and AES-CMAC constructions, the sampling PRF.
+//! - [`keccak`]: SHA3-256 and KangarooTwelve over many messages at once, Keccak-p in SIMD
+//!   across states.
 //! - [`functions`]: the paper's six functions, one by one (errata of Alg. 2 fixed).
 //! - [`router`]: sans-IO processing at the source, a trusted router and the destination.
 //! - [`batch`]: a trusted router's processing of a batch, its hashing done all at once.

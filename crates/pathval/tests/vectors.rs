@@ -1,5 +1,6 @@
 //! Checks every entry of testdata/vectors/pathval.json, which gen_pathval.py computes with an
-//! independent Python implementation (hashlib SHA3-256, `cryptography` AES-CMAC).
+//! independent Python implementation (hashlib SHA3-256, KangarooTwelve written out from RFC
+//! 9861, `cryptography` AES-CMAC).
 
 use aviary_pathval::header::{Metadata, HEADER_LEN};
 use aviary_pathval::{

@@ -6,7 +6,7 @@ use core::arch::x86_64::{
     _mm256_srl_epi64, _mm256_storeu_si256, _mm256_xor_si256, _mm_cvtsi64_si128,
 };
 
-use super::permutation::{permute, Words};
+use super::permutation::{permute, Rounds, Words};
 use super::{Interleaved, LANES};
 
 const HALF: usize = 4;
@@ -47,13 +47,13 @@ impl Words for Ymm {
     }
 }
 
-/// Permutes the states of `states` in halves of four, skipping a half none of whose lanes
+/// Permutes (`rounds` rounds) the states of `states` in halves of four, skipping a half none of whose lanes
 /// is set in `live` (bit `i`: state `i`).
 ///
 /// # Safety
 /// The CPU must support AVX2.
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn permute_all(states: &mut Interleaved, live: u8) {
+pub(super) unsafe fn permute_all(states: &mut Interleaved, live: u8, rounds: Rounds) {
     for half in 0..LANES / HALF {
         if live >> (half * HALF) & 0xf == 0 {
             continue;
@@ -64,7 +64,7 @@ pub(super) unsafe fn permute_all(states: &mut Interleaved, live: u8) {
             // SAFETY: `words[at..at + 4]` is 4 u64, one 256-bit vector; the load is unaligned.
             *v = Ymm(unsafe { _mm256_loadu_si256(words[at..at + HALF].as_ptr().cast()) });
         }
-        permute(&mut a);
+        permute(&mut a, rounds);
         for (v, words) in a.iter().zip(states.iter_mut()) {
             // SAFETY: as above, for the store.
             unsafe { _mm256_storeu_si256(words[at..at + HALF].as_mut_ptr().cast(), v.0) };

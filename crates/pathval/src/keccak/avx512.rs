@@ -6,7 +6,7 @@ use core::arch::x86_64::{
     _mm512_xor_si512,
 };
 
-use super::permutation::{permute, Words};
+use super::permutation::{permute, Rounds, Words};
 use super::{Interleaved, LANES};
 
 #[derive(Clone, Copy)]
@@ -40,19 +40,19 @@ impl Words for Zmm {
     }
 }
 
-/// Permutes all eight states of `states`.
+/// Permutes (`rounds` rounds) all eight states of `states`.
 ///
 /// # Safety
 /// The CPU must support AVX-512F.
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn permute_all(states: &mut Interleaved) {
+pub(super) unsafe fn permute_all(states: &mut Interleaved, rounds: Rounds) {
     const { assert!(LANES == 8) };
     let mut a = [Zmm(_mm512_set1_epi64(0)); 25];
     for (v, words) in a.iter_mut().zip(states.iter()) {
         // SAFETY: `words` is 8 u64, one 512-bit vector; the load is unaligned.
         *v = Zmm(unsafe { _mm512_loadu_si512(words.as_ptr().cast()) });
     }
-    permute(&mut a);
+    permute(&mut a, rounds);
     for (v, words) in a.iter().zip(states.iter_mut()) {
         // SAFETY: as above, for the store.
         unsafe { _mm512_storeu_si512(words.as_mut_ptr().cast(), v.0) };

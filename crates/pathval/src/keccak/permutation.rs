@@ -1,6 +1,7 @@
-//! Keccak-f[1600] (FIPS 202, §3.3) written once over a vector of 64-bit words, so that each
-//! SIMD implementation only says how its vector type XORs, rotates and masks. Word `j` of the
-//! state is `A[x, y]` with `j = x + 5y`.
+//! Keccak-p[1600, n_r] (FIPS 202, §3.3) written once over a vector of 64-bit words, so that
+//! each SIMD implementation only says how its vector type XORs, rotates and masks: all 24
+//! rounds (Keccak-f[1600], SHA3) or the last 12 (TurboSHAKE and KangarooTwelve, RFC 9861).
+//! Word `j` of the state is `A[x, y]` with `j = x + 5y`.
 
 /// The round constants of ι (FIPS 202, §3.2.5), one per round.
 const ROUND_CONSTANTS: [u64; 24] = [
@@ -30,6 +31,26 @@ const ROUND_CONSTANTS: [u64; 24] = [
     0x8000_0000_8000_8008,
 ];
 
+/// How many rounds a permutation runs. Keccak-p[1600, n_r] runs the *last* `n_r` rounds of
+/// Keccak-f[1600] (FIPS 202, §3.3): the twelve rounds take the round constants of rounds 12-23.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rounds {
+    /// Keccak-f[1600]: 24 rounds.
+    Full,
+    /// Keccak-p[1600, 12]: rounds 12 to 23.
+    Twelve,
+}
+
+impl Rounds {
+    /// The round constants of the rounds run, in order.
+    pub(super) fn constants(self) -> &'static [u64] {
+        match self {
+            Rounds::Full => &ROUND_CONSTANTS,
+            Rounds::Twelve => &ROUND_CONSTANTS[12..],
+        }
+    }
+}
+
 /// The operations the permutation needs from a vector of independent 64-bit words (one per
 /// state). Implementations are `#[inline(always)]` so that the whole permutation is compiled
 /// inside a `#[target_feature]` function with the vector instructions it enables.
@@ -42,13 +63,20 @@ pub(super) trait Words: Copy {
     fn rotate_left(self, n: u32) -> Self;
 }
 
-/// Keccak-f[1600] on every state of `a` at once, written out with constant indices so that
+/// Keccak-p[1600, `rounds`] on every state of `a` at once, written out with constant indices so that
 /// the state stays in registers. π moves word `x + 5y` to `y + 5((2x + 3y) mod 5)`, which ρ
 /// rotates by its offset of FIPS 202's Table 2; χ combines each row's words.
 #[inline(always)]
-pub(super) fn permute<W: Words>(a: &mut [W; 25]) {
+pub(super) fn permute<W: Words>(a: &mut [W; 25], rounds: Rounds) {
+    permute_with_constants(a, rounds.constants());
+}
+
+/// The rounds of Keccak-f[1600] whose round constants are `constants` (the rounds differ in
+/// nothing else).
+#[inline(always)]
+fn permute_with_constants<W: Words>(a: &mut [W; 25], constants: &[u64]) {
     let mut s = *a;
-    for rc in ROUND_CONSTANTS {
+    for &rc in constants {
         let a = &s;
         // θ
         let c = [
@@ -163,9 +191,33 @@ mod tests {
             *t = *o;
         }
         for _ in 0..3 {
-            permute(&mut ours);
+            permute(&mut ours, Rounds::Full);
             keccak::Keccak::new().with_f1600(|f| f(&mut theirs));
         }
         assert_eq!(ours, theirs);
+        for _ in 0..3 {
+            permute(&mut ours, Rounds::Twelve);
+            keccak::Keccak::new().with_p1600::<12>(|f| f(&mut theirs));
+        }
+        assert_eq!(ours, theirs);
+    }
+
+    #[test]
+    fn twelve_rounds_are_the_last_twelve_of_keccak_f() {
+        // Keccak-f = its first twelve rounds, then Keccak-p[1600, 12]: a state run through
+        // the first twelve (constants 0-11) and then `Rounds::Twelve` is Keccak-f's output.
+        let mut state = [0u64; 25];
+        for (i, w) in state.iter_mut().enumerate() {
+            *w = (i as u64 + 1).wrapping_mul(0x2545_f491_4f6c_dd1d);
+        }
+        let mut full = state;
+        permute(&mut full, Rounds::Full);
+        let mut halves = state;
+        permute_with_constants(&mut halves, &ROUND_CONSTANTS[..12]);
+        permute(&mut halves, Rounds::Twelve);
+        assert_eq!(halves, full);
+        let mut last_only = state;
+        permute(&mut last_only, Rounds::Twelve);
+        assert_ne!(last_only, full);
     }
 }

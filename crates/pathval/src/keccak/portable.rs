@@ -1,19 +1,28 @@
 //! The fallback without SIMD: each live state on its own through the `keccak` crate's
-//! Keccak-f[1600].
+//! Keccak-p[1600] (its `p1600::<12>` runs the last twelve rounds, as FIPS 202 defines).
 
+use super::permutation::Rounds;
 use super::{Interleaved, LANES};
 
 /// Permutes the states of `states` whose bit is set in `live` (bit `i`: state `i`).
-pub(super) fn permute_live(states: &mut Interleaved, live: u8) {
-    let keccak = keccak::Keccak::new();
+pub(super) fn permute_live(states: &mut Interleaved, live: u8, rounds: Rounds) {
     for lane in (0..LANES).filter(|l| live >> l & 1 == 1) {
         let mut state = [0u64; 25];
         for (w, words) in state.iter_mut().zip(states.iter()) {
             *w = words[lane];
         }
-        keccak.with_f1600(|f| f(&mut state));
+        permute_one(&mut state, rounds);
         for (w, words) in state.iter().zip(states.iter_mut()) {
             words[lane] = *w;
         }
+    }
+}
+
+/// Permutes one state (`rounds` rounds).
+pub(super) fn permute_one(state: &mut [u64; 25], rounds: Rounds) {
+    let keccak = keccak::Keccak::new();
+    match rounds {
+        Rounds::Full => keccak.with_f1600(|f| f(state)),
+        Rounds::Twelve => keccak.with_p1600::<12>(|f| f(state)),
     }
 }
