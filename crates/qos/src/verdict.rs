@@ -118,33 +118,6 @@ impl DropCounters {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn labels_are_unique_and_counted_separately() {
-        let mut c = DropCounters::default();
-        for (i, r) in DropReason::ALL.iter().enumerate() {
-            assert_eq!(r.shared_index(), Some(i));
-            for _ in 0..=i {
-                c.count(*r);
-            }
-        }
-        c.count(DropReason::Mechanism(1));
-        c.count(DropReason::Mechanism(1));
-        let labels: std::collections::HashSet<_> = c.iter(&["own_a", "own_b"]).map(|(l, _)| l).collect();
-        assert_eq!(labels.len(), DropReason::ALL.len() + 2);
-        for (i, r) in DropReason::ALL.iter().enumerate() {
-            assert_eq!(c.get(*r), i as u64 + 1);
-        }
-        assert_eq!(c.get(DropReason::Mechanism(0)), 0);
-        assert_eq!(c.get(DropReason::Mechanism(1)), 2);
-        assert!(c.iter(&["own_a", "own_b"]).any(|x| x == ("own_b", 2)));
-        assert_eq!(DropReason::Mechanism(3).shared_index(), None);
-    }
-}
-
 /// Declares a mechanism's own drop reasons: an enum `$name` with one variant per reason, its
 /// metric labels (`LABELS[r as usize]`, the order of `ALL`) and the router's reason for each,
 /// [`DropReason::Mechanism`] with the variant's index, which [`crate::drop_label`] maps back
@@ -174,4 +147,31 @@ macro_rules! mechanism_drops {
             }
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_unique_and_counted_separately() {
+        let mut c = DropCounters::default();
+        for (i, r) in DropReason::ALL.iter().enumerate() {
+            assert_eq!(r.shared_index(), Some(i));
+            for _ in 0..=i {
+                c.count(*r);
+            }
+        }
+        c.count(DropReason::Mechanism(1));
+        c.count(DropReason::Mechanism(1));
+        let labels: std::collections::HashSet<_> = c.iter(&["own_a", "own_b"]).map(|(l, _)| l).collect();
+        assert_eq!(labels.len(), DropReason::ALL.len() + 2);
+        for (i, r) in DropReason::ALL.iter().enumerate() {
+            assert_eq!(c.get(*r), i as u64 + 1);
+        }
+        assert_eq!(c.get(DropReason::Mechanism(0)), 0);
+        assert_eq!(c.get(DropReason::Mechanism(1)), 2);
+        assert!(c.iter(&["own_a", "own_b"]).any(|x| x == ("own_b", 2)));
+        assert_eq!(DropReason::Mechanism(3).shared_index(), None);
+    }
 }

@@ -309,7 +309,7 @@ impl ScionHeader {
     }
 
     fn check(&self, payload_len: usize) -> Result<(), HeaderError> {
-        if self.path.len() % 4 != 0 || self.len() > MAX_HDR_LEN {
+        if !self.path.len().is_multiple_of(4) || self.len() > MAX_HDR_LEN {
             return Err(HeaderError::BadPathLength(self.path.len()));
         }
         if payload_len > usize::from(u16::MAX) {
