@@ -253,7 +253,7 @@ fn malformed_datagrams_are_counted_and_harmless() {
             assert_eq!(i["drops"]["not_neighbor"], 4, "{i}");
         }
     }
-    assert_eq!(net.pid(a.ia, Role::Router).is_some(), true);
+    assert!(net.pid(a.ia, Role::Router).is_some());
     // Bad requests to the control service get a clear error, not a crash.
     let r = ureq::post(&format!("http://{}/v1/segments/extend", a.control.listen)).send_string("{not json");
     assert!(matches!(r, Err(ureq::Error::Status(400, _))));

@@ -40,7 +40,7 @@ fn main() {
     // The packets as they arrive at each router, prepared by the chain itself.
     let mut setup = chain();
     let mut random = SeededRandom::new(1);
-    let mut arriving: Vec<Vec<Vec<u8>>> = vec![Vec::with_capacity(DISTINCT); NODES - 1];
+    let mut arriving: Vec<Vec<Vec<u8>>> = (0..NODES - 1).map(|_| Vec::with_capacity(DISTINCT)).collect();
     for i in 0..DISTINCT {
         let mut payload = vec![0x5a; PAYLOAD];
         payload[..8].copy_from_slice(&(i as u64).to_be_bytes());

@@ -290,7 +290,10 @@ impl AsService {
         let legacy = state.legacy_resids.take();
         if let Some(old) = &legacy {
             resids
-                .update(|a| Ok::<_, std::convert::Infallible>(a.absorb(old)))
+                .update(|a| {
+                    a.absorb(old);
+                    Ok::<_, std::convert::Infallible>(())
+                })
                 .with_context(|| format!("{}: resid_store", cfg_path.display()))?;
         } else {
             resids.snapshot().with_context(|| format!("{}: resid_store", cfg_path.display()))?;
