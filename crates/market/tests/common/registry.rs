@@ -41,6 +41,13 @@ fn hop(ingress: U256, egress: U256, start: u64, expiry: u64) -> PathPurchase {
     }
 }
 
+/// Buys the first 600 s of the pair `list_pair` listed, as one path paid `price`, redeemed
+/// under `key`; the request IDs.
+fn buy_pair<L: Ledger>(l: &mut L, f: &Fixture, (ingress, egress): (U256, U256), price: U256, key: B256) -> Vec<U256> {
+    let path = vec![hop(ingress, egress, f.s, f.s + 600)];
+    f.dep.buy_and_redeem_path(l, &f.buyer, path, key, WINDOW, native(price), price).unwrap().0
+}
+
 /// The owner revokes AS 1 while a buyer's request is pending and its listings are open: the
 /// listings cannot be bought (by `buy` or a path), the AS cannot deliver, the buyer reclaims at
 /// once (not only after the deadline) but cannot redeem the assets while nobody would deliver;
@@ -50,10 +57,7 @@ fn revoked_issuer_sells_and_delivers_nothing<L: Ledger>(l: &mut L) {
     let (ingress, egress) = list_pair(l, &f);
     let price = U256::from(2 * 200 * 600);
     let key = B256::repeat_byte(0x42);
-    let (ids, _) = f
-        .dep
-        .buy_and_redeem_path(l, &f.buyer, vec![hop(ingress, egress, f.s, f.s + 600)], key, WINDOW, native(price), price)
-        .unwrap();
+    let ids = buy_pair(l, &f, (ingress, egress), price, key);
     let pending = f.dep.request_of(l, ids[0]).unwrap();
     expect_revert(f.dep.revoke(l, &f.as1, IA1), "NotOwner");
     expect_revert(f.dep.reclaim(l, &f.buyer, ids[0]), "DeadlineNotPassed");
@@ -125,10 +129,7 @@ fn expired_certificate_is_a_deregistration<L: Ledger>(l: &mut L) {
     assert_eq!(f.dep.certificate_of(l, IA1).unwrap().1, now + 600);
     let price = U256::from(2 * 200 * 600);
     let key = B256::repeat_byte(0x42);
-    let (ids, _) = f
-        .dep
-        .buy_and_redeem_path(l, &f.buyer, vec![hop(ingress, egress, f.s, f.s + 600)], key, WINDOW, native(price), price)
-        .unwrap();
+    let ids = buy_pair(l, &f, (ingress, egress), price, key);
 
     l.advance_time(now + 600 - l.block_timestamp().unwrap()).unwrap();
     assert_eq!(f.dep.account_of(l, IA1).unwrap(), Address::ZERO);

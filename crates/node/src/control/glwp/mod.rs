@@ -207,6 +207,16 @@ impl GlwpService {
         self.socket.local_addr()
     }
 
+    /// The AS of the GLWP service sending from `addr`; a datagram from any other address is
+    /// counted as from an unknown sender.
+    fn sender(&self, addr: SocketAddr) -> Option<IsdAsn> {
+        let from = self.senders.get(&addr).copied();
+        if from.is_none() {
+            self.counters.transport(TransportDrop::UnknownSender);
+        }
+        from
+    }
+
     fn receive_loop(&self) {
         // One byte more than the longest message, so that a longer datagram is seen as such.
         let mut buf = vec![0u8; aviary_glwp::discovery::wire::message_len(MAX_ASES) + 1];
@@ -236,10 +246,7 @@ impl GlwpService {
                 return;
             }
         };
-        let Some(&from) = self.senders.get(&addr) else {
-            self.counters.transport(TransportDrop::UnknownSender);
-            return;
-        };
+        let Some(from) = self.sender(addr) else { return };
         match (kind, hop_pointer) {
             (Kind::Request, _) | (Kind::Response, 1..) => {
                 let forward = kind == Kind::Request;

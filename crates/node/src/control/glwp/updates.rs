@@ -87,10 +87,7 @@ impl GlwpService {
                 return;
             }
         };
-        let Some(&from) = self.senders.get(&addr) else {
-            self.counters.transport(TransportDrop::UnknownSender);
-            return;
-        };
+        let Some(from) = self.sender(addr) else { return };
         let mut cores = lock(&self.cores);
         self.keys.select(ts);
         match cores.on_path.neighbourhood.receive(msg, from, &self.keys, now) {
