@@ -10,7 +10,7 @@ use std::fmt;
 
 use super::{
     level1_with, AsHostKey, Derivation, DrkeyError, Epoch, EpochSchedule, HostAddr, HostAsKey, HostHostKey, Level1Key,
-    Protocol, SecretValue,
+    Protocol, RotatingSecret, SecretValue,
 };
 use crate::aes::Aes128;
 use crate::wire::ia::IsdAsn;
@@ -99,9 +99,10 @@ impl IssuerKeys {
 ///
 /// Call [`IssuerKeyring::advance`] with the clock now and then (at least once per epoch); it
 /// runs the PBKDF2 of a new secret value only at a rollover. Verification then tries every
-/// key of [`IssuerKeyring::accepted`] (at most two).
+/// key of [`IssuerKeyring::accepted`] (at most two). Each epoch's keys derive from the master
+/// secret [`RotatingSecret`] picks for it.
 pub struct IssuerKeyring {
-    master_secret: Vec<u8>,
+    secret: RotatingSecret,
     protocol: Protocol,
     derivation: Derivation,
     schedule: EpochSchedule,
@@ -127,17 +128,40 @@ impl IssuerKeyring {
         schedule: EpochSchedule,
         now: u64,
     ) -> Result<Self, DrkeyError> {
+        Self::with_secret(RotatingSecret::new(master_secret)?, protocol, schedule, now)
+    }
+
+    /// [`IssuerKeyring::new`] for a master secret that may have been rotated.
+    pub fn with_secret(
+        secret: RotatingSecret,
+        protocol: Protocol,
+        schedule: EpochSchedule,
+        now: u64,
+    ) -> Result<Self, DrkeyError> {
         let derivation = Derivation::for_protocol(protocol);
         let (current, previous) = schedule.accepted_at(now)?;
-        let keys = |e| IssuerKeys::with_derivation(master_secret, protocol, derivation, e);
+        let keys = |e| secret.issuer_keys(protocol, derivation, e);
         Ok(Self {
             current: keys(current)?,
             previous: previous.map(keys).transpose()?,
-            master_secret: master_secret.to_vec(),
+            secret,
             protocol,
             derivation,
             schedule,
         })
+    }
+
+    /// The master secret is now `next`, since `rotated_at_s`. The keys in hand are derived
+    /// again under [`RotatingSecret`]'s choice: for a rotation just made they stay what they
+    /// were (their epochs began before it); a keyring built from the previous secret when the
+    /// rotation was older takes the new one's where the choice says so.
+    pub fn rotate(&mut self, next: &[u8], rotated_at_s: u64) -> Result<(), DrkeyError> {
+        self.secret.rotate(next, rotated_at_s)?;
+        let keys = |k: &IssuerKeys| self.secret.issuer_keys(self.protocol, self.derivation, k.epoch);
+        let current = keys(&self.current)?;
+        let previous = self.previous.as_ref().map(keys).transpose()?;
+        (self.current, self.previous) = (current, previous);
+        Ok(())
     }
 
     /// Moves to the epoch current at `now`; returns whether it changed. The old current
@@ -147,7 +171,7 @@ impl IssuerKeyring {
         if epoch == self.current.epoch {
             return Ok(false);
         }
-        let next = IssuerKeys::with_derivation(&self.master_secret, self.protocol, self.derivation, epoch)?;
+        let next = self.secret.issuer_keys(self.protocol, self.derivation, epoch)?;
         let old = std::mem::replace(&mut self.current, next);
         self.previous = (old.epoch.end_s == epoch.begin_s).then_some(old);
         Ok(true)
@@ -167,12 +191,5 @@ impl IssuerKeyring {
     pub fn accepted(&self, t: u64) -> impl Iterator<Item = &IssuerKeys> {
         let grace = self.schedule.grace_s();
         std::iter::once(&self.current).chain(self.previous.as_ref()).filter(move |k| k.epoch.accepts(t, grace))
-    }
-}
-
-impl Drop for IssuerKeyring {
-    fn drop(&mut self) {
-        self.master_secret.fill(0);
-        std::hint::black_box(&self.master_secret);
     }
 }

@@ -24,10 +24,12 @@
 mod epoch;
 mod host;
 mod issuer;
+mod rotation;
 
 pub use epoch::{Epoch, EpochSchedule};
 pub use host::{svc, HostAddr};
 pub use issuer::{IssuerKeyring, IssuerKeys};
+pub use rotation::RotatingSecret;
 
 use std::fmt;
 
