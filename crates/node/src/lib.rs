@@ -19,6 +19,7 @@ pub mod resid_store;
 pub mod router;
 pub mod routes;
 pub mod runner;
+pub mod secret_rotation;
 pub mod signals;
 pub mod topology;
 #[cfg(not(target_os = "linux"))]

@@ -19,7 +19,8 @@ use aviary_node::control::ControlService;
 use aviary_node::host::drkey::fetch_host_key;
 use aviary_node::runner::pki::{self, IsdRoot};
 use aviary_node::runner::RunLayout;
-use aviary_scion::drkey::{Epoch, EpochSchedule, HostAddr, IssuerKeys, Protocol, SecretValue};
+use aviary_node::secret_rotation;
+use aviary_scion::drkey::{Epoch, EpochSchedule, HostAddr, IssuerKeys, Protocol, RotatingSecret, SecretValue};
 use aviary_scion::IsdAsn;
 use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
@@ -133,6 +134,59 @@ fn run_writes_the_pki_with_private_keys_for_the_owner_only() {
     let cfg = run.control(A).drkey.clone().unwrap();
     assert_eq!(cfg.trust_roots.len(), 2, "every ISD's root");
     assert_eq!(cfg.epoch_duration_s, 86400);
+}
+
+#[test]
+fn keys_served_before_a_rotation_and_a_restart_of_the_control_service_are_served_after_them() {
+    let run = Run::start("rotation", 55000);
+    let schedule = EpochSchedule::SCION_DEFAULT;
+    let (e, b_tls) = (epoch_now(), run.tls_of(B));
+    let next = schedule.next(e).unwrap();
+    let fetch = |addr: SocketAddr, at: u32| {
+        let c = b_tls.client_config(1).unwrap();
+        fetch_level1(c, addr, ia(A), ia(B), Protocol(0), Some(u64::from(at))).unwrap().key
+    };
+    let before = [fetch(run.drkey_addr(A), e.begin_s), fetch(run.drkey_addr(A), next.begin_s)];
+
+    // The rotation as a router takes it (`PUT /v1/keys`): the record, then the new secret.
+    let master = run.dir(A).join("master.key");
+    let (old, new) = (run.secret(A), vec![0x5a; 32]);
+    secret_rotation::keep(&master, &old, now()).unwrap();
+    std::fs::write(&master, hex::encode(&new)).unwrap();
+    // The control service started again from its files (on other ports: the first one keeps
+    // serving on its thread).
+    let path = run.dir(A).join("control.toml");
+    let mut cfg = ControlConfig::load(&path).unwrap();
+    cfg.listen = "127.0.0.1:55480".parse().unwrap();
+    let drkey_addr: SocketAddr = "127.0.0.1:55481".parse().unwrap();
+    cfg.drkey.as_mut().unwrap().listen = drkey_addr;
+    let svc = ControlService::from_config(&cfg, &path).unwrap();
+    std::thread::spawn(move || svc.serve(cfg.listen));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(drkey_addr).is_err() {
+        assert!(Instant::now() < deadline, "{drkey_addr} did not come up");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!([fetch(drkey_addr, e.begin_s), fetch(drkey_addr, next.begin_s)], before);
+    let want = SecretValue::derive(&old, Protocol(0), next).unwrap().level1(ia(B));
+    assert_eq!(before[1], hex::encode(want.as_bytes()));
+
+    // The first epoch that could not have been served before the rotation takes the new secret
+    // (asked for once it is the next one).
+    let after = schedule.next(next).unwrap();
+    let secret = secret_rotation::load(&path, "master_secret_file", &master).unwrap();
+    let svc = DrkeyService::new(ia(A), secret, schedule, run.tls_of(A), Box::new(NoFetch)).unwrap();
+    let r = svc.issue_level1(ia(B), Protocol(0), u64::from(after.begin_s), u64::from(next.begin_s)).unwrap();
+    let want = SecretValue::derive(&new, Protocol(0), after).unwrap().level1(ia(B));
+    assert_eq!(r.key, hex::encode(want.as_bytes()));
+}
+
+struct NoFetch;
+
+impl Level1Fetch for NoFetch {
+    fn fetch(&self, issuer: IsdAsn, _: Protocol, _: u64) -> Result<Level1Reply, String> {
+        Err(format!("no fetch from {issuer} in this test"))
+    }
 }
 
 #[test]
@@ -271,7 +325,14 @@ fn epochs_roll_over_with_a_grace_period_and_remote_keys_are_cached_per_epoch() {
     let schedule = EpochSchedule::new(100, 5).unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
     let fetcher = CountingFetcher { secret: run.secret(B), schedule, calls: calls.clone() };
-    let svc = DrkeyService::new(ia(A), &run.secret(A), schedule, run.tls_of(A), Box::new(fetcher)).unwrap();
+    let svc = DrkeyService::new(
+        ia(A),
+        RotatingSecret::new(&run.secret(A)).unwrap(),
+        schedule,
+        run.tls_of(A),
+        Box::new(fetcher),
+    )
+    .unwrap();
     let begin: u64 = 1_700_000_000 - 1_700_000_000 % 100;
     let prev = Epoch::new((begin - 100) as u32, begin as u32).unwrap();
     let level1 = |at, now| svc.issue_level1(ia(B), Protocol(0), at, now);

@@ -6,11 +6,11 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use aviary_node::host::ReservationFile;
-use aviary_node::router::runtime_state;
 use aviary_node::runner::RunLayout;
+use aviary_node::secret_rotation;
 
 fn is_secret(name: &str) -> bool {
-    [".key", ".token", ".previous"].iter().any(|s| name.ends_with(s))
+    [".key", ".token", ".previous", ".rotated_at"].iter().any(|s| name.ends_with(s))
         || name.starts_with("reservation")
         || name == "as-service.json"
 }
@@ -38,7 +38,7 @@ fn every_secret_file_of_a_run_is_0600() {
     ReservationFile { dst: sink, reservations: Vec::new() }.save(&dir.join("reservation-source.json")).unwrap();
     let a = layout.ases.values().next().unwrap();
     let master = a.dir.join(&a.router.master_secret_file);
-    runtime_state::write_secret(&runtime_state::previous_secret_file(&master), &[7; 32]).unwrap();
+    secret_rotation::keep(&master, &[7; 32], 1_700_000_000).unwrap();
 
     let mut all = Vec::new();
     files(&dir, &mut all);
@@ -49,8 +49,9 @@ fn every_secret_file_of_a_run_is_0600() {
         secrets.iter().filter(|p| mode(p) != 0o600).map(|p| format!("{} {:o}", p.display(), mode(p))).collect();
     assert!(loose.is_empty(), "secret files readable by others: {loose:#?}");
     // Per AS: master.key, operator.token, account.key, as-p256.key, cs-tls.key; per ISD two
-    // root keys (TLS, market); the buyer's key, the reservation file and the `.previous`.
-    assert!(secrets.len() >= 5 * 5 + 2 + 3, "{secrets:#?}");
+    // root keys (TLS, market); the buyer's key, the reservation file, the `.previous` and its
+    // `.rotated_at`.
+    assert!(secrets.len() >= 5 * 5 + 2 + 4, "{secrets:#?}");
     assert!(!all.iter().any(|p| p.extension().is_some_and(|e| e == "tmp")), "{all:#?}");
 
     // A run directory an earlier version left readable: setting it up again restricts its keys.

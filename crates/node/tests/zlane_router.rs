@@ -14,7 +14,7 @@ use aviary_node::router::pipeline::Pipeline;
 use aviary_node::router::runtime_state::RuntimeState;
 use aviary_node::router::{classes, processors};
 use aviary_qos::{ClassTable, Classifier, Context, LinkState, SeededRandom, Verdict};
-use aviary_scion::drkey::{EpochSchedule, HostAddr as DrkeyHost, IssuerKeys, Protocol};
+use aviary_scion::drkey::{EpochSchedule, HostAddr as DrkeyHost, IssuerKeys, Protocol, RotatingSecret};
 use aviary_scion::epic::hvf::MacInput;
 use aviary_scion::epic::per_as::{gateway_hvf, seal};
 use aviary_scion::epic::timestamp::epic_timestamp;
@@ -63,13 +63,20 @@ struct Setup {
     counter: u32,
 }
 
+/// AS 0's master secret, never rotated.
+fn drkey_secret(chain: &Chain) -> RotatingSecret {
+    RotatingSecret::new(&chain.ases[0].master_secret).unwrap()
+}
+
 impl Setup {
     fn new() -> Self {
         let chain = Chain::new(2, T0 - 3600);
         let cfg: RouterConfig = toml::from_str(CONFIG).unwrap();
         cfg.validate("router.toml").unwrap();
         assert_eq!(cfg.ia, chain.ases[0].ia);
-        let pipeline = processors(cfg.ia, &chain.ases[0].master_secret, &[IF_NEXT], &cfg, [0; 16], NOW).unwrap();
+        let pipeline =
+            processors(cfg.ia, &chain.ases[0].master_secret, &drkey_secret(&chain), &[IF_NEXT], &cfg, [0; 16], NOW)
+                .unwrap();
         let table = cfg.class_tables("router.toml").unwrap()[classes::DEFAULT_TABLE].clone();
         let classifier =
             classes::classifier("router.toml", "default", &table, &cfg.class_mapping(), pipeline.admissions()).unwrap();
@@ -181,6 +188,37 @@ fn a_zlane_router_sorts_traffic_into_r_g_a_and_u() {
 }
 
 #[test]
+fn epic_under_the_drkey_keys_of_before_a_rotation_passes_after_it_within_the_epoch() {
+    let mut s = Setup::new();
+    let gateway = s.epic(NOW, true, true);
+    assert_eq!(s.class(gateway.clone(), NOW), "G");
+    // `PUT /v1/keys` with a day of overlap: hop fields verify under the previous key, and the
+    // DRKey keys of the epoch in progress stay those hosts and other ASes already hold.
+    let new_secret = [0x5a; 16];
+    s.pipeline.rotate_secret(&new_secret, NOW + 86400 * S, NOW / S + 1);
+    let later = NOW + 60 * S;
+    let gateway = s.epic(later, true, true);
+    assert_eq!(s.class(gateway, later), "G");
+    let plain = s.epic(later, false, false);
+    assert_eq!(s.class(plain, later), "A");
+    // A router restarted from the rotation's record derives the same keys.
+    let rotated = RotatingSecret::rotated(&new_secret, &s.chain.ases[0].master_secret, NOW / S + 1).unwrap();
+    s.pipeline =
+        processors(s.cfg.ia, &s.chain.ases[0].master_secret, &rotated, &[IF_NEXT], &s.cfg, [0; 16], later).unwrap();
+    s.pipeline.rotate_secret(&new_secret, NOW + 86400 * S, NOW / S + 1);
+    let plain = s.epic(later, false, false);
+    assert_eq!(s.class(plain, later), "A");
+    // Without the record (the behaviour this guards against) the same packet fails
+    // (the hop-field key rotated as before, so that only DRKey differs).
+    let unrecorded = RotatingSecret::new(&new_secret).unwrap();
+    s.pipeline =
+        processors(s.cfg.ia, &s.chain.ases[0].master_secret, &unrecorded, &[IF_NEXT], &s.cfg, [0; 16], later).unwrap();
+    s.pipeline.rotate_secret(&new_secret, NOW + 86400 * S, NOW / S + 1);
+    let plain = s.epic(later, false, false);
+    assert_ne!(s.class(plain, later), "A");
+}
+
+#[test]
 fn guarantees_change_at_run_time_and_survive_a_restart() {
     let mut s = Setup::new();
     // All of μ_G to this AS: 2 Mbit/s.
@@ -211,7 +249,9 @@ fn guarantees_change_at_run_time_and_survive_a_restart() {
     let mut state = RuntimeState::default();
     state.record(&Command::Mechanism { name: "zlane".into(), request: change });
     state.save(&file).unwrap();
-    let mut restarted = processors(s.cfg.ia, &s.chain.ases[0].master_secret, &[IF_NEXT], &s.cfg, [0; 16], NOW).unwrap();
+    let mut restarted =
+        processors(s.cfg.ia, &s.chain.ases[0].master_secret, &drkey_secret(&s.chain), &[IF_NEXT], &s.cfg, [0; 16], NOW)
+            .unwrap();
     for cmd in RuntimeState::load(&file).unwrap().commands() {
         if let Command::Mechanism { name, request } = cmd {
             restarted.control(&name, &request).unwrap();

@@ -10,7 +10,7 @@
 //!   `K_{Dst:H_dst → Src:H_src}` issued by the destination's AS, whose host gets it from its
 //!   own AS; the source host fetches the Level-2 key `K_{Dst:H_dst → Src}` through its AS.
 
-use aviary_scion::drkey::{Derivation, DrkeyError, Epoch, HostAddr, IssuerKeys, Level1Key, Protocol};
+use aviary_scion::drkey::{Derivation, DrkeyError, Epoch, HostAddr, IssuerKeys, Level1Key, Protocol, RotatingSecret};
 use aviary_scion::IsdAsn;
 
 use crate::crypto::{EndToEndKey, LinkKey};
@@ -24,7 +24,12 @@ pub struct PathvalIssuer(IssuerKeys);
 
 impl PathvalIssuer {
     pub fn new(master_secret: &[u8], epoch: Epoch) -> Result<Self, DrkeyError> {
-        IssuerKeys::with_derivation(master_secret, PROTOCOL, Derivation::Specific, epoch).map(Self)
+        Self::with_secret(&RotatingSecret::new(master_secret)?, epoch)
+    }
+
+    /// The keys of `epoch` from the master secret `secret` picks for it across a rotation.
+    pub fn with_secret(secret: &RotatingSecret, epoch: Epoch) -> Result<Self, DrkeyError> {
+        secret.issuer_keys(PROTOCOL, Derivation::Specific, epoch).map(Self)
     }
 
     /// `K_{i(i+1)}` when this AS holds router `i + 1` and `upstream` holds router `i`.

@@ -23,7 +23,7 @@
 use std::collections::HashMap;
 
 use aviary_qos::{Claim, Context, ControlError, Processor, Verdict as QosVerdict};
-use aviary_scion::drkey::{EpochSchedule, HostAddr as KeyHost, Level1Key};
+use aviary_scion::drkey::{EpochSchedule, HostAddr as KeyHost, Level1Key, RotatingSecret};
 use aviary_scion::wire::header::{path_type, HostAddr};
 use aviary_scion::{IsdAsn, ScionView};
 
@@ -91,14 +91,14 @@ pub struct PathvalProcessor {
 }
 
 impl PathvalProcessor {
-    /// The processor of `ia`'s router with `interfaces`, keyed from the AS's `master_secret`
-    /// (for the DRKey epoch of `now_ns`) and the Level-1 keys `level1` other ASes issued to
+    /// The processor of `ia`'s router with `interfaces`, keyed from the AS's master secret
+    /// `drkey` (for the DRKey epoch of `now_ns`, from the secret it picks for that epoch) and the Level-1 keys `level1` other ASes issued to
     /// it in that epoch; `sampling` is the router's own EpSampling key (random per start).
     pub fn new(
         ia: IsdAsn,
         interfaces: &[u16],
         config: PathvalConfig,
-        master_secret: &[u8],
+        drkey: &RotatingSecret,
         level1: Vec<(IsdAsn, Level1Key)>,
         sampling: [u8; 16],
         now_ns: u64,
@@ -111,7 +111,7 @@ impl PathvalProcessor {
                     return Err(field_err("attack", "only an untrusted router attacks"));
                 }
                 let epoch = EpochSchedule::SCION_DEFAULT.epoch_at(now_ns / NS_PER_S)?;
-                let issuer = PathvalIssuer::new(master_secret, epoch)?;
+                let issuer = PathvalIssuer::with_secret(drkey, epoch)?;
                 let upstream = config.upstream.iter().map(|u| (u.ingress, issuer.link_key_from(u.node))).collect();
                 let mut next = Vec::new();
                 for (i, n) in config.next.iter().enumerate() {

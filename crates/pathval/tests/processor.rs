@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use aviary_pathval::{plan, Chain, PathvalConfig, PathvalIssuer, PathvalProcessor, PlanAs, Policy, Role, Route};
 use aviary_qos::{Context, DropReason, LinkState, Processor, SeededRandom, Verdict};
-use aviary_scion::drkey::EpochSchedule;
+use aviary_scion::drkey::{EpochSchedule, RotatingSecret};
 use aviary_scion::IsdAsn;
 
 const NOW_NS: u64 = 1_750_000_000_000_000_000;
@@ -69,7 +69,19 @@ impl Net {
                 max_future_s: 2,
             };
             let ids: Vec<u16> = ls.iter().map(|l| l.0).collect();
-            routers.insert(*a, PathvalProcessor::new(*a, &ids, cfg, &secret(*a), level1, [9; 16], NOW_NS).unwrap());
+            routers.insert(
+                *a,
+                PathvalProcessor::new(
+                    *a,
+                    &ids,
+                    cfg,
+                    &RotatingSecret::new(&secret(*a)).unwrap(),
+                    level1,
+                    [9; 16],
+                    NOW_NS,
+                )
+                .unwrap(),
+            );
             for &(i, n, ni) in ls {
                 links.insert((*a, i), (n, ni));
             }

@@ -177,6 +177,15 @@ pub trait Processor: Send {
     fn rotate_secret(&mut self, secret: &[u8], previous_until_ns: u64) {
         let _ = (secret, previous_until_ns);
     }
+
+    /// [`Processor::rotate_secret`] of a rotation made at `rotated_at_s` (Unix s), which is
+    /// what the router calls. Mechanisms with DRKey keys need the instant: an epoch's keys
+    /// derive from the secret that was current when they could first be served, the same
+    /// choice every process of the AS makes from the same recorded instant.
+    fn rotate_secret_at(&mut self, secret: &[u8], previous_until_ns: u64, rotated_at_s: u64) {
+        let _ = rotated_at_s;
+        self.rotate_secret(secret, previous_until_ns);
+    }
 }
 
 /// Label of a drop reason of `processor`.

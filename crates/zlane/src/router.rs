@@ -12,7 +12,7 @@
 //! `isds`, `rates`, `burst_bytes`; any subset) and applies them between two batches.
 
 use aviary_qos::{Admission, Claim, Context, ControlError, DuplicateFilterConfigError, Processor, RateBound, Verdict};
-use aviary_scion::drkey::{DrkeyError, EpochSchedule, IssuerKeyring, Protocol};
+use aviary_scion::drkey::{DrkeyError, EpochSchedule, IssuerKeyring, Protocol, RotatingSecret};
 use aviary_scion::epic::{Epic, EpicDuplicates, EpicForwarder};
 use aviary_scion::mac::HopMacKey;
 use aviary_scion::wire::epic_per_as::PerAsPathView;
@@ -51,13 +51,13 @@ pub struct ZlaneRouter {
 }
 
 impl ZlaneRouter {
-    /// The processor of the router of `fwd`'s AS, keyed from the AS's `master_secret` (EPIC's
-    /// DRKey keys and the duplicate filter's hash key), with the guarantees of `config` on the
+    /// The processor of the router of `fwd`'s AS, keyed from the AS's master secret `drkey`
+    /// (EPIC's DRKey keys and the duplicate filter's hash key), with the guarantees of `config` on the
     /// links given as their id and their guaranteed class's bound (μ_G); `now_ns` picks the
     /// first DRKey epoch.
     pub fn new(
         fwd: AsForwarding,
-        master_secret: &[u8],
+        drkey: &RotatingSecret,
         config: ZlaneConfig,
         links: impl IntoIterator<Item = (u16, RateBound)>,
         now_ns: u64,
@@ -65,7 +65,8 @@ impl ZlaneRouter {
         let own_isd = fwd.local_ia.isd();
         let plan = config.plan(own_isd)?;
         let protocol = Protocol(config.drkey_protocol);
-        let keyring = IssuerKeyring::new(master_secret, protocol, EpochSchedule::SCION_DEFAULT, now_ns / NS_PER_S)?;
+        let keyring =
+            IssuerKeyring::with_secret(drkey.clone(), protocol, EpochSchedule::SCION_DEFAULT, now_ns / NS_PER_S)?;
         // The filter's hash key: a Level-1 key to an ISD-AS no AS has, so it is secret and
         // never a key the AS hands out.
         let dup_key = *keyring.current().level1(IsdAsn::new(0, 0)).as_bytes();
@@ -139,10 +140,19 @@ impl Processor for ZlaneRouter {
         out("previous_key_packets", self.epic.previous_key_packets);
     }
 
-    /// The hop-field key rotates with an overlap like every forwarder's; EPIC's DRKey keys
-    /// follow their own epochs (derived from the secret the router started with).
+    /// The hop-field key rotates with an overlap like every forwarder's.
     fn rotate_secret(&mut self, secret: &[u8], previous_until_ns: u64) {
         self.epic.fwd.rotate(HopMacKey::from_master_secret(secret), previous_until_ns);
+    }
+
+    /// EPIC's DRKey keys keep the secret of their epoch: those in hand do not change, the
+    /// epochs to come take the new secret once [`RotatingSecret`] says so.
+    fn rotate_secret_at(&mut self, secret: &[u8], previous_until_ns: u64, rotated_at_s: u64) {
+        self.rotate_secret(secret, previous_until_ns);
+        // An empty secret never reaches a processor (the management API refuses it).
+        if self.keyring.rotate(secret, rotated_at_s).is_ok() {
+            self.epic.ext.set_keys(self.keyring.current().clone());
+        }
     }
 
     fn control(&mut self, request: &serde_json::Value) -> Result<(), ControlError> {

@@ -10,7 +10,7 @@
 use std::net::Ipv4Addr;
 
 use aviary_qos::{Admission, Verdict};
-use aviary_scion::drkey::{EpochSchedule, HostAddr as DrkeyHost, IssuerKeys, Protocol};
+use aviary_scion::drkey::{EpochSchedule, HostAddr as DrkeyHost, IssuerKeys, Protocol, RotatingSecret};
 use aviary_scion::epic::hvf::MacInput;
 use aviary_scion::epic::per_as::seal;
 use aviary_scion::epic::timestamp::epic_timestamp;
@@ -136,8 +136,13 @@ impl Net {
         now_ns: u64,
         max_slots: usize,
     ) -> Result<Gateway, GatewayError> {
-        let mut gw =
-            Gateway::with_max_host_slots(self.src_ia(), &self.ases[0].master_secret, config, now_ns, max_slots)?;
+        let mut gw = Gateway::with_max_host_slots(
+            self.src_ia(),
+            &RotatingSecret::new(&self.ases[0].master_secret)?,
+            config,
+            now_ns,
+            max_slots,
+        )?;
         let keys = gw.path_keys_mut();
         for (i, a) in self.ases.iter().enumerate() {
             keys.set_key(a.ia, &a.drkey.level1(self.src_ia()));

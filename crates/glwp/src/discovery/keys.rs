@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use aviary_scion::drkey::{Derivation, DrkeyError, Epoch, IssuerKeys, Level1Key, Protocol};
+use aviary_scion::drkey::{Derivation, DrkeyError, Epoch, IssuerKeys, Level1Key, Protocol, RotatingSecret};
 use aviary_scion::IsdAsn;
 
 /// The DRKey protocol id of GLWP discovery (outside the ids scionproto predefines).
@@ -35,7 +35,12 @@ pub struct DrkeyKeys {
 
 impl DrkeyKeys {
     pub fn new(master_secret: &[u8], epoch: Epoch) -> Result<Self, DrkeyError> {
-        let issuer = IssuerKeys::with_derivation(master_secret, PROTOCOL, Derivation::Specific, epoch)?;
+        Self::with_secret(&RotatingSecret::new(master_secret)?, epoch)
+    }
+
+    /// The keys of `epoch` from the master secret `secret` picks for it across a rotation.
+    pub fn with_secret(secret: &RotatingSecret, epoch: Epoch) -> Result<Self, DrkeyError> {
+        let issuer = secret.issuer_keys(PROTOCOL, Derivation::Specific, epoch)?;
         Ok(Self { issuer, fetched: BTreeMap::new() })
     }
 

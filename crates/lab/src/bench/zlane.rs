@@ -187,7 +187,14 @@ pub(super) fn router_row(effort: Effort) -> Row {
     let ns = time_batches(effort, &templates, |pkts| {
         let fwd = AsForwarding::new(src.ia, src.mac_key.clone(), [IF_NEXT]);
         let bound = [(IF_NEXT, RateBound::Ppm(500_000))];
-        let mut router = ZlaneRouter::new(fwd, &src.master_secret, zlane.clone(), bound, t0()).expect("router");
+        let mut router = ZlaneRouter::new(
+            fwd,
+            &aviary_scion::drkey::RotatingSecret::new(&src.master_secret).expect("secret"),
+            zlane.clone(),
+            bound,
+            t0(),
+        )
+        .expect("router");
         let mut random = SeededRandom::new(1);
         let mut verdicts = vec![Verdict::Deliver; pkts.len()];
         let t = Instant::now();

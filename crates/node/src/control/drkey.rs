@@ -16,12 +16,19 @@
 //! Which keys are served when: the key of the epoch that contains the requested time, if
 //! that epoch is the current one, the next one, or the previous one during the first
 //! `grace_s` seconds of the current one ([`EpochSchedule::accepted_at`]).
+//!
+//! A key served once never changes: across a rotation of the master secret each epoch
+//! derives from the secret [`RotatingSecret`] picks for it (the previous one for every epoch
+//! that was servable before the rotation), from the record the routers keep beside
+//! `master_secret_file` ([`crate::secret_rotation`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Mutex;
 
-use aviary_scion::drkey::{Derivation, DrkeyError, Epoch, EpochSchedule, HostAddr, Level1Key, Protocol, SecretValue};
+use aviary_scion::drkey::{
+    Derivation, DrkeyError, Epoch, EpochSchedule, HostAddr, Level1Key, Protocol, RotatingSecret,
+};
 use aviary_scion::IsdAsn;
 use thiserror::Error;
 
@@ -137,39 +144,22 @@ pub trait Level1Fetch: Send + Sync {
 /// The DRKey service of one AS.
 pub struct DrkeyService {
     ia: IsdAsn,
-    master_secret: Vec<u8>,
+    secret: RotatingSecret,
     schedule: EpochSchedule,
     pub(super) tls: DrkeyTls,
     fetcher: Box<dyn Level1Fetch>,
     cache: Mutex<HashMap<(IsdAsn, Protocol, Epoch), Level1Key>>,
 }
 
-impl Drop for DrkeyService {
-    fn drop(&mut self) {
-        self.master_secret.fill(0);
-        std::hint::black_box(&self.master_secret);
-    }
-}
-
 impl DrkeyService {
     pub fn new(
         ia: IsdAsn,
-        master_secret: &[u8],
+        secret: RotatingSecret,
         schedule: EpochSchedule,
         tls: DrkeyTls,
         fetcher: Box<dyn Level1Fetch>,
     ) -> Result<Self, DrkeyServiceError> {
-        if master_secret.is_empty() {
-            return Err(DrkeyError::EmptyMasterSecret.into());
-        }
-        Ok(Self {
-            ia,
-            master_secret: master_secret.to_vec(),
-            schedule,
-            tls,
-            fetcher,
-            cache: Mutex::new(HashMap::new()),
-        })
+        Ok(Self { ia, secret, schedule, tls, fetcher, cache: Mutex::new(HashMap::new()) })
     }
 
     pub fn ia(&self) -> IsdAsn {
@@ -214,7 +204,7 @@ impl DrkeyService {
             )));
         }
         let epoch = self.servable_epoch(at, now)?;
-        let key = SecretValue::derive(&self.master_secret, protocol, epoch)?.level1(subject);
+        let key = self.secret.secret_value(protocol, epoch)?.level1(subject);
         Ok(Level1Reply {
             issuer: self.ia,
             subject,
@@ -235,7 +225,7 @@ impl DrkeyService {
     ) -> Result<(Level1Key, Epoch), DrkeyServiceError> {
         if issuer == self.ia {
             let epoch = self.servable_epoch(at, now)?;
-            return Ok((SecretValue::derive(&self.master_secret, protocol, epoch)?.level1(subject), epoch));
+            return Ok((self.secret.secret_value(protocol, epoch)?.level1(subject), epoch));
         }
         debug_assert_eq!(subject, self.ia, "only keys issued to this AS can be fetched");
         {

@@ -27,10 +27,12 @@ use crate::api::{
     PathWire, PathsReply, ReservationRequest, SegmentWire,
 };
 use crate::clock::unix_s;
-use crate::config::{read_secret, ControlConfig, DrkeyConfig};
+use crate::config::{ControlConfig, DrkeyConfig};
 use crate::resid_store::{Direction, Holder, Leg, Limits, ResIdStore, StoreError};
 use crate::routes::{routes, HopPlan, SegmentPlan};
+use crate::secret_rotation;
 use crate::topology::{IfRef, Neighbor, Topology};
+use aviary_scion::drkey::RotatingSecret;
 use drkey::{DrkeyService, HostKeyRequest};
 use glwp::GlwpService;
 use level1::TlsFetcher;
@@ -85,7 +87,9 @@ pub struct ControlService {
 
 impl ControlService {
     pub fn from_config(cfg: &ControlConfig, cfg_path: &std::path::Path) -> anyhow::Result<Self> {
-        let secret = read_secret(cfg_path, "master_secret_file", &cfg.master_secret_file)?;
+        // DRKey needs the record of the last rotation too, to keep every key it served.
+        let drkey_secret = secret_rotation::load(cfg_path, "master_secret_file", &cfg.master_secret_file)?;
+        let secret = drkey_secret.current().to_vec();
         let token = std::fs::read_to_string(&cfg.operator_token_file)
             .with_context(|| format!("{}: operator_token_file", cfg_path.display()))?;
         let topology = Topology::load(&cfg.topology)?;
@@ -101,12 +105,12 @@ impl ControlService {
         // A corrupt store stops the service at start, naming the file, not at the first grant.
         resids.snapshot().with_context(|| format!("{}: resid_store", cfg_path.display()))?;
         let drkey = match &cfg.drkey {
-            Some(d) => Some((Arc::new(drkey_service(cfg, d, &secret, cfg_path)?), d.listen)),
+            Some(d) => Some((Arc::new(drkey_service(cfg, d, &drkey_secret, cfg_path)?), d.listen)),
             None => None,
         };
         let glwp = match (&cfg.glwp, &drkey) {
             (Some(g), Some((d, _))) => {
-                Some(Arc::new(GlwpService::from_config(cfg, g, &topology, &secret, d.schedule(), cfg_path)?))
+                Some(Arc::new(GlwpService::from_config(cfg, g, &topology, &drkey_secret, d.schedule(), cfg_path)?))
             }
             _ => None,
         };
@@ -506,7 +510,7 @@ fn path_sigmas(segments: &[SegmentWire], plans: &[SegmentPlan]) -> Vec<String> {
 fn drkey_service(
     cfg: &ControlConfig,
     d: &DrkeyConfig,
-    secret: &[u8],
+    secret: &RotatingSecret,
     cfg_path: &std::path::Path,
 ) -> anyhow::Result<DrkeyService> {
     let file = cfg_path.display().to_string();
@@ -518,7 +522,7 @@ fn drkey_service(
         peers: cfg.peers.iter().filter_map(|p| Some((p.ia, p.drkey?))).collect(),
         configs: tls.client_configs(),
     };
-    Ok(DrkeyService::new(cfg.ia, secret, schedule, tls, Box::new(fetcher))?)
+    Ok(DrkeyService::new(cfg.ia, secret.clone(), schedule, tls, Box::new(fetcher))?)
 }
 
 /// Runs a control service from its config file until the process is stopped.

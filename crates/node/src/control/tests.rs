@@ -1,6 +1,7 @@
 //! Unit tests of the control service's hop fields and grants.
 
 use super::*;
+use crate::config::read_secret;
 use crate::runner::RunLayout;
 
 pub(super) fn service(name: &str, ia: &str) -> (ControlService, RunLayout) {

@@ -26,8 +26,10 @@ use aviary_scion::IsdAsn;
 use aviary_zlane::gateway::GatewayConfig;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{base_dir, read_secret, resolve, ConfigError};
+use crate::config::{base_dir, resolve, ConfigError};
+use crate::secret_rotation;
 use crate::topology::{read_toml, Topology};
+use aviary_scion::drkey::RotatingSecret;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -53,7 +55,9 @@ pub struct ZlaneGatewayConfig {
 /// A loaded config with what its files hold.
 pub struct LoadedGateway {
     pub config: ZlaneGatewayConfig,
-    pub master_secret: Vec<u8>,
+    /// The AS master secret with the record of its last rotation (the gateway derives DRKey
+    /// keys).
+    pub master_secret: RotatingSecret,
     pub operator_token: String,
     pub topology: Topology,
 }
@@ -70,7 +74,7 @@ impl ZlaneGatewayConfig {
         c.zlane_gateway
             .plan()
             .map_err(|e| ConfigError::new(&file, format!("zlane_gateway.{}", e.field()), e.to_string()))?;
-        let master_secret = read_secret(path, "master_secret_file", &c.master_secret_file)?;
+        let master_secret = secret_rotation::load(path, "master_secret_file", &c.master_secret_file)?;
         let operator_token = std::fs::read_to_string(&c.operator_token_file)
             .map_err(|e| {
                 let why = format!("cannot read {}: {e}", c.operator_token_file.display());

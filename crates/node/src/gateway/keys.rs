@@ -162,7 +162,13 @@ mod tests {
             suppress_duplicates: false,
             hosts: Vec::new(),
         };
-        Gateway::new(IsdAsn::new(1, 0x111), &[9; 16], &config, now_s * 1_000_000_000).unwrap()
+        Gateway::new(
+            IsdAsn::new(1, 0x111),
+            &aviary_scion::drkey::RotatingSecret::new(&[9; 16]).unwrap(),
+            &config,
+            now_s * 1_000_000_000,
+        )
+        .unwrap()
     }
 
     fn put(cache: &KeyCache, epoch: Epoch, ia: IsdAsn) {

@@ -46,7 +46,7 @@ fn a_config_loads_with_its_files_relative_to_it() {
     let (_d, cfg) = dir_with("ok", &table("[[zlane_gateway.hosts]]\nprefix = \"127.0.2.10\"\nrate_bps = 500000\n"));
     let loaded = ZlaneGatewayConfig::load(&cfg).unwrap();
     assert_eq!(loaded.operator_token, "secret-token");
-    assert_eq!(loaded.master_secret.len(), 16);
+    assert_eq!(loaded.master_secret.current().len(), 16);
     assert_eq!(loaded.topology.ases.len(), 3);
     assert_eq!(loaded.config.zlane_gateway.hosts.len(), 1);
 }

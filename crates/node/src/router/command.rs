@@ -16,6 +16,7 @@ use super::runtime_state::{self, RuntimeState};
 use super::worker::Forwarder;
 use super::workers::PipelineChange;
 use crate::clock::unix_ns;
+use crate::secret_rotation;
 use aviary_qos::ClassId;
 
 /// How long the leader waits for the other workers to take a change.
@@ -36,14 +37,22 @@ impl Forwarder {
     /// Applies a management command on every worker and keeps it for the next start of the
     /// router. A change that cannot be kept is still in force; the failure is logged as an
     /// error.
-    pub(super) fn apply_and_keep(&mut self, cmd: Command) -> Result<(), CommandError> {
-        let mut next = self.runtime.clone();
-        next.record(&cmd);
-        let rotated_to = match &cmd {
-            Command::MasterSecret { secret, .. } => Some(secret.clone()),
+    pub(super) fn apply_and_keep(&mut self, mut cmd: Command) -> Result<(), CommandError> {
+        let replaced = self.secret.clone();
+        let rotated_to = match &mut cmd {
+            Command::MasterSecret { secret, rotated_at_s, .. } => {
+                // A router sharing the secret files took this rotation already: its instant is
+                // the AS's, which every process's DRKey keys depend on.
+                let master_file = &self.cfg.master_secret_file;
+                if let Some(at) = secret_rotation::recorded_instant(master_file, &replaced, secret) {
+                    *rotated_at_s = at;
+                }
+                Some((secret.clone(), *rotated_at_s))
+            }
             _ => None,
         };
-        let replaced = self.secret.clone();
+        let mut next = self.runtime.clone();
+        next.record(&cmd);
         if let Some(change) = self.apply_here(cmd)? {
             self.pass_on(change)?;
         }
@@ -51,12 +60,9 @@ impl Forwarder {
         let kept = match rotated_to {
             // In this order: a crash between two writes leaves either no record of the rotation
             // or one whose previous secret is on disk, never a new secret without the old one.
-            Some(s) => runtime_state::write_secret(
-                &runtime_state::previous_secret_file(&self.cfg.master_secret_file),
-                &replaced,
-            )
-            .and_then(|()| next.save(&self.runtime_file))
-            .and_then(|()| runtime_state::write_secret(&self.cfg.master_secret_file, &s)),
+            Some((s, at)) => secret_rotation::keep(&self.cfg.master_secret_file, &replaced, at)
+                .and_then(|()| next.save(&self.runtime_file))
+                .and_then(|()| runtime_state::write_secret(&self.cfg.master_secret_file, &s)),
             None => next.save(&self.runtime_file),
         };
         match kept {
@@ -89,15 +95,15 @@ impl Forwarder {
         Ok(())
     }
 
-    /// Once a rotation's overlap is over, the previous secret leaves the disk (the leader's
+    /// Once neither a rotation's overlap nor DRKey needs it, the previous secret leaves the disk (the leader's
     /// task: only it keeps the runtime state).
     pub(super) fn retire_previous_secret(&mut self, now: u64) {
         if self.commands.is_none() {
             return;
         }
-        if self.runtime.key_rotation.is_some_and(|r| now >= r.previous_until_ns) {
+        if self.runtime.key_rotation.is_some_and(|r| now >= r.keep_until_ns()) {
             if let Err(e) = end_overlap(&mut self.runtime, &self.runtime_file, &self.cfg.master_secret_file) {
-                tracing::error!("overlap of the key rotation over, but the previous secret is not removed: {e}");
+                tracing::error!("previous secret of the key rotation no longer needed, but not removed: {e}");
             }
         }
     }
@@ -122,8 +128,8 @@ impl Forwarder {
                 self.try_change(&change)?;
                 Ok(Some(change))
             }
-            Command::MasterSecret { secret, previous_until_ns } => {
-                let change = PipelineChange::MasterSecret { secret, previous_until_ns };
+            Command::MasterSecret { secret, previous_until_ns, rotated_at_s } => {
+                let change = PipelineChange::MasterSecret { secret, previous_until_ns, rotated_at_s };
                 self.try_change(&change)?;
                 Ok(Some(change))
             }
@@ -153,9 +159,9 @@ impl Forwarder {
                     *z = z.changed(request).map_err(|e| CommandError::Invalid(e.to_string()))?;
                 }
             }
-            PipelineChange::MasterSecret { secret, previous_until_ns } => {
+            PipelineChange::MasterSecret { secret, previous_until_ns, rotated_at_s } => {
                 // Keys swapped in place: policers and duplicate filters carry on.
-                self.pipeline.rotate_secret(secret, *previous_until_ns);
+                self.pipeline.rotate_secret(secret, *previous_until_ns, *rotated_at_s);
                 self.secret = secret.clone();
             }
         }

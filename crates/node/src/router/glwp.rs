@@ -129,7 +129,16 @@ capacity_bps = 1000000
         let cfg: RouterConfig = toml::from_str(ROUTER).unwrap();
         cfg.validate("r.toml").unwrap();
         assert_eq!(cfg.glwp, Some(RouterGlwpConfig { monitor_allocations: 64, ..Default::default() }));
-        let pipeline = super::super::processors(cfg.ia, &[7; 32], &[2], &cfg, [0; 16], 0).unwrap();
+        let pipeline = super::super::processors(
+            cfg.ia,
+            &[7; 32],
+            &aviary_scion::drkey::RotatingSecret::new(&[7; 32]).unwrap(),
+            &[2],
+            &cfg,
+            [0; 16],
+            0,
+        )
+        .unwrap();
         let glwp = pipeline.processors().find(|p| p.name() == "glwp").expect("a glwp processor");
         assert_eq!(glwp.claims(), [aviary_qos::Claim::PathType(aviary_glwp::PATH_TYPE)]);
         let tables = cfg.class_tables("r.toml").unwrap();

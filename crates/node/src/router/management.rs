@@ -36,10 +36,12 @@ pub enum Command {
         name: String,
         request: serde_json::Value,
     },
-    /// Rotate to a new AS master secret; the keys it replaces verify until `previous_until_ns`.
+    /// Rotate to a new AS master secret at `rotated_at_s` (Unix s); the keys it replaces
+    /// verify until `previous_until_ns`.
     MasterSecret {
         secret: Vec<u8>,
         previous_until_ns: u64,
+        rotated_at_s: u64,
     },
 }
 
@@ -172,7 +174,8 @@ fn key_rotation(request: &serde_json::Map<String, serde_json::Value>, now_ns: u6
             .filter(|s| *s <= MAX_OVERLAP_SECS)
             .ok_or_else(|| invalid("overlap_secs", format!("whole seconds from 0 to {MAX_OVERLAP_SECS}")))?,
     };
-    Ok(Command::MasterSecret { secret, previous_until_ns: now_ns + overlap_secs * 1_000_000_000 })
+    let previous_until_ns = now_ns + overlap_secs * 1_000_000_000;
+    Ok(Command::MasterSecret { secret, previous_until_ns, rotated_at_s: now_ns / 1_000_000_000 })
 }
 
 #[cfg(test)]
@@ -202,7 +205,7 @@ mod tests {
         let secret = "ab".repeat(16);
         let put = |body: String| parse_command("/v1/keys", &body, 1000 * S);
         let cmd = put(format!(r#"{{"master_secret": "{secret}", "overlap_secs": 60}}"#)).unwrap();
-        let Command::MasterSecret { secret: s, previous_until_ns } = cmd else { panic!("{cmd:?}") };
+        let Command::MasterSecret { secret: s, previous_until_ns, .. } = cmd else { panic!("{cmd:?}") };
         assert_eq!((s, previous_until_ns), (vec![0xab; 16], 1060 * S));
         let cmd = put(format!(r#"{{"master_secret": "{secret}"}}"#)).unwrap();
         assert!(matches!(cmd, Command::MasterSecret { previous_until_ns, .. }

@@ -42,6 +42,7 @@ use anyhow::{anyhow, Context as _};
 use aviary_hummingbird::{Router as HbirdRouter, SecretValue};
 use aviary_pathval::PathvalProcessor;
 use aviary_qos::{EgressScheduler, LinkParams, Processor, RandomSource};
+use aviary_scion::drkey::RotatingSecret;
 use aviary_scion::wire::scmp::{self as scmp_wire, ScmpView, PROTOCOL_SCMP};
 use aviary_scion::{AsForwarding, HopMacKey, HostAddr, IsdAsn, ScionView, StandardForwarder};
 use aviary_zlane::router::ZlaneRouter;
@@ -50,11 +51,12 @@ use rand_chacha::ChaCha12Rng;
 
 use crate::clock::unix_ns;
 use crate::config::{read_secret, RouterConfig, ScmpConfig};
+use crate::secret_rotation;
 use egress::SharedLink;
 use management::CommandMsg;
 use metrics::InterfaceStats;
 use pipeline::Pipeline;
-use runtime_state::RuntimeState;
+use runtime_state::{KeyRotation, RuntimeState};
 use steering::Spread;
 pub use worker::Forwarder;
 use workers::{Inbox, Peer, StatusBoard, Waker};
@@ -72,10 +74,13 @@ const NO_LINK: u8 = u8::MAX;
 
 /// The mechanisms this router hosts, keyed from the AS master secret: one line each. A Z-Lane
 /// router's standard SCION is Z-Lane's processor, which also verifies EPIC and classifies.
-/// `sampling` is pathval's EpSampling key, one for all workers of a router.
+/// Hop-field and flyover keys come from `secret`, DRKey keys from the secret `drkey` picks for
+/// their epoch. `sampling` is pathval's EpSampling key, one for all workers of a router.
+#[allow(clippy::too_many_arguments)]
 pub fn processors(
     ia: IsdAsn,
     secret: &[u8],
+    drkey: &RotatingSecret,
     ids: &[u16],
     cfg: &RouterConfig,
     sampling: [u8; 16],
@@ -85,9 +90,7 @@ pub fn processors(
     let scion: Box<dyn Processor> = match &cfg.zlane {
         Some(z) => {
             let links = cfg.guaranteed_bounds("router config")?;
-            Box::new(
-                ZlaneRouter::new(fwd.clone(), secret, z.clone(), links, now_ns).map_err(|e| anyhow!("zlane: {e}"))?,
-            )
+            Box::new(ZlaneRouter::new(fwd.clone(), drkey, z.clone(), links, now_ns).map_err(|e| anyhow!("zlane: {e}"))?)
         }
         None => Box::new(StandardForwarder::standard(fwd.clone())),
     };
@@ -95,7 +98,7 @@ pub fn processors(
         .map_err(|e| anyhow!("hummingbird: {e}"))?;
     let mut mechanisms: Vec<Box<dyn Processor>> = vec![scion, Box::new(hummingbird)];
     if let Some(p) = &cfg.pathval {
-        mechanisms.push(Box::new(pathval_processor(ia, secret, ids, p, sampling, now_ns)?));
+        mechanisms.push(Box::new(pathval_processor(ia, drkey, ids, p, sampling, now_ns)?));
     }
     if let Some(g) = &cfg.glwp {
         mechanisms.push(Box::new(glwp::processor(ia, secret, g)?));
@@ -107,7 +110,7 @@ pub fn processors(
 /// and the router's EpSampling key, fresh at every start.
 fn pathval_processor(
     ia: IsdAsn,
-    secret: &[u8],
+    drkey: &RotatingSecret,
     ids: &[u16],
     p: &aviary_pathval::PathvalConfig,
     sampling: [u8; 16],
@@ -117,7 +120,7 @@ fn pathval_processor(
         Some(f) => crate::config::Level1KeysFile::load_at(f, now_ns / 1_000_000_000)?,
         None => Vec::new(),
     };
-    PathvalProcessor::new(ia, ids, p.clone(), secret, level1, sampling, now_ns).map_err(|e| match &p.level1_keys_file {
+    PathvalProcessor::new(ia, ids, p.clone(), drkey, level1, sampling, now_ns).map_err(|e| match &p.level1_keys_file {
         Some(f) => anyhow!("pathval.{e} (Level-1 keys of this DRKey epoch from {})", f.display()),
         None => anyhow!("pathval.{e}"),
     })
@@ -177,13 +180,14 @@ pub fn start(
     if ids.len() >= usize::from(NO_LINK) {
         anyhow::bail!("{file}: at most {} interfaces per router", NO_LINK - 1);
     }
-    // Within a rotation's overlap the mechanisms start from the previous secret and rotate
-    // to the current one, as they did before the restart.
+    // While the previous secret is needed the mechanisms start from it and rotate to the
+    // current one, as they did before the restart; DRKey epochs derive from the one each
+    // takes under the recorded rotation.
     let previous = match runtime.key_rotation {
-        Some(r) if unix_ns() < r.previous_until_ns => {
-            let previous_file = runtime_state::previous_secret_file(&cfg.master_secret_file);
+        Some(r) if unix_ns() < r.keep_until_ns() => {
+            let previous_file = secret_rotation::previous_secret_file(&cfg.master_secret_file);
             let field = format!("key_rotation (previous secret {})", previous_file.display());
-            Some((read_secret(&runtime_file, &field, &previous_file)?, r.previous_until_ns))
+            Some((read_secret(&runtime_file, &field, &previous_file)?, r))
         }
         Some(_) => {
             end_overlap(&mut runtime, &runtime_file, &cfg.master_secret_file)
@@ -195,12 +199,19 @@ pub fn start(
     let mut sampling = [0u8; 16];
     getrandom::getrandom(&mut sampling).map_err(|e| anyhow!("no randomness from the OS: {e}"))?;
     let now = unix_ns();
+    let drkey = match &previous {
+        Some((old, KeyRotation { rotated_at_s: Some(at), .. })) => RotatingSecret::rotated(&secret, old, *at),
+        _ => RotatingSecret::new(&secret),
+    }
+    .map_err(|e| anyhow!("{file}: master_secret_file: {e}"))?;
     let mut pipelines = Vec::with_capacity(n);
     for _ in 0..n {
         let start_secret = previous.as_ref().map_or(&secret, |p| &p.0);
-        let mut pipeline = processors(cfg.ia, start_secret, &ids, cfg, sampling, now)?;
-        if let Some((_, until)) = previous {
-            pipeline.rotate_secret(&secret, until);
+        let mut pipeline = processors(cfg.ia, start_secret, &drkey, &ids, cfg, sampling, now)?;
+        if let Some((_, r)) = previous {
+            // `drkey` has the rotation already (rotating DRKey to its current secret changes
+            // nothing), also for a record without its instant.
+            pipeline.rotate_secret(&secret, r.previous_until_ns, drkey.rotated_at_s().unwrap_or(0));
         }
         pipelines.push(pipeline);
     }
@@ -287,13 +298,10 @@ fn split_scmp_budget(cfg: ScmpConfig, workers: usize) -> ScmpConfig {
     }
 }
 
-/// Forgets a rotation whose overlap is over: its record in the runtime state and the previous
-/// secret's file.
+/// Forgets a rotation whose previous secret is no longer needed: its record in the runtime
+/// state and the files beside the master secret.
 fn end_overlap(runtime: &mut RuntimeState, runtime_file: &Path, master_secret_file: &Path) -> std::io::Result<()> {
-    match std::fs::remove_file(runtime_state::previous_secret_file(master_secret_file)) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-        _ => {}
-    }
+    secret_rotation::forget(master_secret_file)?;
     let mut next = runtime.clone();
     next.key_rotation = None;
     next.save(runtime_file)?;

@@ -178,11 +178,12 @@ impl Pipeline {
         p.control(request).map_err(|error| ControlFailure::Refused { mechanism: p.name(), error })
     }
 
-    /// Rotates every mechanism's keys to those of `secret` in place (see
-    /// [`Processor::rotate_secret`]); the replaced keys verify until `previous_until_ns`.
-    pub fn rotate_secret(&mut self, secret: &[u8], previous_until_ns: u64) {
+    /// Rotates every mechanism's keys to those of `secret`, taken at `rotated_at_s`, in place
+    /// (see [`Processor::rotate_secret_at`]); the replaced keys verify until
+    /// `previous_until_ns`.
+    pub fn rotate_secret(&mut self, secret: &[u8], previous_until_ns: u64, rotated_at_s: u64) {
         for p in &mut self.processors {
-            p.rotate_secret(secret, previous_until_ns);
+            p.rotate_secret_at(secret, previous_until_ns, rotated_at_s);
         }
     }
 

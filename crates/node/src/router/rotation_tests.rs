@@ -8,10 +8,11 @@ use aviary_hummingbird::testbed::{Chain, IF_NEXT};
 use aviary_qos::{Context, DropReason, Verdict};
 
 use super::management::Command;
-use super::runtime_state::{previous_secret_file, state_file, KeyRotation, RuntimeState};
+use super::runtime_state::{state_file, KeyRotation, RuntimeState};
 use super::{start, Forwarder};
 use crate::clock::unix_ns;
 use crate::config::RouterConfig;
+use crate::secret_rotation::{drkey_needs_previous_until_ns, previous_secret_file, rotated_at_file};
 
 const S: u64 = 1_000_000_000;
 
@@ -80,16 +81,20 @@ fn a_rotation_keeps_both_keys_across_a_restart_within_the_overlap_and_forgets_th
     assert_eq!(verdicts(&mut fwd, &chains), [forwarded, bad_mac]);
     let new_secret = chains[1].ases[0].master_secret.to_vec();
     let until = unix_ns() + 3600 * S;
-    fwd.apply_and_keep(Command::MasterSecret { secret: new_secret.clone(), previous_until_ns: until }).unwrap();
+    let at = unix_ns() / S;
+    let rotation = Command::MasterSecret { secret: new_secret.clone(), previous_until_ns: until, rotated_at_s: at };
+    fwd.apply_and_keep(rotation).unwrap();
     assert_eq!(verdicts(&mut fwd, &chains), [forwarded, forwarded]);
     // On disk: the new secret where every process of the AS reads it, the previous one beside
     // it, both private, and the deadline in the runtime state.
     let previous = previous_secret_file(&cfg.master_secret_file);
     assert_eq!(std::fs::read_to_string(&cfg.master_secret_file).unwrap().trim(), hex::encode(&new_secret));
     assert_eq!(std::fs::read_to_string(&previous).unwrap().trim(), hex::encode(chains[0].ases[0].master_secret));
+    assert_eq!(std::fs::read_to_string(rotated_at_file(&cfg.master_secret_file)).unwrap().trim(), at.to_string());
     assert_eq!((mode(&cfg.master_secret_file), mode(&previous)), (0o600, 0o600));
     let runtime_file = state_file(&cfg_path);
-    assert_eq!(RuntimeState::load(&runtime_file).unwrap().key_rotation, Some(KeyRotation { previous_until_ns: until }));
+    let kept = Some(KeyRotation { previous_until_ns: until, rotated_at_s: Some(at) });
+    assert_eq!(RuntimeState::load(&runtime_file).unwrap().key_rotation, kept);
     drop(fwd);
 
     // Restarted within the overlap: both keys verify.
@@ -97,19 +102,30 @@ fn a_rotation_keeps_both_keys_across_a_restart_within_the_overlap_and_forgets_th
     assert_eq!(verdicts(&mut fwd, &chains), [forwarded, forwarded]);
     drop(fwd);
 
-    // Restarted after it (the deadline moved into the past instead of waiting): the old key
-    // is refused, and the previous secret and its record are gone.
+    // Restarted after it (the deadline moved into the past instead of waiting) while DRKey
+    // epochs still derive from the previous secret: the old hop-field key is refused, the
+    // previous secret stays on disk.
     let mut state = RuntimeState::load(&runtime_file).unwrap();
-    state.key_rotation = Some(KeyRotation { previous_until_ns: unix_ns() - S });
+    state.key_rotation = Some(KeyRotation { previous_until_ns: unix_ns() - S, rotated_at_s: Some(at) });
     state.save(&runtime_file).unwrap();
     let mut fwd = forwarder(&cfg, &cfg_path).unwrap();
     assert_eq!(verdicts(&mut fwd, &chains), [bad_mac, forwarded]);
-    assert!(!previous.exists());
+    assert!(previous.exists() && rotated_at_file(&cfg.master_secret_file).exists());
+    drop(fwd);
+
+    // Restarted once DRKey is done with it too (the rotation moved three days back): the
+    // previous secret and its record are gone.
+    let long_ago = Some(at - 3 * 86400);
+    state.key_rotation = Some(KeyRotation { previous_until_ns: unix_ns() - S, rotated_at_s: long_ago });
+    state.save(&runtime_file).unwrap();
+    let mut fwd = forwarder(&cfg, &cfg_path).unwrap();
+    assert_eq!(verdicts(&mut fwd, &chains), [bad_mac, forwarded]);
+    assert!(!previous.exists() && !rotated_at_file(&cfg.master_secret_file).exists());
     assert_eq!(RuntimeState::load(&runtime_file).unwrap().key_rotation, None);
     drop(fwd);
 
     // A record of an overlap whose previous secret is missing stops the router, naming both.
-    state.key_rotation = Some(KeyRotation { previous_until_ns: unix_ns() + 3600 * S });
+    state.key_rotation = Some(KeyRotation { previous_until_ns: unix_ns() + 3600 * S, rotated_at_s: Some(at) });
     state.save(&runtime_file).unwrap();
     let e = forwarder(&cfg, &cfg_path).err().unwrap().to_string();
     assert!(e.contains("runtime.json") && e.contains("key_rotation") && e.contains(".previous"), "{e}");
@@ -122,13 +138,41 @@ fn the_previous_secret_leaves_the_disk_when_the_overlap_ends_while_running() {
     let (cfg_path, cfg) = router_dir("retire", &chains);
     let mut fwd = forwarder(&cfg, &cfg_path).unwrap();
     let until = unix_ns() + 3600 * S;
+    let at = unix_ns() / S;
     let secret = chains[1].ases[0].master_secret.to_vec();
-    fwd.apply_and_keep(Command::MasterSecret { secret, previous_until_ns: until }).unwrap();
+    fwd.apply_and_keep(Command::MasterSecret { secret, previous_until_ns: until, rotated_at_s: at }).unwrap();
     let previous = previous_secret_file(&cfg.master_secret_file);
     fwd.retire_previous_secret(until - 1);
     assert!(previous.exists());
+    // The overlap is over, but the epoch of the rotation and the next one derive their DRKey
+    // keys from the previous secret.
     fwd.retire_previous_secret(until);
-    assert!(!previous.exists());
+    assert!(previous.exists());
+    let drkey_until = drkey_needs_previous_until_ns(at);
+    assert!(drkey_until > until);
+    fwd.retire_previous_secret(drkey_until - 1);
+    assert!(previous.exists());
+    fwd.retire_previous_secret(drkey_until);
+    assert!(!previous.exists() && !rotated_at_file(&cfg.master_secret_file).exists());
     assert_eq!(RuntimeState::load(&state_file(&cfg_path)).unwrap().key_rotation, None);
+    std::fs::remove_dir_all(cfg_path.parent().unwrap()).unwrap();
+}
+
+#[test]
+fn routers_sharing_the_secret_files_record_one_instant_for_a_rotation() {
+    let chains = generations();
+    let (cfg_path, cfg) = router_dir("shared", &chains);
+    let (mut first, mut second) = (forwarder(&cfg, &cfg_path).unwrap(), forwarder(&cfg, &cfg_path).unwrap());
+    let until = unix_ns() + 3600 * S;
+    let at = unix_ns() / S;
+    let secret = chains[1].ases[0].master_secret.to_vec();
+    first
+        .apply_and_keep(Command::MasterSecret { secret: secret.clone(), previous_until_ns: until, rotated_at_s: at })
+        .unwrap();
+    // The same rotation a little later on the second router: the first one's instant stays.
+    second.apply_and_keep(Command::MasterSecret { secret, previous_until_ns: until, rotated_at_s: at + 90 }).unwrap();
+    assert_eq!(std::fs::read_to_string(rotated_at_file(&cfg.master_secret_file)).unwrap().trim(), at.to_string());
+    let kept = RuntimeState::load(&state_file(&cfg_path)).unwrap().key_rotation.unwrap();
+    assert_eq!(kept.rotated_at_s, Some(at));
     std::fs::remove_dir_all(cfg_path.parent().unwrap()).unwrap();
 }

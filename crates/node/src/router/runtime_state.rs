@@ -4,11 +4,12 @@
 //! change, replayed at start), a new master secret in the config's `master_secret_file` itself
 //! (mode 0600), where every process of the AS reads it.
 //!
-//! A key rotation also keeps the secret it replaced, for its overlap: in
-//! `<master_secret_file>.previous` (mode 0600, like the secret itself, and removed when the
-//! overlap ends), with the deadline in the runtime state. The previous secret cannot be derived
-//! from the new one (independent secrets are the point of rotating), so a router restarted
-//! within the overlap reads it back to verify what was issued under it.
+//! A key rotation also keeps the secret it replaced, for its overlap and for as long as DRKey
+//! epochs derive from it: in `<master_secret_file>.previous` with the rotation's instant in
+//! `<master_secret_file>.rotated_at` ([`crate::secret_rotation`]; mode 0600, like the secret
+//! itself, and removed when neither needs them), with the deadlines in the runtime state. The
+//! previous secret cannot be derived from the new one (independent secrets are the point of
+//! rotating), so a router restarted meanwhile reads it back to verify what was issued under it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -39,24 +40,30 @@ pub struct RuntimeState {
     #[serde(default)]
     pub mechanisms: BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
     /// The last key rotation while its overlap lasts (the previous secret is in
-    /// [`previous_secret_file`]).
+    /// [`crate::secret_rotation::previous_secret_file`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_rotation: Option<KeyRotation>,
 }
 
-/// A key rotation in its overlap.
+/// A key rotation whose previous secret is still needed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KeyRotation {
-    /// Until when (Unix ns) keys derived from the previous secret verify.
+    /// Until when (Unix ns) hop-field and flyover keys derived from the previous secret verify.
     pub previous_until_ns: u64,
+    /// When the rotation was made (Unix s); absent in records of versions that did not keep
+    /// DRKey epochs on the previous secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotated_at_s: Option<u64>,
 }
 
-/// Where the secret a rotation replaced is kept during its overlap.
-pub fn previous_secret_file(master_secret_file: &Path) -> PathBuf {
-    let mut name = master_secret_file.as_os_str().to_os_string();
-    name.push(".previous");
-    PathBuf::from(name)
+impl KeyRotation {
+    /// Until when (Unix ns) the previous secret is kept: the overlap, or longer while DRKey
+    /// epochs derive from it.
+    pub fn keep_until_ns(&self) -> u64 {
+        let drkey = self.rotated_at_s.map_or(0, crate::secret_rotation::drkey_needs_previous_until_ns);
+        self.previous_until_ns.max(drkey)
+    }
 }
 
 /// Where the runtime state of the router configured by `config` lives.
@@ -104,8 +111,9 @@ impl RuntimeState {
                     self.mechanisms.entry(name.clone()).or_default().extend(fields.clone());
                 }
             }
-            Command::MasterSecret { previous_until_ns, .. } => {
-                self.key_rotation = Some(KeyRotation { previous_until_ns: *previous_until_ns });
+            Command::MasterSecret { previous_until_ns, rotated_at_s, .. } => {
+                let rotated_at_s = Some(*rotated_at_s);
+                self.key_rotation = Some(KeyRotation { previous_until_ns: *previous_until_ns, rotated_at_s });
             }
         }
     }
@@ -132,9 +140,11 @@ mod tests {
         s.record(&Command::Link { id: 2, capacity_bps: Some(0), delay_ms: None });
         s.record(&Command::Link { id: 2, capacity_bps: None, delay_ms: Some(5.0) });
         s.record(&Command::Mechanism { name: "hummingbird".into(), request: serde_json::json!({"burst_ms": 20.0}) });
-        s.record(&Command::MasterSecret { secret: vec![1; 16], previous_until_ns: 7 });
+        s.record(&Command::MasterSecret { secret: vec![1; 16], previous_until_ns: 7, rotated_at_s: 3 });
         assert_eq!(s.links[&2], LinkChange { capacity_bps: Some(0), delay_ms: Some(5.0) });
-        assert_eq!(s.key_rotation, Some(KeyRotation { previous_until_ns: 7 }));
+        assert_eq!(s.key_rotation, Some(KeyRotation { previous_until_ns: 7, rotated_at_s: Some(3) }));
+        // One-day DRKey epochs: the epoch of the rotation and the next one take the previous secret.
+        assert_eq!(s.key_rotation.unwrap().keep_until_ns(), (2 * 86400 + 5) * 1_000_000_000);
         let dir = std::env::temp_dir().join(format!("aviary-runtime-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = state_file(&dir.join("router.toml"));

@@ -22,7 +22,7 @@ pub struct Handed {
 #[derive(Clone, Debug)]
 pub enum PipelineChange {
     Mechanism { name: String, request: serde_json::Value },
-    MasterSecret { secret: Vec<u8>, previous_until_ns: u64 },
+    MasterSecret { secret: Vec<u8>, previous_until_ns: u64, rotated_at_s: u64 },
 }
 
 /// A change and where the worker says it is in force.

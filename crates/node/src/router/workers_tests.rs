@@ -220,7 +220,7 @@ fn key_rotation_and_mechanism_changes_reach_every_worker() {
     r.send(&flyover_packets(&new, &res_ids, 1023, 2));
     assert!(r.drain_sink().is_empty());
     let secret = new.ases[TRANSIT].master_secret.to_vec();
-    r.command(Command::MasterSecret { secret, previous_until_ns: unix_ns() + 3600 * S });
+    r.command(Command::MasterSecret { secret, previous_until_ns: unix_ns() + 3600 * S, rotated_at_s: unix_ns() / S });
     let pkts = flyover_packets(&new, &res_ids, 1023, 2);
     r.send(&pkts);
     assert_eq!(r.drain_sink().len(), pkts.len(), "every worker verifies under the new secret");

@@ -65,6 +65,11 @@ impl RotatingSecret {
         Ok(())
     }
 
+    /// The master secret in use now (for keys outside DRKey, such as the hop-field key).
+    pub fn current(&self) -> &[u8] {
+        &self.current
+    }
+
     /// The instant of the last rotation, if its previous secret is kept.
     pub fn rotated_at_s(&self) -> Option<u64> {
         self.previous.as_ref().map(|(_, at)| *at)

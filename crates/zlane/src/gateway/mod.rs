@@ -34,7 +34,9 @@ mod security_tests;
 mod tests;
 
 use aviary_qos::{mechanism_drops, DuplicateFilterConfigError, KeyHash};
-use aviary_scion::drkey::{prf, AsHostKey, DrkeyError, EpochSchedule, HostAddr as DrkeyHost, IssuerKeyring, Protocol};
+use aviary_scion::drkey::{
+    prf, AsHostKey, DrkeyError, EpochSchedule, HostAddr as DrkeyHost, IssuerKeyring, Protocol, RotatingSecret,
+};
 use aviary_scion::epic::hvf::{hvf_eq, MacInput};
 use aviary_scion::epic::per_as::{hop_validations, source_hvf, GatewayKey};
 use aviary_scion::epic::timestamp::{verify_timestamp, StaleTimestamp};
@@ -147,26 +149,28 @@ pub struct Gateway {
 }
 
 impl Gateway {
-    /// The gateway of AS `ia`, keyed from the AS's `master_secret` (its hop-field key and
-    /// DRKey secret value, to verify sources; its own Level-1 key, for its own hop fields),
+    /// The gateway of AS `ia`, keyed from the AS's master secret `secret` (its hop-field key
+    /// from the current secret; DRKey secret value, to verify sources, and its own Level-1
+    /// key, for its own hop fields, from the secret `secret` picks for the epoch),
     /// with the rates of `config`; `now_ns` picks the first DRKey epoch. Other ASes' keys and
     /// the topology's links go into [`Gateway::path_keys_mut`].
-    pub fn new(ia: IsdAsn, master_secret: &[u8], config: &GatewayConfig, now_ns: u64) -> Result<Self, GatewayError> {
-        Self::with_max_host_slots(ia, master_secret, config, now_ns, MAX_HOST_SLOTS)
+    pub fn new(ia: IsdAsn, secret: &RotatingSecret, config: &GatewayConfig, now_ns: u64) -> Result<Self, GatewayError> {
+        Self::with_max_host_slots(ia, secret, config, now_ns, MAX_HOST_SLOTS)
     }
 
     /// [`Gateway::new`] with a host table of at most `max_slots` slots (a power of two from
     /// 64; it holds half as many hosts).
     pub fn with_max_host_slots(
         ia: IsdAsn,
-        master_secret: &[u8],
+        secret: &RotatingSecret,
         config: &GatewayConfig,
         now_ns: u64,
         max_slots: usize,
     ) -> Result<Self, GatewayError> {
         let plan = config.plan()?;
         let protocol = Protocol(config.drkey_protocol);
-        let keyring = IssuerKeyring::new(master_secret, protocol, EpochSchedule::SCION_DEFAULT, now_ns / NS_PER_S)?;
+        let keyring =
+            IssuerKeyring::with_secret(secret.clone(), protocol, EpochSchedule::SCION_DEFAULT, now_ns / NS_PER_S)?;
         // The filter's hash key: a Level-1 key to an ISD-AS no AS has, as the routers'.
         let dup_key = *keyring.current().level1(IsdAsn::new(0, 0)).as_bytes();
         let duplicates = config
@@ -181,7 +185,7 @@ impl Gateway {
         Ok(Self {
             ia,
             policy: config.over_rate,
-            mac_key: HopMacKey::from_master_secret(master_secret),
+            mac_key: HopMacKey::from_master_secret(secret.current()),
             keyring,
             path_keys,
             hosts: HostTable::new(&plan, config.burst_bytes, &hosts_key, max_slots),

@@ -3,6 +3,7 @@
 //! the source AS.
 
 use aviary_qos::{Admission, Context, DropReason, LinkState, Processor, RateBound, SeededRandom, Verdict};
+use aviary_scion::drkey::RotatingSecret;
 use aviary_scion::epic::per_as::gateway_hvf;
 use aviary_scion::wire::epic_per_as::PerAsPathView;
 use aviary_scion::{AsForwarding, ScionView};
@@ -34,7 +35,14 @@ impl SourceRouter {
             drkey_protocol: PROTOCOL,
         };
         let fwd = AsForwarding::new(a.ia, a.mac_key.clone(), [IF_NEXT]);
-        let router = ZlaneRouter::new(fwd, &a.master_secret, zcfg, [(IF_NEXT, RateBound::Ppm(500_000))], NOW).unwrap();
+        let router = ZlaneRouter::new(
+            fwd,
+            &RotatingSecret::new(&a.master_secret).unwrap(),
+            zcfg,
+            [(IF_NEXT, RateBound::Ppm(500_000))],
+            NOW,
+        )
+        .unwrap();
         let links = [LinkState { id: IF_NEXT, up: true, rate_bps: 100_000_000, ..Default::default() }];
         Self { router, links, random: SeededRandom::new(1) }
     }

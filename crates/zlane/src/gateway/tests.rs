@@ -6,6 +6,7 @@
 use std::net::Ipv4Addr;
 
 use aviary_qos::{Context, LinkState, Processor, RateBound, SeededRandom, Verdict};
+use aviary_scion::drkey::RotatingSecret;
 use aviary_scion::wire::epic_per_as::PerAsPathView;
 use aviary_scion::{AsForwarding, HostAddr, IsdAsn, ScionView};
 use proptest::prelude::*;
@@ -83,7 +84,14 @@ fn the_source_as_router_gives_authorized_traffic_g_and_the_rest_a() {
         drkey_protocol: PROTOCOL,
     };
     let fwd = AsForwarding::new(a.ia, a.mac_key.clone(), [IF_NEXT]);
-    let mut router = ZlaneRouter::new(fwd, &a.master_secret, zcfg, [(IF_NEXT, RateBound::Ppm(500_000))], NOW).unwrap();
+    let mut router = ZlaneRouter::new(
+        fwd,
+        &RotatingSecret::new(&a.master_secret).unwrap(),
+        zcfg,
+        [(IF_NEXT, RateBound::Ppm(500_000))],
+        NOW,
+    )
+    .unwrap();
     let links = [LinkState { id: IF_NEXT, up: true, rate_bps: 100_000_000, ..Default::default() }];
     let mut random = SeededRandom::new(1);
     let mut class = |pkt: &mut Vec<u8>, now: u64| {
@@ -200,7 +208,8 @@ fn over_rate_packets_leave_unflagged_or_are_dropped_by_policy() {
 fn a_path_through_an_as_without_a_key_is_not_authorized() {
     let mut net = Net::with_crossover(3, NOW);
     let cfg = config(&[("10.0.0.1", None)], 1_000_000, OverRatePolicy::Unflagged);
-    let mut gw = Gateway::new(net.src_ia(), &net.ases[0].master_secret, &cfg, NOW).unwrap();
+    let mut gw =
+        Gateway::new(net.src_ia(), &RotatingSecret::new(&net.ases[0].master_secret).unwrap(), &cfg, NOW).unwrap();
     gw.path_keys_mut().add_link(net.ases[0].ia, IF_NEXT, net.ases[1].ia);
     let mut pkt = net.packet(host(1), PAYLOAD, NOW);
     assert_eq!(one(&mut gw, &mut pkt, NOW), GatewayVerdict::Unflagged);

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aviary_glwp::discovery::{DiscoveryKeys, DrkeyKeys, PROTOCOL};
-use aviary_scion::drkey::{DrkeyError, Epoch, EpochSchedule};
+use aviary_scion::drkey::{Epoch, EpochSchedule, RotatingSecret};
 use aviary_scion::IsdAsn;
 
 use crate::clock::unix_s;
@@ -26,22 +26,15 @@ const RETRY: Duration = Duration::from_secs(1);
 const REFRESH: Duration = Duration::from_secs(30);
 
 struct Store {
-    master_secret: Vec<u8>,
+    secret: RotatingSecret,
     /// Keys by the start of their epoch.
     epochs: BTreeMap<u32, DrkeyKeys>,
-}
-
-impl Drop for Store {
-    fn drop(&mut self) {
-        self.master_secret.fill(0);
-        std::hint::black_box(&self.master_secret);
-    }
 }
 
 impl Store {
     fn epoch(&mut self, epoch: Epoch) -> Option<&mut DrkeyKeys> {
         if !self.epochs.contains_key(&epoch.begin_s) {
-            let keys = DrkeyKeys::new(&self.master_secret, epoch).ok()?;
+            let keys = DrkeyKeys::with_secret(&self.secret, epoch).ok()?;
             self.epochs.insert(epoch.begin_s, keys);
         }
         self.epochs.get_mut(&epoch.begin_s)
@@ -61,18 +54,10 @@ pub struct SharedKeys {
 }
 
 impl SharedKeys {
-    /// Keys from `master_secret`, which must not be empty (as DRKey requires).
-    pub fn new(master_secret: &[u8], schedule: EpochSchedule) -> Result<Self, DrkeyError> {
-        if master_secret.is_empty() {
-            return Err(DrkeyError::EmptyMasterSecret);
-        }
-        let store = Store { master_secret: master_secret.to_vec(), epochs: BTreeMap::new() };
-        Ok(Self {
-            store: Arc::new(Mutex::new(store)),
-            schedule,
-            selected: Arc::default(),
-            fetch_errors: Arc::default(),
-        })
+    /// Keys of each epoch from the master secret `secret` picks for it.
+    pub fn new(secret: RotatingSecret, schedule: EpochSchedule) -> Self {
+        let store = Store { secret, epochs: BTreeMap::new() };
+        Self { store: Arc::new(Mutex::new(store)), schedule, selected: Arc::default(), fetch_errors: Arc::default() }
     }
 
     /// Makes the keys of the epoch that contains `ts_pkt_ns` the ones the cores use.
@@ -162,7 +147,7 @@ mod tests {
     #[test]
     fn keys_follow_the_epoch_of_the_message() {
         let schedule = EpochSchedule::new(100, 5).unwrap();
-        let keys = SharedKeys::new(b"master secret of a", schedule).unwrap();
+        let keys = SharedKeys::new(RotatingSecret::new(b"master secret of a").unwrap(), schedule);
         let b = IsdAsn::new(1, 2);
         keys.select(150 * 1_000_000_000);
         let first = keys.key_to(b);

@@ -43,7 +43,7 @@ use anyhow::Context;
 use aviary_glwp::discovery::wire::{Kind, Message, MAX_ASES};
 use aviary_glwp::discovery::{is_announcement, AnnouncementLimit, AsConfig, DiscoveryDrop, OnPathAs, Outcome, Source};
 use aviary_glwp::{InterfaceId, MatrixSchedule};
-use aviary_scion::drkey::EpochSchedule;
+use aviary_scion::drkey::{EpochSchedule, RotatingSecret};
 use aviary_scion::IsdAsn;
 
 use crate::clock::unix_ns;
@@ -164,12 +164,13 @@ impl GlwpService {
 
     /// The service of a control service's `[glwp]` table `g`: its matrix checked against the
     /// AS's links in the topology, its neighbours from the topology, the other ASes' services
-    /// from the peers, `K_k` and the DRKey keys from the AS's master secret.
+    /// from the peers, `K_k` from the AS's current master secret and the DRKey keys from the
+    /// secret `master_secret` picks for their epoch.
     pub fn from_config(
         cfg: &ControlConfig,
         g: &config::GlwpConfig,
         topology: &Topology,
-        master_secret: &[u8],
+        master_secret: &RotatingSecret,
         schedule: EpochSchedule,
         cfg_path: &Path,
     ) -> anyhow::Result<Self> {
@@ -191,10 +192,10 @@ impl GlwpService {
             ia: cfg.ia,
             listen,
             plan,
-            secret: aviary_glwp::hop_key::as_secret(master_secret),
+            secret: aviary_glwp::hop_key::as_secret(master_secret.current()),
             neighbours: topology.links_of(cfg.ia).map(|(l, r, ..)| (l.ifid, r.ia)).collect(),
             services: cfg.peers.iter().filter_map(|p| Some((p.ia, p.glwp?))).collect(),
-            keys: SharedKeys::new(master_secret, schedule)?,
+            keys: SharedKeys::new(master_secret.clone(), schedule),
             table: g.clone(),
             links: capacities,
             schedule_file,
