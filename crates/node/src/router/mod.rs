@@ -76,7 +76,6 @@ const NO_LINK: u8 = u8::MAX;
 /// router's standard SCION is Z-Lane's processor, which also verifies EPIC and classifies.
 /// Hop-field and flyover keys come from `secret`, DRKey keys from the secret `drkey` picks for
 /// their epoch. `sampling` is pathval's EpSampling key, one for all workers of a router.
-#[allow(clippy::too_many_arguments)]
 pub fn processors(
     ia: IsdAsn,
     secret: &[u8],
