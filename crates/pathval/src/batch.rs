@@ -6,10 +6,12 @@
 //!    ([`aviary_scion::cmac`]); from these, both HiddenSamples a packet needs are known:
 //!    the one to verify, `H(0 | DataHash | HopCount | K_prev)`, and the one for the next node,
 //!    `H(Flag | DataHash | HopCount + 1 | K_next)`.
-//! 2. **HiddenSamples**: both of every packet, SHA3-256, in one pass (one block each, so the
-//!    lanes are full).
-//! 3. **DataHash** (KT128) over the payloads of the packets whose HiddenSample did not verify
-//!    (the previous node sampled them, or they were altered), all at once.
+//! 2. **HiddenSamples to verify**: SHA3-256, all in one pass (one block each, so the lanes are
+//!    full).
+//! 3. **DataHash and the next HiddenSamples**: KT128 over the payloads of the packets whose
+//!    HiddenSample did not verify (the previous node sampled them, or they were altered) and
+//!    SHA3-256 of the HiddenSamples for the next node, all in one pass whose lanes run the
+//!    rounds each block needs (a one-block HiddenSample fills a lane a payload leaves).
 //! 4. **Proofs**: every ValidationProof CMAC of the batch in one interleaved pass, the ones to
 //!    check and the ones to write (both cover received header fields only).
 //! 5. **Finish**: the checks, then Construction or Update written into the packet. A dropped
@@ -28,7 +30,7 @@ use crate::crypto::{
 };
 use crate::functions::{self, HeaderMut};
 use crate::header::{field, locate, Metadata, PathvalView, BLOCK_LEN, HIDDEN_SAMPLE_LEN};
-use crate::keccak::{kt128_many, sha3_256_many, DIGEST_LEN};
+use crate::keccak::{hash_mixed, sha3_256_many, Function, DIGEST_LEN};
 use crate::router::{PathvalDrop, Router, Verdict};
 
 /// Packets processed together (stack-allocated state per packet).
@@ -112,17 +114,18 @@ impl Router {
             verify_inputs[i] = k_prev.hidden_sample_input(false, &c.meta.data_hash, c.hop_count);
             next_inputs[i] = k_next.hidden_sample_input(flag, &c.meta.data_hash, c.hop_count + 1);
         }
-        // 2. Both HiddenSamples of every packet in one pass (those of skipped packets hash
-        //    zeros, unread): 2n one-block messages, the lanes full but for the last
-        //    permutation.
+        // 2. The HiddenSamples to verify, all in one pass (those of skipped packets hash zeros,
+        //    unread): they decide which payloads need DataHash.
         let mut msgs: [&[u8]; 2 * MAX_BATCH] = [&[]; 2 * MAX_BATCH];
-        for (m, input) in msgs.iter_mut().zip(verify_inputs[..n].iter().chain(&next_inputs[..n])) {
+        for (m, input) in msgs.iter_mut().zip(&verify_inputs[..n]) {
             *m = input;
         }
-        let mut digests: [[u8; DIGEST_LEN]; 2 * MAX_BATCH] = [[0; DIGEST_LEN]; 2 * MAX_BATCH];
-        sha3_256_many(&msgs[..2 * n], &mut digests[..2 * n]);
-        let (carried_check, next_samples) = digests.split_at(n);
-        // 3. DataHash (KT128) of the packets the previous node may have sampled, all at once.
+        let mut carried_check: [[u8; DIGEST_LEN]; MAX_BATCH] = [[0; DIGEST_LEN]; MAX_BATCH];
+        sha3_256_many(&msgs[..n], &mut carried_check[..n]);
+        // 3. In one pass: DataHash (KT128) of the packets the previous node may have sampled,
+        //    payloads first, and the HiddenSamples for the next node (SHA3-256), which fill the
+        //    lanes the payloads leave.
+        let mut functions = [Function::Sha3_256; 2 * MAX_BATCH];
         let mut unverified = [0usize; MAX_BATCH];
         let mut u = 0;
         for (i, c) in checked.iter().enumerate().take(n) {
@@ -131,14 +134,19 @@ impl Router {
             if !ct_eq(&carried_check[i], carried) {
                 unverified[u] = i;
                 msgs[u] = &pkts[i][c.payload.0..c.payload.1];
+                functions[u] = Function::Kt128;
                 u += 1;
             }
         }
-        let mut payload_hashes = [[0; BLOCK_LEN]; MAX_BATCH];
-        kt128_many(&msgs[..u], &mut payload_hashes[..u]);
+        for (m, input) in msgs[u..].iter_mut().zip(&next_inputs[..n]) {
+            *m = input;
+        }
+        let mut digests: [[u8; DIGEST_LEN]; 2 * MAX_BATCH] = [[0; DIGEST_LEN]; 2 * MAX_BATCH];
+        hash_mixed(&functions[..u + n], &msgs[..u + n], &mut digests[..u + n]);
+        let (payload_hashes, next_samples) = digests.split_at(u);
         let mut payload_hash: [Option<[u8; BLOCK_LEN]>; MAX_BATCH] = [None; MAX_BATCH];
-        for (&i, h) in unverified[..u].iter().zip(&payload_hashes) {
-            payload_hash[i] = Some(*h);
+        for (&i, h) in unverified[..u].iter().zip(payload_hashes) {
+            payload_hash[i] = Some(h[..BLOCK_LEN].try_into().expect("DataHash's 16 bytes"));
         }
         // 4. Every ValidationProof of the batch in one pass of CMACs: the one to check (under
         //    K_prev) where the HiddenSample did not verify, the one to write (under K_next, over
