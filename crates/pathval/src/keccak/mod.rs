@@ -104,10 +104,16 @@ impl Blocks<'_> {
                     words[lane] = 0;
                 }
             }
-            if block.bytes.is_empty() && block.padding.is_none() {
-                continue;
-            }
-            for (words, chunk) in states.iter_mut().zip(block.padded().chunks_exact(8)) {
+            let padded;
+            let bytes = match block.padding {
+                // A whole block is XORed straight from the message.
+                None if block.bytes.len().is_multiple_of(8) => block.bytes,
+                _ => {
+                    padded = block.padded();
+                    &padded[..]
+                }
+            };
+            for (words, chunk) in states.iter_mut().zip(bytes.chunks_exact(8)) {
                 words[lane] ^= u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
             }
         }

@@ -89,12 +89,15 @@ pub(super) fn hash_packed<const N: usize>(
     let mut states = Interleaved([[0; LANES]; 25]);
     let mut lanes: [Option<InLane>; LANES] = [None; LANES];
     let mut waiting = (0..msgs.len()).filter(|&msg| msgs[msg].len() <= sponge_of(msg).max_len);
+    // Every lane's block is written at every step.
+    let mut blocks = Blocks::default();
     loop {
         let mut live = 0u8;
         // The lanes that start a 24-round block.
         let mut starting_full = 0u8;
-        let mut blocks = Blocks::default();
+        blocks.fresh = 0;
         for (lane, slot) in lanes.iter_mut().enumerate() {
+            blocks.lanes[lane] = Block::default();
             if slot.is_none() {
                 *slot = waiting.next().map(|msg| {
                     let sponge = sponge_of(msg);
