@@ -72,6 +72,23 @@ struct Padding {
 }
 
 impl Block<'_> {
+    /// Calls `xor(j, w)` with each word `w` the block XORs into word `j` of a state: a whole
+    /// block straight from the message, a padded or partial one from a copy.
+    #[inline(always)]
+    fn xor_words(&self, mut xor: impl FnMut(usize, u64)) {
+        let padded;
+        let bytes = match self.padding {
+            None if self.bytes.len().is_multiple_of(8) => self.bytes,
+            _ => {
+                padded = self.padded();
+                &padded[..]
+            }
+        };
+        for (j, chunk) in bytes.chunks_exact(8).enumerate() {
+            xor(j, u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
+        }
+    }
+
     /// The block as the bytes a state's rate words absorb.
     fn padded(&self) -> [u8; MAX_RATE] {
         let mut padded = [0u8; MAX_RATE];
@@ -104,18 +121,7 @@ impl Blocks<'_> {
                     words[lane] = 0;
                 }
             }
-            let padded;
-            let bytes = match block.padding {
-                // A whole block is XORed straight from the message.
-                None if block.bytes.len().is_multiple_of(8) => block.bytes,
-                _ => {
-                    padded = block.padded();
-                    &padded[..]
-                }
-            };
-            for (words, chunk) in states.iter_mut().zip(bytes.chunks_exact(8)) {
-                words[lane] ^= u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
-            }
+            block.xor_words(|j, w| states[j][lane] ^= w);
         }
     }
 }
@@ -165,10 +171,7 @@ impl Implementation {
     /// in `live` is clear may be left unpermuted or permuted, whichever is cheaper.
     fn absorb_permute(self, states: &mut Interleaved, blocks: &Blocks<'_>, live: u8, step: Step) {
         match self {
-            Implementation::Portable => {
-                blocks.absorb_words(states);
-                portable::permute_live(states, live, step);
-            }
+            Implementation::Portable => portable::absorb_permute_live(states, blocks, live, step),
             // SAFETY: only `available()`/`fastest()` name the SIMD variants, after detecting
             // the feature; the `…_with` functions check a caller-chosen one again.
             #[cfg(target_arch = "x86_64")]
