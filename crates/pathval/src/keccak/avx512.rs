@@ -56,8 +56,7 @@ impl Words for Zmm {
 #[target_feature(enable = "avx512f,avx512bw")]
 pub(super) unsafe fn absorb_permute_all(states: &mut Interleaved, blocks: &Blocks<'_>, step: Step) {
     const { assert!(LANES == 8 && MAX_RATE == 2 * CHUNK + 40) };
-    // The states, a fresh lane's zero (its message starts here). Whole loads, which the
-    // previous permutation's stores forward to (masked loads wait for the stores to land).
+    // The states, a fresh lane's cleared (its message starts here) in the registers.
     let kept = !blocks.fresh;
     let mut a: [Zmm; 25] = core::array::from_fn(|j| {
         // SAFETY: `states[j]` is 8 u64 on one cache line.
