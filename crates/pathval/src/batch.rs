@@ -6,10 +6,12 @@
 //!    ([`aviary_scion::cmac`]); from these, both HiddenSamples a packet needs are known:
 //!    the one to verify, `H(0 | DataHash | HopCount | K_prev)`, and the one for the next node,
 //!    `H(Flag | DataHash | HopCount + 1 | K_next)`.
-//! 2. **HiddenSamples**: both of every packet, SHA3-256, in one pass (one block each, so the
-//!    lanes are full).
-//! 3. **DataHash** (KT128) over the payloads of the packets whose HiddenSample did not verify
-//!    (the previous node sampled them, or they were altered), all at once.
+//! 2. **HiddenSamples to verify**: SHA3-256, all in one pass (one block each), with as many
+//!    HiddenSamples for the next node as fill the lanes of its last permutation.
+//! 3. **DataHash and the next HiddenSamples**: KT128 over the payloads of the packets whose
+//!    HiddenSample did not verify (the previous node sampled them, or they were altered) and
+//!    SHA3-256 of the other HiddenSamples for the next node, all in one pass whose lanes run the
+//!    rounds each block needs (a one-block HiddenSample fills a lane a payload leaves).
 //! 4. **Proofs**: every ValidationProof CMAC of the batch in one interleaved pass, the ones to
 //!    check and the ones to write (both cover received header fields only).
 //! 5. **Finish**: the checks, then Construction or Update written into the packet. A dropped
@@ -28,7 +30,7 @@ use crate::crypto::{
 };
 use crate::functions::{self, HeaderMut};
 use crate::header::{field, locate, Metadata, PathvalView, BLOCK_LEN, HIDDEN_SAMPLE_LEN};
-use crate::keccak::{kt128_many, sha3_256_many, DIGEST_LEN};
+use crate::keccak::{hash_mixed, sha3_256_many, Function, DIGEST_LEN, LANES};
 use crate::router::{PathvalDrop, Router, Verdict};
 
 /// Packets processed together (stack-allocated state per packet).
@@ -112,17 +114,22 @@ impl Router {
             verify_inputs[i] = k_prev.hidden_sample_input(false, &c.meta.data_hash, c.hop_count);
             next_inputs[i] = k_next.hidden_sample_input(flag, &c.meta.data_hash, c.hop_count + 1);
         }
-        // 2. Both HiddenSamples of every packet in one pass (those of skipped packets hash
-        //    zeros, unread): 2n one-block messages, the lanes full but for the last
-        //    permutation.
+        // 2. The HiddenSamples to verify, all in one pass (those of skipped packets hash zeros,
+        //    unread): they decide which payloads need DataHash. The first HiddenSamples for
+        //    the next node fill the lanes of its last permutation (a batch of one hashes both
+        //    of its HiddenSamples together).
+        let early = ((LANES - n % LANES) % LANES).min(n);
         let mut msgs: [&[u8]; 2 * MAX_BATCH] = [&[]; 2 * MAX_BATCH];
-        for (m, input) in msgs.iter_mut().zip(verify_inputs[..n].iter().chain(&next_inputs[..n])) {
+        for (m, input) in msgs.iter_mut().zip(verify_inputs[..n].iter().chain(&next_inputs[..early])) {
             *m = input;
         }
-        let mut digests: [[u8; DIGEST_LEN]; 2 * MAX_BATCH] = [[0; DIGEST_LEN]; 2 * MAX_BATCH];
-        sha3_256_many(&msgs[..2 * n], &mut digests[..2 * n]);
-        let (carried_check, next_samples) = digests.split_at(n);
-        // 3. DataHash (KT128) of the packets the previous node may have sampled, all at once.
+        let mut first_pass: [[u8; DIGEST_LEN]; 2 * MAX_BATCH] = [[0; DIGEST_LEN]; 2 * MAX_BATCH];
+        sha3_256_many(&msgs[..n + early], &mut first_pass[..n + early]);
+        let (carried_check, early_next) = first_pass.split_at(n);
+        // 3. In one pass: DataHash (KT128) of the packets the previous node may have sampled,
+        //    payloads first, and the other HiddenSamples for the next node (SHA3-256), which
+        //    fill the lanes the payloads leave.
+        let mut functions = [Function::Sha3_256; 2 * MAX_BATCH];
         let mut unverified = [0usize; MAX_BATCH];
         let mut u = 0;
         for (i, c) in checked.iter().enumerate().take(n) {
@@ -131,14 +138,20 @@ impl Router {
             if !ct_eq(&carried_check[i], carried) {
                 unverified[u] = i;
                 msgs[u] = &pkts[i][c.payload.0..c.payload.1];
+                functions[u] = Function::Kt128;
                 u += 1;
             }
         }
-        let mut payload_hashes = [[0; BLOCK_LEN]; MAX_BATCH];
-        kt128_many(&msgs[..u], &mut payload_hashes[..u]);
+        for (m, input) in msgs[u..].iter_mut().zip(&next_inputs[early..n]) {
+            *m = input;
+        }
+        let mixed = u + n - early;
+        let mut digests: [[u8; DIGEST_LEN]; 2 * MAX_BATCH] = [[0; DIGEST_LEN]; 2 * MAX_BATCH];
+        hash_mixed(&functions[..mixed], &msgs[..mixed], &mut digests[..mixed]);
+        let (payload_hashes, late_next) = digests.split_at(u);
         let mut payload_hash: [Option<[u8; BLOCK_LEN]>; MAX_BATCH] = [None; MAX_BATCH];
-        for (&i, h) in unverified[..u].iter().zip(&payload_hashes) {
-            payload_hash[i] = Some(*h);
+        for (&i, h) in unverified[..u].iter().zip(payload_hashes) {
+            payload_hash[i] = Some(h[..BLOCK_LEN].try_into().expect("DataHash's 16 bytes"));
         }
         // 4. Every ValidationProof of the batch in one pass of CMACs: the one to check (under
         //    K_prev) where the HiddenSample did not verify, the one to write (under K_next, over
@@ -169,7 +182,7 @@ impl Router {
         // 5. The checks, then the header for the next node.
         for (i, c) in checked.iter().enumerate().take(n) {
             let Some(c) = c else { continue };
-            let next_hidden: &[u8; HIDDEN_SAMPLE_LEN] = &next_samples[i];
+            let next_hidden: &[u8; HIDDEN_SAMPLE_LEN] = if i < early { &early_next[i] } else { &late_next[i - early] };
             let mut hdr = PathvalView::new_checked(&mut pkts[i][c.header.0..c.header.1]).expect("checked in stage 1");
             let (check_at, write_at) = proof_at[i];
             let check = payload_hash[i].as_ref().map(|h| (h, &proofs[check_at]));

@@ -2,11 +2,11 @@
 //! interleaved states are permuted as two halves, a half without a live state skipped.
 
 use core::arch::x86_64::{
-    __m256i, _mm256_andnot_si256, _mm256_loadu_si256, _mm256_or_si256, _mm256_set1_epi64x, _mm256_sll_epi64,
-    _mm256_srl_epi64, _mm256_storeu_si256, _mm256_xor_si256, _mm_cvtsi64_si128,
+    __m256i, _mm256_andnot_si256, _mm256_loadu_si256, _mm256_or_si256, _mm256_set1_epi64x, _mm256_setr_epi64x,
+    _mm256_sll_epi64, _mm256_srl_epi64, _mm256_storeu_si256, _mm256_xor_si256, _mm_cvtsi64_si128,
 };
 
-use super::permutation::{permute, Rounds, Words};
+use super::permutation::{permute_step, Step, Words};
 use super::{Interleaved, LANES};
 
 const HALF: usize = 4;
@@ -20,6 +20,11 @@ impl Words for Ymm {
     #[inline(always)]
     fn splat(w: u64) -> Self {
         Ymm(unsafe { _mm256_set1_epi64x(w as i64) })
+    }
+    #[inline(always)]
+    fn select(mask: u8, set: u64, clear: u64) -> Self {
+        let lane = |i: u8| (if mask >> i & 1 == 1 { set } else { clear }) as i64;
+        Ymm(unsafe { _mm256_setr_epi64x(lane(0), lane(1), lane(2), lane(3)) })
     }
     #[inline(always)]
     fn xor(self, other: Self) -> Self {
@@ -47,13 +52,13 @@ impl Words for Ymm {
     }
 }
 
-/// Permutes (`rounds` rounds) the states of `states` in halves of four, skipping a half none of whose lanes
-/// is set in `live` (bit `i`: state `i`).
+/// Permutes the states of `states` as `step` says, in halves of four, skipping a half none of
+/// whose lanes is set in `live` (bit `i`: state `i`).
 ///
 /// # Safety
 /// The CPU must support AVX2.
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn permute_all(states: &mut Interleaved, live: u8, rounds: Rounds) {
+pub(super) unsafe fn permute_all(states: &mut Interleaved, live: u8, step: Step) {
     for half in 0..LANES / HALF {
         if live >> (half * HALF) & 0xf == 0 {
             continue;
@@ -64,7 +69,7 @@ pub(super) unsafe fn permute_all(states: &mut Interleaved, live: u8, rounds: Rou
             // SAFETY: `words[at..at + 4]` is 4 u64, one 256-bit vector; the load is unaligned.
             *v = Ymm(unsafe { _mm256_loadu_si256(words[at..at + HALF].as_ptr().cast()) });
         }
-        permute(&mut a, rounds);
+        permute_step(&mut a, step, at);
         for (v, words) in a.iter().zip(states.iter_mut()) {
             // SAFETY: as above, for the store.
             unsafe { _mm256_storeu_si256(words[at..at + HALF].as_mut_ptr().cast(), v.0) };

@@ -2,13 +2,12 @@
 //! [`LANES`] states, a state whose message has ended taking the next message not yet started
 //! (in the order of `msgs`), so that one long message (a 1000-byte payload: eight SHA3 blocks,
 //! six KT128 ones) does not leave the other lanes idle while it is absorbed. A lane with
-//! nothing left to absorb is carried along unread.
+//! nothing left to absorb is carried along unread. The messages of one call may be of
+//! different sponges (SHA3-256's HiddenSamples beside KT128's payloads): each lane runs the
+//! rounds its own block needs.
 
-use super::permutation::Rounds;
-use super::{Implementation, Interleaved, LANES};
-
-/// The largest rate (TurboSHAKE128's), for the buffer of a padded block.
-const MAX_RATE: usize = 168;
+use super::permutation::{Rounds, Step};
+use super::{Block, Blocks, Implementation, Interleaved, Padding, LANES, MAX_RATE};
 
 /// One sponge function: what every message of a call is hashed with.
 #[derive(Clone, Copy, Debug)]
@@ -44,91 +43,110 @@ impl Sponge {
         Sponge { rate: MAX_RATE, rounds: Rounds::Twelve, domain, zero_suffix: 0, max_len: usize::MAX }
     }
 
-    /// The blocks a message of `len` bytes takes: the last one holds the padding.
+    /// The blocks a message of `len` bytes takes: the last one holds the padding. (Divisions
+    /// by the constant rates of SHA3-256 and TurboSHAKE128 are multiplications.)
     #[inline(always)]
     fn last_block(&self, len: usize) -> usize {
-        (len + self.zero_suffix) / self.rate
+        let padded = len + self.zero_suffix;
+        match self.rate {
+            136 => padded / 136,
+            MAX_RATE => padded / MAX_RATE,
+            rate => padded / rate,
+        }
     }
 }
 
-/// The message a state is absorbing: its index in `msgs` and the block it absorbs next.
+/// The message a state is absorbing: its index in `msgs`, its sponge, the block it absorbs
+/// or permutes next and its last block, and whether that block's Keccak-f has run its first
+/// half only.
 #[derive(Clone, Copy)]
 struct InLane {
     msg: usize,
+    sponge: Sponge,
     block: usize,
+    last: usize,
+    halfway: bool,
 }
 
-/// `out[i]` = the first `N` bytes of `sponge` over `msgs[i]`, every message of at most
-/// `sponge.max_len` bytes (the others' outputs are left alone).
+/// `out[i]` = the first `N` bytes of `sponge_of(i)` over `msgs[i]`, every message of at most
+/// its sponge's `max_len` bytes (the others' outputs are left alone).
+///
+/// The sponges may differ from message to message: a permutation runs Keccak-f[1600] in every
+/// lane when every lane starts a 24-round block, else twelve rounds, the first half of
+/// Keccak-f in the lanes that start one and the last twelve rounds in the others (a
+/// Keccak-f's second half, or Keccak-p[1600, 12]).
 ///
 /// # Panics
-/// If `out` is shorter than `msgs`, or `N` is not a multiple of 8 up to the rate.
+/// If `out` is shorter than `msgs`, or `N` is not a multiple of 8 up to every rate.
 #[inline(always)]
-pub(super) fn hash_packed<const N: usize>(imp: Implementation, sponge: Sponge, msgs: &[&[u8]], out: &mut [[u8; N]]) {
-    assert!(N.is_multiple_of(8) && N <= sponge.rate, "whole words of one block out");
+pub(super) fn hash_packed<const N: usize>(
+    imp: Implementation,
+    sponge_of: impl Fn(usize) -> Sponge,
+    msgs: &[&[u8]],
+    out: &mut [[u8; N]],
+) {
     assert!(out.len() >= msgs.len(), "one output per message");
-    let mut states: Interleaved = [[0; LANES]; 25];
+    let mut states = Interleaved([[0; LANES]; 25]);
     let mut lanes: [Option<InLane>; LANES] = [None; LANES];
-    let mut waiting = msgs.iter().enumerate().filter(|(_, m)| m.len() <= sponge.max_len).map(|(msg, _)| msg);
+    let mut waiting = (0..msgs.len()).filter(|&msg| msgs[msg].len() <= sponge_of(msg).max_len);
+    // Every lane's block is written at every step.
+    let mut blocks = Blocks::default();
     loop {
         let mut live = 0u8;
+        // The lanes that start a 24-round block.
+        let mut starting_full = 0u8;
+        blocks.fresh = 0;
         for (lane, slot) in lanes.iter_mut().enumerate() {
+            blocks.lanes[lane] = Block::default();
             if slot.is_none() {
-                *slot = waiting.next().map(|msg| InLane { msg, block: 0 });
+                *slot = waiting.next().map(|msg| {
+                    let sponge = sponge_of(msg);
+                    assert!(N.is_multiple_of(8) && N <= sponge.rate, "whole words of one block out");
+                    InLane { msg, sponge, block: 0, last: sponge.last_block(msgs[msg].len()), halfway: false }
+                });
             }
             let Some(at) = slot else { continue };
-            absorb(&sponge, &mut states, lane, msgs[at.msg], at.block);
             live |= 1 << lane;
+            if at.halfway {
+                continue;
+            }
+            blocks.lanes[lane] = block(&at.sponge, msgs[at.msg], at.block, at.block == at.last);
+            blocks.fresh |= u8::from(at.block == 0) << lane;
+            starting_full |= u8::from(at.sponge.rounds == Rounds::Full) << lane;
         }
         if live == 0 {
             return;
         }
-        imp.permute(&mut states, live, sponge.rounds);
+        let step = if starting_full == live { Step::Full } else { Step::Half { first_half: starting_full } };
+        imp.absorb_permute(&mut states, &blocks, live, step);
         for (lane, slot) in lanes.iter_mut().enumerate() {
             let Some(at) = slot else { continue };
-            if at.block == sponge.last_block(msgs[at.msg].len()) {
+            if step != Step::Full && starting_full >> lane & 1 == 1 {
+                at.halfway = true;
+            } else if at.block == at.last {
                 squeeze(&states, lane, &mut out[at.msg]);
                 *slot = None;
             } else {
+                at.halfway = false;
                 at.block += 1;
             }
         }
     }
 }
 
-/// XORs block `block` of `msg` into state `lane`; the last block is padded with the domain
-/// byte after the message (and its zero suffix) and `0x80` in the block's last byte. The first
-/// block of a message is written over what the lane held (the state of the message before
-/// it), the capacity words cleared: a fresh state XORed with the block.
+/// Block `block` of `msg`: its bytes of the message, and in the `last` block the padding: the
+/// domain byte after the message (and its zero suffix), `0x80` in the block's last byte.
 #[inline(always)]
-fn absorb(sponge: &Sponge, states: &mut Interleaved, lane: usize, msg: &[u8], block: usize) {
+fn block<'m>(sponge: &Sponge, msg: &'m [u8], block: usize, last: bool) -> Block<'m> {
     let rate = sponge.rate;
     let start = (block * rate).min(msg.len());
     let end = (block * rate + rate).min(msg.len());
-    let last = block == sponge.last_block(msg.len());
-    let mut padded = [0u8; MAX_RATE];
-    let bytes: &[u8] = if !last && end - start == rate {
-        &msg[start..end]
-    } else {
-        // The last block, or the one before it when the zero suffix crosses into it.
-        padded[..end - start].copy_from_slice(&msg[start..end]);
-        if last {
-            padded[msg.len() + sponge.zero_suffix - block * rate] ^= sponge.domain;
-            padded[rate - 1] ^= 0x80;
-        }
-        &padded[..rate]
-    };
-    let first = block == 0;
-    let (rate_words, capacity) = states.split_at_mut(rate / 8);
-    for (words, chunk) in rate_words.iter_mut().zip(bytes.chunks_exact(8)) {
-        let w = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
-        words[lane] = if first { w } else { words[lane] ^ w };
-    }
-    if first {
-        for words in capacity {
-            words[lane] = 0;
-        }
-    }
+    let padding = last.then(|| Padding {
+        domain_at: msg.len() + sponge.zero_suffix - block * rate,
+        domain: sponge.domain,
+        last_at: rate - 1,
+    });
+    Block { bytes: &msg[start..end], padding }
 }
 
 /// The first `N` bytes of state `lane`, little-endian words.

@@ -4,7 +4,7 @@
 //! Word `j` of the state is `A[x, y]` with `j = x + 5y`.
 
 /// The round constants of ι (FIPS 202, §3.2.5), one per round.
-const ROUND_CONSTANTS: [u64; 24] = [
+pub(super) const ROUND_CONSTANTS: [u64; 24] = [
     0x0000_0000_0000_0001,
     0x0000_0000_0000_8082,
     0x8000_0000_0000_808a,
@@ -41,12 +41,24 @@ pub enum Rounds {
     Twelve,
 }
 
-impl Rounds {
-    /// The round constants of the rounds run, in order.
-    pub(super) fn constants(self) -> &'static [u64] {
-        match self {
-            Rounds::Full => &ROUND_CONSTANTS,
-            Rounds::Twelve => &ROUND_CONSTANTS[12..],
+/// What one vector permutation runs in each of its lanes. The rounds of Keccak-f[1600] differ
+/// only in ι's round constant, so twelve rounds can be the first half of a Keccak-f in some
+/// lanes and the second half (or Keccak-p[1600, 12] of TurboSHAKE) in the others: ι XORs a
+/// vector of per-lane constants instead of one constant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Step {
+    /// Keccak-f[1600], all 24 rounds, in every lane.
+    Full,
+    /// Twelve rounds: rounds 0-11 in the lanes whose bit is set in `first_half` (bit `i`:
+    /// lane `i`), rounds 12-23 in the others.
+    Half { first_half: u8 },
+}
+
+impl From<Rounds> for Step {
+    fn from(rounds: Rounds) -> Step {
+        match rounds {
+            Rounds::Full => Step::Full,
+            Rounds::Twelve => Step::Half { first_half: 0 },
         }
     }
 }
@@ -56,6 +68,9 @@ impl Rounds {
 /// inside a `#[target_feature]` function with the vector instructions it enables.
 pub(super) trait Words: Copy {
     fn splat(w: u64) -> Self;
+    /// `set` in the lanes whose bit is set in `mask` (bit `i`: this vector's lane `i`), `clear`
+    /// in the others.
+    fn select(mask: u8, set: u64, clear: u64) -> Self;
     fn xor(self, other: Self) -> Self;
     fn xor3(self, b: Self, c: Self) -> Self;
     /// `self ^ (!b & c)`, χ's step.
@@ -63,18 +78,27 @@ pub(super) trait Words: Copy {
     fn rotate_left(self, n: u32) -> Self;
 }
 
-/// Keccak-p[1600, `rounds`] on every state of `a` at once, written out with constant indices so that
-/// the state stays in registers. π moves word `x + 5y` to `y + 5((2x + 3y) mod 5)`, which ρ
-/// rotates by its offset of FIPS 202's Table 2; χ combines each row's words.
+/// `step` on every state of `a` at once; `lanes_from` is the lane of `a`'s first word in the
+/// bits of [`Step::Half`]'s mask (a vector narrower than the eight states covers some of them).
 #[inline(always)]
-pub(super) fn permute<W: Words>(a: &mut [W; 25], rounds: Rounds) {
-    permute_with_constants(a, rounds.constants());
+pub(super) fn permute_step<W: Words>(a: &mut [W; 25], step: Step, lanes_from: usize) {
+    match step {
+        Step::Full => permute_with_constants(a, &ROUND_CONSTANTS.map(W::splat)),
+        Step::Half { first_half } => {
+            let mask = first_half >> lanes_from;
+            let constants: [W; 12] =
+                core::array::from_fn(|r| W::select(mask, ROUND_CONSTANTS[r], ROUND_CONSTANTS[r + 12]));
+            permute_with_constants(a, &constants);
+        }
+    }
 }
 
 /// The rounds of Keccak-f[1600] whose round constants are `constants` (the rounds differ in
-/// nothing else).
+/// nothing else), on every state of `a` at once, written out with constant indices so that the
+/// state stays in registers. π moves word `x + 5y` to `y + 5((2x + 3y) mod 5)`, which ρ
+/// rotates by its offset of FIPS 202's Table 2; χ combines each row's words.
 #[inline(always)]
-fn permute_with_constants<W: Words>(a: &mut [W; 25], constants: &[u64]) {
+pub(super) fn permute_with_constants<W: Words>(a: &mut [W; 25], constants: &[W]) {
     let mut s = *a;
     for &rc in constants {
         let a = &s;
@@ -149,7 +173,7 @@ fn permute_with_constants<W: Words>(a: &mut [W; 25], constants: &[u64]) {
             b[23].xor_andnot(b[24], b[20]),
             b[24].xor_andnot(b[20], b[21]),
         ];
-        s[0] = s[0].xor(W::splat(rc));
+        s[0] = s[0].xor(rc);
     }
     *a = s;
 }
@@ -159,6 +183,14 @@ impl Words for u64 {
     #[inline(always)]
     fn splat(w: u64) -> Self {
         w
+    }
+    #[inline(always)]
+    fn select(mask: u8, set: u64, clear: u64) -> Self {
+        if mask & 1 == 1 {
+            set
+        } else {
+            clear
+        }
     }
     #[inline(always)]
     fn xor(self, other: Self) -> Self {
@@ -191,12 +223,12 @@ mod tests {
             *t = *o;
         }
         for _ in 0..3 {
-            permute(&mut ours, Rounds::Full);
+            permute_step(&mut ours, Step::Full, 0);
             keccak::Keccak::new().with_f1600(|f| f(&mut theirs));
         }
         assert_eq!(ours, theirs);
         for _ in 0..3 {
-            permute(&mut ours, Rounds::Twelve);
+            permute_step(&mut ours, Rounds::Twelve.into(), 0);
             keccak::Keccak::new().with_p1600::<12>(|f| f(&mut theirs));
         }
         assert_eq!(ours, theirs);
@@ -211,13 +243,18 @@ mod tests {
             *w = (i as u64 + 1).wrapping_mul(0x2545_f491_4f6c_dd1d);
         }
         let mut full = state;
-        permute(&mut full, Rounds::Full);
+        permute_step(&mut full, Step::Full, 0);
         let mut halves = state;
         permute_with_constants(&mut halves, &ROUND_CONSTANTS[..12]);
-        permute(&mut halves, Rounds::Twelve);
+        permute_step(&mut halves, Rounds::Twelve.into(), 0);
         assert_eq!(halves, full);
+        // The same two halves as mixed steps: the first with the lane's bit set.
+        let mut steps = state;
+        permute_step(&mut steps, Step::Half { first_half: 1 }, 0);
+        permute_step(&mut steps, Step::Half { first_half: 0 }, 0);
+        assert_eq!(steps, full);
         let mut last_only = state;
-        permute(&mut last_only, Rounds::Twelve);
+        permute_step(&mut last_only, Rounds::Twelve.into(), 0);
         assert_ne!(last_only, full);
     }
 }

@@ -179,3 +179,63 @@ proptest! {
         }
     }
 }
+
+/// Each message alone through a one-state sponge: the `sha3` crate's SHA3-256, the tree
+/// mode's KT128.
+fn one_at_a_time(function: Function, m: &[u8]) -> [u8; 32] {
+    match function {
+        Function::Sha3_256 => reference(m),
+        Function::Kt128 => kt128_tree::kt128::<32>(m),
+    }
+}
+
+fn check_mixed(functions: &[Function], msgs: &[Vec<u8>]) {
+    let refs: Vec<&[u8]> = msgs.iter().map(Vec::as_slice).collect();
+    for imp in Implementation::available() {
+        let mut out = vec![[0u8; 32]; msgs.len()];
+        hash_mixed_with(imp, functions, &refs, &mut out);
+        for ((f, m), o) in functions.iter().zip(msgs).zip(&out) {
+            assert_eq!(*o, one_at_a_time(*f, m), "{imp:?}, {f:?} of {} bytes", m.len());
+        }
+    }
+    // As dispatched, and 16 bytes out (DataHash's length; a prefix of SHA3-256's digest).
+    let mut out = vec![[0u8; 16]; msgs.len()];
+    hash_mixed(functions, &refs, &mut out);
+    for ((f, m), o) in functions.iter().zip(msgs).zip(&out) {
+        assert_eq!(o[..], one_at_a_time(*f, m)[..16], "{f:?} of {} bytes", m.len());
+    }
+}
+
+#[test]
+fn a_router_batch_of_payloads_and_hidden_samples_shares_the_lanes() {
+    // Nine 1000-byte payloads (KT128: six blocks of twelve rounds) ahead of 32 one-block
+    // HiddenSamples (SHA3-256: 24 rounds), which fill the lanes the payloads leave and run
+    // beside the ninth payload half a Keccak-f at a time.
+    let mut functions = vec![Function::Kt128; 9];
+    functions.extend([Function::Sha3_256; 32]);
+    let msgs: Vec<Vec<u8>> = functions
+        .iter()
+        .enumerate()
+        .map(|(k, f)| {
+            let n = if *f == Function::Kt128 { 1000 } else { 34 };
+            (0..n).map(|i| (i * 11 + k) as u8).collect()
+        })
+        .collect();
+    check_mixed(&functions, &msgs);
+}
+
+proptest! {
+    #[test]
+    fn mixed_batches_agree_with_each_message_alone(
+        msgs in prop::collection::vec(
+            (any::<bool>(), prop_oneof![0usize..400, 800usize..1200, 8180usize..8200], any::<u8>()),
+            0..24,
+        ),
+    ) {
+        let functions: Vec<Function> =
+            msgs.iter().map(|&(kt, _, _)| if kt { Function::Kt128 } else { Function::Sha3_256 }).collect();
+        let msgs: Vec<Vec<u8>> =
+            msgs.iter().map(|&(_, n, seed)| (0..n).map(|i| (i as u8).wrapping_mul(29) ^ seed).collect()).collect();
+        check_mixed(&functions, &msgs);
+    }
+}
