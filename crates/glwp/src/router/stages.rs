@@ -14,8 +14,9 @@
 //! 3. **Admit**, the passed records in arrival order: compare the hop authenticator (one that
 //!    fails gets both MACs again under the previous `K_k` during a rotation's overlap, from the
 //!    MAC inputs stage 1 wrote), suppress duplicates, charge the monitor, advance the hop
-//!    pointer at the offset stage 1 found. The state the stages share (duplicate filter, monitor) is only touched here, in order, so a
-//!    batch's verdicts are those of its packets one by one.
+//!    pointer at the offset stage 1 found. The state the stages share (duplicate filter,
+//!    monitor) is only touched here, in order, so a batch's verdicts are those of its packets
+//!    one by one.
 //!
 //! Per-batch state lives on the stack, sized for the batch: nothing is allocated. Counters are
 //! summed per batch.
