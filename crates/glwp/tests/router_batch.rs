@@ -1,7 +1,8 @@
 //! The batched router against the one-packet router: on random mixes of valid, tampered,
-//! expired, replayed, over-rate, malformed, already advanced and source-AS packets, `process_batch` in batches
-//! of any size gives the verdicts, packet bytes and counters of `process` on each packet in
-//! turn.
+//! expired, replayed, over-rate, malformed, already advanced and source-AS packets, and packets
+//! under the `K_k` a rotation replaced (whose deadline falls anywhere in the run), `process_batch`
+//! in batches of any size gives the verdicts, packet bytes and counters of `process` on each
+//! packet in turn.
 
 use aviary_glwp::{locate, testbed, AidMonitor, Freshness, GlwpDrop, Header, Router, SourceAllocation};
 use aviary_qos::{DuplicateFilter, DuplicateFilterConfig, Verdict};
@@ -12,6 +13,8 @@ const S: u64 = 1_000_000_000;
 const NOW: u64 = 1_700_000_000 * S;
 const SRC: IsdAsn = testbed::SRC_IA;
 const SECRET: [u8; 16] = [0x11; 16];
+/// `K_k` before the routers' rotation to [`SECRET`].
+const OLD_SECRET: [u8; 16] = [0x33; 16];
 /// Source leaves on 1; AS 1 (the router under test) enters on 2, leaves on 3; AS 2 enters on 4.
 const PATH: [(u16, u16); 3] = [(0, 1), (2, 3), (4, 0)];
 const FRESH: Freshness = Freshness { lifetime_ns: S / 2, skew_ns: S };
@@ -20,14 +23,31 @@ fn allocation(aid: u64, beta_kbps: u32, ts_exp: u32) -> SourceAllocation {
     testbed::allocation(SRC, &PATH, (aid, beta_kbps, ts_exp), &[SECRET, [0x22; 16]])
 }
 
-/// A small burst, so that a few packets of one allocation go over its β.
+/// An allocation AS 1 issued under its previous `K_k`.
+fn old_allocation(aid: u64, ts_exp: u32) -> SourceAllocation {
+    testbed::allocation(SRC, &PATH, (aid, 1000, ts_exp), &[OLD_SECRET, [0x22; 16]])
+}
+
+/// A router rotated from [`OLD_SECRET`] to [`SECRET`], the old key verifying until
+/// `previous_until_ns`.
+fn rotated(previous_until_ns: u64) -> Router {
+    let mut r = router_with(&OLD_SECRET);
+    r.rotate(&SECRET, previous_until_ns);
+    r
+}
+
 fn router() -> Router {
+    router_with(&SECRET)
+}
+
+/// A small burst, so that a few packets of one allocation go over its β.
+fn router_with(secret: &[u8; 16]) -> Router {
     let dups = DuplicateFilter::new(
         DuplicateFilterConfig { window_ns: 3 * S, expected_per_window: 10_000, false_positive_rate: 1e-9 },
         [9; 16],
     )
     .unwrap();
-    Router::new(&SECRET, FRESH, AidMonitor::new(8, 3000, 0x1234_5678_9abc_def1), dups).with_source_as(SRC)
+    Router::new(secret, FRESH, AidMonitor::new(8, 3000, 0x1234_5678_9abc_def1), dups).with_source_as(SRC)
 }
 
 /// A position in a sequence, in thousandths of its length.
@@ -41,6 +61,10 @@ fn pick(at: Permille, len: usize) -> usize {
 enum Kind {
     /// Of one of three allocations (β 100 kbit/s or more), at a timestamp near now.
     Valid { allocation: u8, ts_offset_ns: u64 },
+    /// Of an allocation issued under the previous `K_k`.
+    OldKey,
+    /// Of that allocation, one byte changed.
+    OldKeyTampered { at: Permille, flip: u8 },
     /// A valid packet with one byte changed.
     Tampered { at: Permille, flip: u8 },
     /// Older than L + ε.
@@ -63,6 +87,8 @@ fn kind() -> impl Strategy<Value = Kind> {
     prop_oneof![
         4 => (0u8..3, 0u64..1_000_000).prop_map(|(allocation, ts_offset_ns)| Kind::Valid { allocation, ts_offset_ns }),
         1 => (0u16..1000, 1u8..=255).prop_map(|(at, flip)| Kind::Tampered { at, flip }),
+        3 => Just(Kind::OldKey),
+        1 => (0u16..1000, 1u8..=255).prop_map(|(at, flip)| Kind::OldKeyTampered { at, flip }),
         1 => Just(Kind::Expired),
         2 => (0u16..1000).prop_map(Kind::Replay),
         1 => Just(Kind::AllocationEnding),
@@ -77,6 +103,7 @@ fn build(kinds: &[Kind]) -> Vec<(Vec<u8>, u16)> {
     let addresses = testbed::addresses(SRC);
     let ts_exp = (NOW / S) as u32 + 3600;
     let allocations = [allocation(1, 100, ts_exp), allocation(2, 1000, ts_exp), allocation(3, 50_000, ts_exp)];
+    let old = old_allocation(5, ts_exp);
     let mut out: Vec<(Vec<u8>, u16)> = Vec::new();
     for (i, kind) in kinds.iter().enumerate() {
         // Distinct timestamps, so only replays repeat (Src, ts_pkt).
@@ -86,6 +113,13 @@ fn build(kinds: &[Kind]) -> Vec<(Vec<u8>, u16)> {
             Kind::Valid { allocation, ts_offset_ns } => (valid(usize::from(*allocation), ts + ts_offset_ns), 2),
             Kind::Tampered { at, flip } => {
                 let mut p = valid(0, ts);
+                let at = pick(*at, p.len());
+                p[at] ^= flip;
+                (p, 2)
+            }
+            Kind::OldKey => (old.packet(&addresses, ts, &[0x6b; 300]).unwrap(), 2),
+            Kind::OldKeyTampered { at, flip } => {
+                let mut p = old.packet(&addresses, ts, &[0x6b; 300]).unwrap();
                 let at = pick(*at, p.len());
                 p[at] ^= flip;
                 (p, 2)
@@ -125,9 +159,12 @@ proptest! {
         kinds in proptest::collection::vec(kind(), 1..90),
         sizes in proptest::collection::vec(1usize..40, 1..8),
         time_step_ns in 0u64..2_000_000,
+        // The old key's deadline: before the run, during it or after it.
+        until_offset_ns in 0u64..200_000_000,
     ) {
         let packets = build(&kinds);
-        let (mut single, mut batched) = (router(), router());
+        let until = NOW - 10_000_000 + until_offset_ns;
+        let (mut single, mut batched) = (rotated(until), rotated(until));
         let mut one_by_one = packets.clone();
         let mut in_batches = packets.clone();
         let (mut want, mut got) = (Vec::new(), Vec::new());
@@ -152,6 +189,7 @@ proptest! {
         prop_assert!(one_by_one == in_batches, "the routers left different bytes in the packets");
         prop_assert_eq!(single.stats.forwarded, batched.stats.forwarded);
         prop_assert_eq!(single.stats.delivered, batched.stats.delivered);
+        prop_assert_eq!(single.stats.previous_key_packets, batched.stats.previous_key_packets);
         let drops = |r: &Router| r.stats.drops.iter(GlwpDrop::LABELS).collect::<Vec<_>>();
         prop_assert_eq!(drops(&single), drops(&batched));
     }
@@ -172,11 +210,19 @@ fn a_mix_meets_every_verdict() {
         Kind::Advanced(1),
         Kind::Advanced(2),
     ]);
-    let mut r = router();
+    kinds.extend([Kind::OldKey, Kind::OldKeyTampered { at: 160, flip: 1 }]);
+    let mut r = rotated(NOW + S);
     let mut verdicts: Vec<Verdict> = Vec::new();
     for (mut pkt, ingress) in build(&kinds) {
         verdicts.push(r.process(&mut pkt, ingress, NOW));
     }
+    assert!(matches!(verdicts[verdicts.len() - 2], Verdict::Forward { .. }), "the old key's packet");
+    assert_eq!(verdicts[verdicts.len() - 1], Verdict::Drop(GlwpDrop::BadHopAuthenticator.reason()));
+    assert_eq!(r.stats.previous_key_packets, 1);
+    // After the deadline, the old key's packet is refused.
+    let mut late = rotated(NOW);
+    let mut old = build(&[Kind::OldKey]);
+    assert_eq!(late.process(&mut old[0].0, 2, NOW), Verdict::Drop(GlwpDrop::BadHopAuthenticator.reason()));
     let mut from_source = build(&[Kind::FromSourceAs]);
     assert!(matches!(router().process(&mut from_source[0].0, 0, NOW), Verdict::Forward { .. }));
     for reason in [

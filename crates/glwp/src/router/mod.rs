@@ -3,11 +3,21 @@
 //! updates the hop pointer in place and returns a [`Verdict`]. Every drop is counted under a
 //! named reason: a shared [`DropReason`] where one fits, else a [`GlwpDrop`].
 //!
-//! The AS's secret `K_k` is expanded once, when the router is built; a packet costs one CMAC
+//! The AS's secret `K_k` is expanded once, when the router is built (and at each rotation); a
+//! packet costs one CMAC
 //! under it (the hop key, two AES blocks), one key expansion and CMAC under the hop key (the
 //! hop authenticator, three AES blocks), a duplicate-filter lookup and a token-bucket update,
 //! and no allocation. Packets go through in batches ([`stages`]): the AES work of a batch
 //! interleaves, and the duplicate filter's cache misses overlap.
+//!
+//! **Rotating `K_k`.** [`Processor::rotate_secret`] puts the new `K_k` in front and keeps the one
+//! it replaces until a deadline, which must cover every allocation issued under it (ΔT + L + ε
+//! after the control service switched). A packet whose hop authenticator fails under the current
+//! key is checked again under the previous one before the deadline: both MACs again, for that
+//! packet alone and from the MAC inputs the batch already has, so that packets under the current
+//! key cost what they did before rotations existed (a few instructions more, docs/glwp.md). The
+//! key cannot be picked by ts_exp: allocations issued on either side of the switch share ts_exp
+//! values.
 //!
 //! **The source AS's own packets.** A router built [`Router::with_source_as`] also sends its
 //! own AS's GLWP packets out: a packet from inside the AS (ingress 0) with HP = 0 and Src = this
@@ -25,6 +35,7 @@ mod stages;
 
 use aviary_qos::{Claim, Context, DropCounters, DropReason, DuplicateFilter, Processor, Verdict};
 use aviary_scion::cmac::CmacKey;
+use aviary_scion::forwarding::KeyGenerations;
 use aviary_scion::IsdAsn;
 
 use crate::monitor::AidMonitor;
@@ -95,13 +106,18 @@ pub struct RouterStats {
     pub drops: DropCounters,
     pub forwarded: u64,
     pub delivered: u64,
+    /// Packets whose hop authenticator only the previous `K_k` verified (whatever became of them
+    /// after: a replay is counted, then dropped as a duplicate): when it stops growing after a
+    /// rotation, no allocation issued under the old key is in use.
+    pub previous_key_packets: u64,
 }
 
 /// The border router of one on-path AS.
 #[derive(Clone)]
 pub struct Router {
-    /// `K_k`, expanded once, with its CMAC subkeys.
-    secret: CmacKey,
+    /// `K_k`, expanded once, with its CMAC subkeys; after a rotation also the one it replaced,
+    /// until its deadline.
+    secret: KeyGenerations<CmacKey>,
     freshness: Freshness,
     monitor: AidMonitor,
     duplicates: DuplicateFilter,
@@ -121,7 +137,7 @@ impl Router {
     /// A router of the AS whose secret is `as_secret` (`K_k`). The duplicate filter's window
     /// must cover the spread of times a packet passes the freshness check, `L + 2ε`.
     pub fn new(as_secret: &[u8; 16], freshness: Freshness, monitor: AidMonitor, duplicates: DuplicateFilter) -> Self {
-        let secret = CmacKey::new(as_secret);
+        let secret = KeyGenerations::new(CmacKey::new(as_secret));
         Self { secret, freshness, monitor, duplicates, source_as: None, stats: RouterStats::default() }
     }
 
@@ -130,6 +146,13 @@ impl Router {
     pub fn with_source_as(mut self, ia: IsdAsn) -> Self {
         self.source_as = Some(ia);
         self
+    }
+
+    /// `K_k` is now `as_secret`; the key it replaces verifies until `previous_until_ns`, and a
+    /// key of an earlier rotation still in its overlap is forgotten. The duplicate filter and
+    /// the monitor are kept: a rotation gives no allocation fresh budget.
+    pub fn rotate(&mut self, as_secret: &[u8; 16], previous_until_ns: u64) {
+        self.secret.rotate(CmacKey::new(as_secret), previous_until_ns);
     }
 
     /// Validates `pkt`, which arrived on interface `ingress` at `now_ns` (ns since the Unix
@@ -171,6 +194,12 @@ impl Processor for Router {
     fn counters(&self, out: &mut dyn FnMut(&'static str, u64)) {
         out("forwarded", self.stats.forwarded);
         out("delivered", self.stats.delivered);
+        out("previous_key_packets", self.stats.previous_key_packets);
+    }
+
+    /// `K_k` of the new master secret, as the GLWP service derives it for the hop keys it issues.
+    fn rotate_secret(&mut self, secret: &[u8], previous_until_ns: u64) {
+        self.rotate(&crate::hop_key::as_secret(secret), previous_until_ns);
     }
 }
 

@@ -11,10 +11,12 @@
 //!    its packet's hop key (key schedules and rounds of four packets interleaved); the
 //!    duplicate-filter keys hashed side by side, and the filter's lines of every packet
 //!    prefetched before the first is checked.
-//! 3. **Admit**, the passed records in arrival order: compare the hop authenticator, suppress
-//!    duplicates, charge the monitor, advance the hop pointer at the offset stage 1 found. The
-//!    state the stages share (duplicate filter, monitor) is only touched here, in order, so a
-//!    batch's verdicts are those of its packets one by one.
+//! 3. **Admit**, the passed records in arrival order: compare the hop authenticator (one that
+//!    fails gets both MACs again under the previous `K_k` during a rotation's overlap, from the
+//!    MAC inputs stage 1 wrote), suppress duplicates, charge the monitor, advance the hop
+//!    pointer at the offset stage 1 found. The state the stages share (duplicate filter,
+//!    monitor) is only touched here, in order, so a batch's verdicts are those of its packets
+//!    one by one.
 //!
 //! Per-batch state lives on the stack, sized for the batch: nothing is allocated. Counters are
 //! summed per batch.
@@ -61,6 +63,14 @@ enum Hop {
     SourceAs,
 }
 
+/// What stage 3 sees of a batch's MACs: the inputs (for a second try under the previous key)
+/// and the hop authenticators under the current one, by slot.
+struct Macs<'a> {
+    hop_key_inputs: &'a [[u8; 28]],
+    hop_authenticator_inputs: &'a [[u8; 18]],
+    authenticators: &'a [[u8; 16]],
+}
+
 /// The MAC inputs of a batch, one slot per packet at an on-path AS, in arrival order.
 struct MacInputs<const N: usize> {
     hop_key: [[u8; 28]; N],
@@ -104,12 +114,17 @@ impl Router {
         }
         let macs = inputs.len;
         let mut hop_keys = [[0u8; 16]; N];
-        self.secret.mac_two_blocks_many(&inputs.hop_key[..macs], &mut hop_keys[..macs]);
+        self.secret.current().mac_two_blocks_many(&inputs.hop_key[..macs], &mut hop_keys[..macs]);
         let mut authenticators = [[0u8; 16]; N];
         mac_two_blocks_fresh_keys(&hop_keys[..macs], &inputs.hop_authenticator[..macs], &mut authenticators[..macs]);
+        let macs = Macs {
+            hop_key_inputs: &inputs.hop_key,
+            hop_authenticator_inputs: &inputs.hop_authenticator,
+            authenticators: &authenticators,
+        };
         let (mut forwarded, mut delivered) = (0, 0);
         for (p, h) in passed.iter().zip(duplicate_hashes) {
-            let verdict = match self.admit(pkts[p.index], p, h, &authenticators, now_ns) {
+            let verdict = match self.admit(pkts[p.index], p, h, &macs, now_ns) {
                 Ok(v) => {
                     match v {
                         Verdict::Deliver => delivered += 1,
@@ -204,11 +219,13 @@ impl Router {
         pkt: &mut [u8],
         p: &Passed,
         duplicate_hash: KeyHash,
-        authenticators: &[[u8; 16]],
+        macs: &Macs<'_>,
         now_ns: u64,
     ) -> Result<Verdict, DropReason> {
         if let Hop::OnPath { carried, slot, .. } = p.hop {
-            if !ha_eq(&carried, &truncate(&authenticators[slot])) {
+            if !ha_eq(&carried, &truncate(&macs.authenticators[slot]))
+                && !self.made_by_previous_key(macs, slot, &carried, now_ns)
+            {
                 return Err(GlwpDrop::BadHopAuthenticator.reason());
             }
         }
@@ -224,6 +241,22 @@ impl Router {
             set_hop_pointer(pkt, p.header_at, next_hop_pointer);
         }
         Ok(p.admitted)
+    }
+
+    /// Whether `carried` is the hop authenticator of slot `slot` of `macs` under the previous
+    /// `K_k`, if one still verifies at `now_ns` (counted): the second try of a packet that
+    /// failed under the current key, off the path that packets under the current key take.
+    #[cold]
+    #[inline(never)]
+    fn made_by_previous_key(&mut self, macs: &Macs<'_>, slot: usize, carried: &[u8; HA_LEN], now_ns: u64) -> bool {
+        let Some(previous) = self.secret.previous_at(now_ns) else { return false };
+        let mut hop_key = [[0u8; 16]];
+        previous.mac_two_blocks_many(&macs.hop_key_inputs[slot..=slot], &mut hop_key);
+        let mut authenticator = [[0u8; 16]];
+        mac_two_blocks_fresh_keys(&hop_key, &macs.hop_authenticator_inputs[slot..=slot], &mut authenticator);
+        let made = ha_eq(carried, &truncate(&authenticator[0]));
+        self.stats.previous_key_packets += u64::from(made);
+        made
     }
 }
 

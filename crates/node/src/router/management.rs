@@ -10,7 +10,8 @@
 //! - `PUT /v1/policing` `{"burst_ms"}`: the same as `PUT /v1/mechanisms/hummingbird`.
 //! - `PUT /v1/keys` `{"master_secret": hex, "overlap_secs"?: n}`: a new AS master secret; keys
 //!   derived from the one it replaces keep verifying for `overlap_secs` (default
-//!   [`DEFAULT_OVERLAP_SECS`]), see docs/operations.md.
+//!   [`DEFAULT_OVERLAP_SECS`], longer on a router with a `[glwp]` table, which also refuses
+//!   overlaps shorter than its allocations live: [`KeyOverlap`]), see docs/operations.md.
 
 use std::net::SocketAddr;
 use std::sync::mpsc::{self, Sender};
@@ -52,6 +53,22 @@ pub enum Command {
 pub const DEFAULT_OVERLAP_SECS: u64 = 24 * 3600;
 /// The longest overlap accepted: a week. Old keys are meant to go away.
 pub const MAX_OVERLAP_SECS: u64 = 7 * 24 * 3600;
+/// The overlaps `PUT /v1/keys` gives and accepts on one router.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeyOverlap {
+    /// When the request names none.
+    pub default_secs: u64,
+    /// The shortest accepted: ΔT + L + ε of the router's `[glwp]` table (every allocation issued
+    /// under the old `K_k` must pass until it expires), 0 without one.
+    pub glwp_min_secs: u64,
+}
+
+impl Default for KeyOverlap {
+    fn default() -> Self {
+        Self { default_secs: DEFAULT_OVERLAP_SECS, glwp_min_secs: 0 }
+    }
+}
+
 /// The shortest master secret accepted.
 pub const MIN_SECRET_LEN: usize = 16;
 
@@ -88,7 +105,12 @@ struct LinkChange {
 }
 
 /// Serves the management API on `addr` in a thread of its own.
-pub fn serve(addr: SocketAddr, commands: Sender<CommandMsg>, status: Arc<StatusBoard>) -> anyhow::Result<()> {
+pub fn serve(
+    addr: SocketAddr,
+    commands: Sender<CommandMsg>,
+    status: Arc<StatusBoard>,
+    overlap: KeyOverlap,
+) -> anyhow::Result<()> {
     let server = Server::http(addr).map_err(|e| anyhow!("management API cannot listen on {addr}: {e}"))?;
     std::thread::spawn(move || {
         for mut req in server.incoming_requests() {
@@ -101,7 +123,7 @@ pub fn serve(addr: SocketAddr, commands: Sender<CommandMsg>, status: Arc<StatusB
                     (200, serde_json::to_string_pretty(&status.merged()).unwrap_or_default(), true)
                 }
                 (Method::Put, path) => {
-                    let reply = parse_command(path, &body, unix_ns()).and_then(|cmd| {
+                    let reply = parse_command(path, &body, unix_ns(), overlap).and_then(|cmd| {
                         let (tx, rx) = mpsc::channel();
                         commands
                             .send((cmd, tx))
@@ -128,7 +150,7 @@ pub fn serve(addr: SocketAddr, commands: Sender<CommandMsg>, status: Arc<StatusB
 }
 
 /// The command a `PUT` to `path` asks for, received at `now_ns` (Unix ns).
-fn parse_command(path: &str, body: &str, now_ns: u64) -> Result<Command, CommandError> {
+fn parse_command(path: &str, body: &str, now_ns: u64, overlap: KeyOverlap) -> Result<Command, CommandError> {
     let bad = |e: serde_json::Error| CommandError::Invalid(format!("bad request body: {e}"));
     if let Some(id) = path.strip_prefix("/v1/interfaces/") {
         let id: u16 = id.parse().map_err(|_| CommandError::NotFound(format!("`{id}` is not an interface id")))?;
@@ -146,7 +168,7 @@ fn parse_command(path: &str, body: &str, now_ns: u64) -> Result<Command, Command
         }
         "/v1/keys" => {
             let request: serde_json::Map<String, serde_json::Value> = serde_json::from_str(body).map_err(bad)?;
-            key_rotation(&request, now_ns)
+            key_rotation(&request, now_ns, overlap)
         }
         _ => Err(CommandError::NotFound(format!("no such endpoint: PUT {path}"))),
     }
@@ -154,7 +176,11 @@ fn parse_command(path: &str, body: &str, now_ns: u64) -> Result<Command, Command
 
 /// `PUT /v1/keys`, checked field by field so that every refusal names its field (serde's
 /// messages for a wrong type do not).
-fn key_rotation(request: &serde_json::Map<String, serde_json::Value>, now_ns: u64) -> Result<Command, CommandError> {
+fn key_rotation(
+    request: &serde_json::Map<String, serde_json::Value>,
+    now_ns: u64,
+    overlap: KeyOverlap,
+) -> Result<Command, CommandError> {
     let invalid = |field: &str, why: String| CommandError::Invalid(format!("{field}: {why}"));
     if let Some(other) = request.keys().find(|k| !["master_secret", "overlap_secs"].contains(&k.as_str())) {
         return Err(invalid(other, "unknown field, expected `master_secret` or `overlap_secs`".into()));
@@ -168,12 +194,23 @@ fn key_rotation(request: &serde_json::Map<String, serde_json::Value>, now_ns: u6
         return Err(invalid("master_secret", format!("needs at least {MIN_SECRET_LEN} bytes")));
     }
     let overlap_secs = match request.get("overlap_secs") {
-        None => DEFAULT_OVERLAP_SECS,
+        None => overlap.default_secs,
         Some(v) => v
             .as_u64()
             .filter(|s| *s <= MAX_OVERLAP_SECS)
             .ok_or_else(|| invalid("overlap_secs", format!("whole seconds from 0 to {MAX_OVERLAP_SECS}")))?,
     };
+    if overlap_secs < overlap.glwp_min_secs {
+        let min = overlap.glwp_min_secs;
+        return Err(invalid(
+            "overlap_secs",
+            format!(
+                "{overlap_secs} s is too short on this router: at least {min} s, ΔT + L + ε of its [glwp] \
+                 table (validity_s + lifetime_ms + skew_ms), so that every GLWP allocation issued under \
+                 the old secret passes until it expires"
+            ),
+        ));
+    }
     let previous_until_ns = now_ns + overlap_secs * 1_000_000_000;
     Ok(Command::MasterSecret { secret, previous_until_ns, rotated_at_s: now_ns / 1_000_000_000 })
 }
@@ -184,7 +221,7 @@ mod tests {
 
     #[test]
     fn commands_parse_and_bad_ones_say_why() {
-        let parse_command = |path: &str, body: &str| parse_command(path, body, 0);
+        let parse_command = |path: &str, body: &str| parse_command(path, body, 0, KeyOverlap::default());
         match parse_command("/v1/mechanisms/hummingbird", r#"{"burst_ms": 5}"#).unwrap() {
             Command::Mechanism { name, request } => {
                 assert_eq!(name, "hummingbird");
@@ -203,7 +240,7 @@ mod tests {
     fn a_rotation_has_an_overlap_and_bad_ones_name_their_field() {
         const S: u64 = 1_000_000_000;
         let secret = "ab".repeat(16);
-        let put = |body: String| parse_command("/v1/keys", &body, 1000 * S);
+        let put = |body: String| parse_command("/v1/keys", &body, 1000 * S, KeyOverlap::default());
         let cmd = put(format!(r#"{{"master_secret": "{secret}", "overlap_secs": 60}}"#)).unwrap();
         let Command::MasterSecret { secret: s, previous_until_ns, .. } = cmd else { panic!("{cmd:?}") };
         assert_eq!((s, previous_until_ns), (vec![0xab; 16], 1060 * S));
@@ -224,5 +261,24 @@ mod tests {
         let m = refused(format!(r#"{{"master_secret": "{secret}", "overlap": 5}}"#));
         assert!(m.starts_with("overlap:"), "{m}");
         assert!(refused(r#"{"master_secret": 5}"#.into()).starts_with("master_secret:"));
+    }
+
+    #[test]
+    fn a_glwp_router_refuses_an_overlap_shorter_than_its_allocations_live_and_defaults_to_a_longer_one() {
+        const S: u64 = 1_000_000_000;
+        let overlap = KeyOverlap { default_secs: 90_002, glwp_min_secs: 86_402 };
+        let secret = "ab".repeat(16);
+        let put = |body: String| parse_command("/v1/keys", &body, 1000 * S, overlap);
+        let m = match put(format!(r#"{{"master_secret": "{secret}", "overlap_secs": 86401}}"#)) {
+            Err(CommandError::Invalid(m)) => m,
+            r => panic!("{r:?}"),
+        };
+        assert!(m.starts_with("overlap_secs:") && m.contains("86402") && m.contains("[glwp]"), "{m}");
+        let at_min = put(format!(r#"{{"master_secret": "{secret}", "overlap_secs": 86402}}"#)).unwrap();
+        assert!(matches!(at_min, Command::MasterSecret { previous_until_ns, .. }
+            if previous_until_ns == (1000 + 86_402) * S));
+        let default = put(format!(r#"{{"master_secret": "{secret}"}}"#)).unwrap();
+        assert!(matches!(default, Command::MasterSecret { previous_until_ns, .. }
+            if previous_until_ns == (1000 + 90_002) * S));
     }
 }

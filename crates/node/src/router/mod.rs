@@ -363,7 +363,8 @@ fn local_destination(pkt: &[u8]) -> Option<SocketAddr> {
 pub fn run(cfg_path: &Path) -> anyhow::Result<()> {
     let cfg = RouterConfig::load(cfg_path)?;
     let (mut workers, commands, board) = start(&cfg, cfg_path)?;
-    management::serve(cfg.management, commands, board)
+    let overlap = cfg.glwp.as_ref().map_or_else(management::KeyOverlap::default, glwp::RouterGlwpConfig::key_overlap);
+    management::serve(cfg.management, commands, board, overlap)
         .with_context(|| format!("{}: management", cfg_path.display()))?;
     tracing::info!(ia = %cfg.ia, interfaces = cfg.interfaces.len(), workers = workers.len(), "border router up");
     let leader = workers.remove(0);

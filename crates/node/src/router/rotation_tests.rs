@@ -1,5 +1,6 @@
 //! A key rotation through the router's command path: keys swapped in place, the rotation kept
-//! on disk, both keys back after a restart within the overlap, the previous secret gone after it.
+//! on disk, both keys back after a restart within the overlap (GLWP's `K_k` too), the previous
+//! secret gone after it.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -18,6 +19,11 @@ const S: u64 = 1_000_000_000;
 
 /// A router for AS 0 of `Chain` in a directory of its own, under the chain's old secret.
 fn router_dir(name: &str, chains: &[Chain; 2]) -> (PathBuf, RouterConfig) {
+    router_dir_with(name, chains, "")
+}
+
+/// The same with `extra` at the end of its config.
+fn router_dir_with(name: &str, chains: &[Chain; 2], extra: &str) -> (PathBuf, RouterConfig) {
     let dir = std::env::temp_dir().join(format!("aviary-rotation-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -35,7 +41,7 @@ local = "127.0.0.1:0"
 remote = "127.0.0.1:9"
 neighbor = "{}"
 capacity_bps = 1000000
-"#,
+{extra}"#,
         chains[0].ases[0].ia, chains[0].ases[1].ia
     );
     let path = dir.join("router.toml");
@@ -174,5 +180,59 @@ fn routers_sharing_the_secret_files_record_one_instant_for_a_rotation() {
     assert_eq!(std::fs::read_to_string(rotated_at_file(&cfg.master_secret_file)).unwrap().trim(), at.to_string());
     let kept = RuntimeState::load(&state_file(&cfg_path)).unwrap().key_rotation.unwrap();
     assert_eq!(kept.rotated_at_s, Some(at));
+    std::fs::remove_dir_all(cfg_path.parent().unwrap()).unwrap();
+}
+
+/// A GLWP packet for AS 0 (its destination, entering on `IF_NEXT`) of an allocation issued
+/// under each generation's master secret, and the router's verdicts on them.
+fn glwp_verdicts(fwd: &mut Forwarder, chains: &[Chain; 2]) -> [Verdict; 2] {
+    let now = unix_ns();
+    let ts_exp = (now / S) as u32 + 3600;
+    chains.each_ref().map(|c| {
+        let k_k = aviary_glwp::hop_key::as_secret(&c.ases[0].master_secret);
+        let alloc = aviary_glwp::testbed::allocation(SRC, &[(0, 7), (IF_NEXT, 0)], (1, 1000, ts_exp), &[k_k]);
+        let mut pkt = alloc.packet(&aviary_glwp::testbed::addresses(SRC), unix_ns(), &[0; 40]).unwrap();
+        let mut v = [Verdict::Deliver];
+        let mut ctx = Context { now_ns: now, ingress: IF_NEXT, links: &fwd.link_states, random: &mut fwd.random };
+        fwd.pipeline.process_batch(&mut ctx, &mut [&mut pkt[..]], &mut v);
+        v[0]
+    })
+}
+
+const SRC: aviary_scion::IsdAsn = aviary_glwp::testbed::SRC_IA;
+
+#[test]
+fn a_glwp_router_keeps_the_previous_k_k_across_a_restart_within_the_overlap() {
+    let chains = generations();
+    let (cfg_path, cfg) = router_dir_with("glwp", &chains, "\n[glwp]\nvalidity_s = 60\n");
+    let bad_ha = Verdict::Drop(aviary_glwp::GlwpDrop::BadHopAuthenticator.reason());
+    let mut fwd = forwarder(&cfg, &cfg_path).unwrap();
+    assert_eq!(glwp_verdicts(&mut fwd, &chains), [Verdict::Deliver, bad_ha]);
+    let new_secret = chains[1].ases[0].master_secret.to_vec();
+    fwd.apply_and_keep(Command::MasterSecret { secret: new_secret, previous_until_ns: unix_ns() + 3600 * S, rotated_at_s: unix_ns() / S }).unwrap();
+    assert_eq!(glwp_verdicts(&mut fwd, &chains), [Verdict::Deliver, Verdict::Deliver]);
+    drop(fwd);
+
+    // Restarted within the overlap: the router starts from the previous secret and rotates.
+    let mut fwd = forwarder(&cfg, &cfg_path).unwrap();
+    assert_eq!(glwp_verdicts(&mut fwd, &chains), [Verdict::Deliver, Verdict::Deliver]);
+    let glwp = fwd.pipeline.processors().find(|p| p.name() == "glwp").unwrap();
+    let mut previous_key_packets = None;
+    glwp.counters(&mut |name, v| {
+        if name == "previous_key_packets" {
+            previous_key_packets = Some(v);
+        }
+    });
+    assert_eq!(previous_key_packets, Some(1));
+    drop(fwd);
+
+    // Restarted after it: the old key's allocations are refused.
+    let runtime_file = state_file(&cfg_path);
+    let mut state = RuntimeState::load(&runtime_file).unwrap();
+    state.key_rotation = Some(KeyRotation { previous_until_ns: unix_ns() - S, rotated_at_s: None });
+    state.save(&runtime_file).unwrap();
+    let mut fwd = forwarder(&cfg, &cfg_path).unwrap();
+    assert_eq!(glwp_verdicts(&mut fwd, &chains), [bad_ha, Verdict::Deliver]);
+    drop(fwd);
     std::fs::remove_dir_all(cfg_path.parent().unwrap()).unwrap();
 }

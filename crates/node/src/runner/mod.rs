@@ -242,6 +242,7 @@ impl RunLayout {
                 glwp: a.glwp.as_ref().map(|g| RouterGlwpConfig {
                     lifetime_ms: g.lifetime_ms,
                     skew_ms: g.skew_ms,
+                    validity_s: g.validity_s,
                     ..Default::default()
                 }),
                 interfaces,
