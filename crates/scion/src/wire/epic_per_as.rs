@@ -326,7 +326,9 @@ mod tests {
             let v = PerAsPathView::with_layout(&other[..], layout).unwrap();
             let s = v.standard();
             let _ = (v.pkt_id(), v.qos(), v.dvf(), v.hvfs(), s.curr_hop(), s.curr_info());
-            let _ = (0..s.num_hops()).map(|h| s.hop_interfaces(h)).count();
+            for h in 0..s.num_hops() {
+                let _ = s.hop_interfaces(h);
+            }
         }
 
         #[test]
