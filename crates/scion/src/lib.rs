@@ -17,7 +17,7 @@ pub mod wire;
 pub use forwarding::{AsForwarding, InterfaceSet, StandardForwarder};
 pub use mac::{derive_forwarding_key, derive_key, HopMacKey};
 pub use segment::{combine, combine_from, Segment};
-pub use wire::header::{path_type, HeaderError, HostAddr, ScionHeader, ScionPacket, ScionView};
+pub use wire::header::{path_type, HeaderError, HostAddr, ScionHeader, ScionLayout, ScionPacket, ScionView};
 pub use wire::ia::{IaParseError, IsdAsn};
 pub use wire::path::{HopField, InfoField, PathError, StandardPath};
 pub use wire::path_view::StandardPathView;

@@ -8,8 +8,9 @@
 
 mod strategies;
 use aviary_qos::Verdict;
+use aviary_scion::wire::header::field::ADDR_TYPES;
 use aviary_scion::wire::path::{segment_of, MAX_HOPS};
-use aviary_scion::{path_type, AsForwarding, ScionPacket, ScionView, StandardPath};
+use aviary_scion::{path_type, AsForwarding, HeaderError, ScionLayout, ScionPacket, ScionView, StandardPath};
 use proptest::prelude::*;
 use proptest::sample::Index;
 
@@ -95,6 +96,12 @@ fn touch_view(buf: &mut [u8]) {
     }
 }
 
+/// Calls every accessor of a view rebuilt from `layout` over `buf`.
+fn touch_layout_view(buf: &mut [u8], layout: ScionLayout) {
+    let mut v = ScionView::with_layout(&mut *buf, layout).unwrap();
+    let _ = (v.dst_host(), v.src_host(), v.payload_len(), v.path_mut().len(), v.payload_mut().len());
+}
+
 // ---------------------------------------------------------------------------------------
 // Properties
 // ---------------------------------------------------------------------------------------
@@ -125,6 +132,27 @@ proptest! {
         prop_assert_eq!(v.path(), &pkt.header.path[..]);
         prop_assert_eq!(v.payload(), &pkt.payload[..]);
         prop_assert_eq!(usize::from(v.pkt_len_u16().unwrap()), bytes.len());
+    }
+
+    /// A view rebuilt from a checked layout is the checked view, over the same bytes made
+    /// mutable; over other bytes it never reads out of bounds, and it is refused for another
+    /// length or other address types.
+    #[test]
+    fn a_layout_views_the_same_packet_again((pkt, _) in arb_packet(), seed: u8, cut in 1usize..8) {
+        let mut bytes = pkt.to_bytes().unwrap();
+        let checked = ScionView::new_checked(&bytes[..]).unwrap();
+        let (layout, range, src) = (checked.layout(), checked.path_range(), checked.src_host());
+        let mut v = ScionView::with_layout(&mut bytes[..], layout).unwrap();
+        prop_assert_eq!((v.path_range(), v.src_host()), (range.clone(), src));
+        prop_assert_eq!(v.path_mut().len(), range.len());
+        let mut other: Vec<u8> = (0..bytes.len()).map(|i| (i as u8).wrapping_mul(seed) ^ seed).collect();
+        other[ADDR_TYPES] = bytes[ADDR_TYPES];
+        touch_layout_view(&mut other, layout);
+        other[ADDR_TYPES] ^= 0x3;
+        let changed = other[ADDR_TYPES];
+        prop_assert_eq!(ScionView::with_layout(&other[..], layout).err(), Some(HeaderError::BadAddressType(changed)));
+        let short = bytes.len() - cut;
+        prop_assert_eq!(ScionView::with_layout(&bytes[..short], layout).err(), Some(HeaderError::LengthMismatch));
     }
 
     /// The same for the path alone.

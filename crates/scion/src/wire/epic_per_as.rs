@@ -73,13 +73,22 @@ fn standard_len(b: &[u8]) -> Result<(usize, usize), PerAsPathError> {
     Ok((META_LEN + INFO_LEN * num_info_fields(meta.seg_len)? + HOP_LEN * hops, hops))
 }
 
+/// What [`PerAsPathView::new_checked`] proved of a buffer: its length and every length and
+/// offset derived from it, so that a later stage can view the same bytes again
+/// ([`PerAsPathView::with_layout`]), mutably if it was immutable, without checking them again.
+#[derive(Clone, Copy, Debug)]
+pub struct PerAsLayout {
+    len: usize,
+    standard: StandardPathView<()>,
+    standard_len: usize,
+    hops: usize,
+}
+
 /// Zero-copy view over a per-AS EPIC path whose lengths have been checked.
 #[derive(Clone, Copy, Debug)]
 pub struct PerAsPathView<T> {
     buf: T,
-    standard: StandardPathView<()>,
-    standard_len: usize,
-    hops: usize,
+    layout: PerAsLayout,
 }
 
 impl<T: AsRef<[u8]>> PerAsPathView<T> {
@@ -94,7 +103,26 @@ impl<T: AsRef<[u8]>> PerAsPathView<T> {
             return Err(PerAsPathError::LengthMismatch { expected, actual: b.len() });
         }
         let standard = StandardPathView::new_checked(&rest[..standard_len])?.rebind(());
-        Ok(Self { buf, standard, standard_len, hops })
+        Ok(Self { buf, layout: PerAsLayout { len: expected, standard, standard_len, hops } })
+    }
+
+    /// The view of `buf` that `layout` describes, checking only its length: the view's every
+    /// offset derives from the lengths in `layout`, which were checked against a buffer of
+    /// that length, so every access stays in bounds. The fields it reads are `buf`'s bytes as
+    /// they are now; the view matches them when `buf` holds the bytes `layout` was taken from,
+    /// as it does for a packet between the stages of one pass (the layout holds the meta
+    /// header decoded: CurrINF, CurrHF and the segment lengths are those it was taken with).
+    pub fn with_layout(buf: T, layout: PerAsLayout) -> Result<Self, PerAsPathError> {
+        let actual = buf.as_ref().len();
+        if actual != layout.len {
+            return Err(PerAsPathError::LengthMismatch { expected: layout.len, actual });
+        }
+        Ok(Self { buf, layout })
+    }
+
+    /// The checked lengths, for [`PerAsPathView::with_layout`].
+    pub fn layout(&self) -> PerAsLayout {
+        self.layout
     }
     fn b(&self) -> &[u8] {
         self.buf.as_ref()
@@ -107,16 +135,17 @@ impl<T: AsRef<[u8]>> PerAsPathView<T> {
         self.b()[field::FLAGS] & field::QOS != 0
     }
     pub fn standard(&self) -> StandardPathView<&[u8]> {
-        self.standard.rebind(&self.b()[field::STANDARD_PATH..field::STANDARD_PATH + self.standard_len])
+        let end = field::STANDARD_PATH + self.layout.standard_len;
+        self.layout.standard.rebind(&self.b()[field::STANDARD_PATH..end])
     }
     /// Number of hop fields, and of HVFs.
     pub fn num_hvfs(&self) -> usize {
-        self.hops
+        self.layout.hops
     }
     /// Offset of HVF `i` in the path; `i <= num_hvfs()` (`num_hvfs()` is the DVF's).
     pub fn hvf_offset(&self, i: usize) -> usize {
         assert!(i <= self.num_hvfs(), "HVF {i} of {}", self.num_hvfs());
-        hvf_offset(self.standard_len, i)
+        hvf_offset(self.layout.standard_len, i)
     }
     /// HVF `i`; panics if `i >= num_hvfs()`.
     pub fn hvf(&self, i: usize) -> [u8; HVF_LEN] {
@@ -184,7 +213,7 @@ impl PerAsPath {
     /// Parses a path that fills `b` exactly (as the header's path bytes do).
     pub fn parse(b: &[u8]) -> Result<Self, PerAsPathError> {
         let v = PerAsPathView::new_checked(b)?;
-        let standard_end = field::STANDARD_PATH + v.standard_len;
+        let standard_end = field::STANDARD_PATH + v.layout.standard_len;
         Ok(Self {
             pkt_id: v.pkt_id(),
             qos: v.qos(),
@@ -266,6 +295,40 @@ mod tests {
             longer.extend_from_slice(&[0; 4]);
             let is_mismatch = matches!(PerAsPathView::new_checked(&longer[..]), Err(PerAsPathError::LengthMismatch { .. }));
             prop_assert!(is_mismatch);
+        }
+
+        #[test]
+        fn a_layout_views_the_same_bytes_again(p in arb_per_as(), at: prop::sample::Index, hvf: [u8; 4], extra in 1usize..8) {
+            let mut bytes = p.to_bytes().unwrap();
+            let layout = PerAsPathView::new_checked(&bytes[..]).unwrap().layout();
+            let i = at.index(p.hvfs.len());
+            let mut v = PerAsPathView::with_layout(&mut bytes[..], layout).unwrap();
+            prop_assert_eq!((v.pkt_id(), v.qos(), v.dvf(), v.hvf(i)), (p.pkt_id, p.qos, p.dvf, p.hvfs[i]));
+            v.set_hvf(i, hvf);
+            let mut want = p.clone();
+            want.hvfs[i] = hvf;
+            prop_assert_eq!(PerAsPath::parse(&bytes).unwrap(), want);
+            let mismatch = |b: &[u8]| matches!(
+                PerAsPathView::with_layout(b, layout),
+                Err(PerAsPathError::LengthMismatch { .. })
+            );
+            prop_assert!(mismatch(&bytes[..bytes.len() - extra.min(bytes.len())]));
+            bytes.extend_from_slice(&vec![0; extra]);
+            prop_assert!(mismatch(&bytes));
+        }
+
+        /// A layout over other bytes of its length reads garbage, but never out of bounds.
+        #[test]
+        fn a_layout_over_other_bytes_never_panics(p in arb_per_as(), seed: u8) {
+            let bytes = p.to_bytes().unwrap();
+            let layout = PerAsPathView::new_checked(&bytes[..]).unwrap().layout();
+            let other: Vec<u8> = (0..bytes.len()).map(|i| (i as u8).wrapping_mul(seed) ^ seed).collect();
+            let v = PerAsPathView::with_layout(&other[..], layout).unwrap();
+            let s = v.standard();
+            let _ = (v.pkt_id(), v.qos(), v.dvf(), v.hvfs(), s.curr_hop(), s.curr_info());
+            for h in 0..s.num_hops() {
+                let _ = s.hop_interfaces(h);
+            }
         }
 
         #[test]

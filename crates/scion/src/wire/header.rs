@@ -153,6 +153,17 @@ pub fn src_ia_of(pkt: &[u8]) -> Option<IsdAsn> {
     pkt.get(field::SRC_IA).map(|b| IsdAsn::from_bytes(b.try_into().expect("an ISD-AS is 8 bytes")))
 }
 
+/// What [`ScionView::new_checked`] proved of a packet: its length, address types and the
+/// offsets derived from them, so that a later stage can view the same bytes again
+/// ([`ScionView::with_layout`]), mutably if it was immutable, without checking them again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScionLayout {
+    len: usize,
+    addr_types: u8,
+    path_offset: usize,
+    hdr_len: usize,
+}
+
 /// Zero-copy view over a whole SCION packet whose header lengths have been checked:
 /// every accessor is in bounds.
 #[derive(Clone, Copy, Debug)]
@@ -186,6 +197,36 @@ impl<T: AsRef<[u8]>> ScionView<T> {
             return Err(HeaderError::LengthMismatch);
         }
         Ok(Self { buf, path_offset, hdr_len })
+    }
+
+    /// The view of `buf` that `layout` describes, checking only its length
+    /// ([`HeaderError::LengthMismatch`]) and its address types byte
+    /// ([`HeaderError::BadAddressType`]): the view's offsets are the layout's, checked against
+    /// a buffer of that length, and the host addresses' lengths (read from the bytes) are the
+    /// ones checked, so every access stays in bounds. The fields it reads are `buf`'s bytes as
+    /// they are now; they are the checked ones when `buf` holds the bytes `layout` was taken
+    /// from, as it does for a packet between the stages of one pass.
+    pub fn with_layout(buf: T, layout: ScionLayout) -> Result<Self, HeaderError> {
+        let b = buf.as_ref();
+        if b.len() != layout.len {
+            return Err(HeaderError::LengthMismatch);
+        }
+        match b.get(field::ADDR_TYPES) {
+            Some(t) if *t == layout.addr_types => {}
+            t => return Err(HeaderError::BadAddressType(t.copied().unwrap_or_default())),
+        }
+        Ok(Self { buf, path_offset: layout.path_offset, hdr_len: layout.hdr_len })
+    }
+
+    /// The checked lengths, for [`ScionView::with_layout`].
+    pub fn layout(&self) -> ScionLayout {
+        let b = self.b();
+        ScionLayout {
+            len: b.len(),
+            addr_types: b[field::ADDR_TYPES],
+            path_offset: self.path_offset,
+            hdr_len: self.hdr_len,
+        }
     }
 
     pub fn into_inner(self) -> T {

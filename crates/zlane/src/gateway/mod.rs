@@ -42,9 +42,9 @@ use aviary_scion::epic::per_as::{hop_validations, source_hvf, GatewayKey};
 use aviary_scion::epic::timestamp::{verify_timestamp, StaleTimestamp};
 use aviary_scion::epic::EpicDuplicates;
 use aviary_scion::mac::{mac_input, HopMacKey};
-use aviary_scion::wire::epic_per_as::PerAsPathView;
+use aviary_scion::wire::epic_per_as::{PerAsLayout, PerAsPathView};
 use aviary_scion::wire::path::MAX_HOPS;
-use aviary_scion::{path_type, HostAddr, IsdAsn, ScionView};
+use aviary_scion::{path_type, HostAddr, IsdAsn, ScionLayout, ScionView};
 use thiserror::Error;
 
 pub use config::{GatewayConfig, GatewayConfigError, OverRatePolicy, Prefix, RatePlan};
@@ -101,8 +101,9 @@ const STAGE: usize = 32;
 /// What parsing a packet found for its source check.
 #[derive(Clone, Copy, Debug)]
 struct Parsed {
-    /// Where the per-AS path is in the packet.
-    path: (usize, usize),
+    /// The packet's header and per-AS path as the parse checked them, for the later stages
+    /// to view the same bytes again without checking them again.
+    header: Option<(ScionLayout, PerAsLayout)>,
     input: MacInput,
     host_key: AsHostKey,
     /// The hash of the host's slot in the host table, and the slot, if it was known.
@@ -120,7 +121,7 @@ impl Parsed {
     fn empty() -> Self {
         let (host_key, src_host) = (AsHostKey::from_bytes([0; 16]), HostAddr::Svc(0));
         let (input, slot, hash) = (MacInput::default(), None, HostHash::default());
-        Self { path: (0, 0), input, host_key, hash, slot, epoch: 0, src_host, duplicate: None }
+        Self { header: None, input, host_key, hash, slot, epoch: 0, src_host, duplicate: None }
     }
 }
 
@@ -327,9 +328,8 @@ impl Gateway {
         let (info, hop) = (standard.info(0), standard.hop(0));
         let id = path.pkt_id();
         verify_timestamp(info.timestamp, id.epic_ts, now_ns)?;
-        let range = view.path_range();
         let parsed = Parsed {
-            path: (range.start, range.end),
+            header: Some((view.layout(), path.layout())),
             input: MacInput::new(info.timestamp, id, src_ia, &src_host, view.payload_len()),
             host_key: AsHostKey::from_bytes([0; 16]),
             hash: self.hosts.prefetch(&src_host),
@@ -355,8 +355,10 @@ impl Gateway {
         now_ns: u64,
     ) -> Result<GatewayVerdict, GatewayDrop> {
         let pkt_len = pkt.len();
-        let mut path =
-            PerAsPathView::new_checked(&mut pkt[p.path.0..p.path.1]).map_err(|_| GatewayDrop::MalformedPath)?;
+        // The bytes the parse checked, unchanged since: their layout holds.
+        let (header, path) = p.header.ok_or(GatewayDrop::MalformedHeader)?;
+        let mut view = ScionView::with_layout(pkt, header).map_err(|_| GatewayDrop::MalformedHeader)?;
+        let mut path = PerAsPathView::with_layout(view.path_mut(), path).map_err(|_| GatewayDrop::MalformedPath)?;
         if !hvf_eq(&path.hvf(0), &source_hvf(v0)) {
             return Err(GatewayDrop::BadSourceHvf);
         }
