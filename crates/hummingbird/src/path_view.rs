@@ -169,9 +169,19 @@ fn segment_end(seg_len: [u8; 3], s: usize) -> usize {
     seg_len[..=s.min(2)].iter().map(|l| usize::from(*l)).sum()
 }
 
-impl<T: AsRef<[u8]>> HopLayout for HbirdPathView<T> {
+// SAFETY: the checked constructor made sure that the buffer holds exactly the meta header,
+// `num_info_fields()` info fields and `lines()` lines of hop fields, that CurrINF <
+// `num_info_fields()`, and that the current hop field (`curr_off`, `curr_lines` of at least
+// `HOP_LINES`) ends within its segment, so within the buffer; a crossover's hop field is
+// given only where `fits` (it ends within the lines) and it is a plain one of `HOP_LEN` bytes.
+// A shared slice's bytes do not change.
+unsafe impl HopLayout for HbirdPathView<&[u8]> {
     const MAX_CURR_HF: usize = 255;
 
+    #[inline]
+    fn bytes(&self) -> &[u8] {
+        self.buf
+    }
     #[inline]
     fn current(&self) -> (usize, usize) {
         (usize::from(self.meta.curr_inf), usize::from(self.meta.curr_hf))
@@ -193,20 +203,15 @@ impl<T: AsRef<[u8]>> HopLayout for HbirdPathView<T> {
         HbirdPathView::info_offset(self, i)
     }
     #[inline]
-    fn info(&self, i: usize) -> InfoField {
-        HbirdPathView::info(self, i)
-    }
-    #[inline]
-    fn current_hop(&self) -> (HopField, usize, usize) {
-        let b = &self.buf.as_ref()[self.curr_off..][..HOP_LEN];
-        (HopField::from_bytes(b.try_into().expect("HOP_LEN bytes")), self.curr_lines, self.curr_off)
+    fn current_hop(&self) -> (usize, usize) {
+        (self.curr_lines, self.curr_off)
     }
     /// A crossover's second hop field must be a plain one: a flyover belongs to one interface
     /// pair and the first hop field of the segment already carries it (A.5).
     #[inline]
-    fn crossover_hop(&self, line: usize, seg_end: usize) -> Option<(HopField, usize, usize)> {
+    fn crossover_hop(&self, line: usize, seg_end: usize) -> Option<(usize, usize)> {
         (self.fits(line) && self.lines_at(line) == HOP_LINES && line + HOP_LINES <= seg_end)
-            .then(|| (self.hop_field(line), HOP_LINES, self.hop_offset(line)))
+            .then(|| (HOP_LINES, self.hop_offset(line)))
     }
     #[inline]
     fn advanced_word(&self, curr_inf: usize, curr_hf: usize) -> [u8; 4] {
