@@ -104,15 +104,11 @@ impl<T: AsRef<[u8]>> HbirdPathView<T> {
         let off = self.hop_offset(line);
         Some(Flyover::from_hop_bytes(self.buf.as_ref()[off..off + FLYOVER_LEN].try_into().expect("FLYOVER_LEN bytes")))
     }
-    /// The reservation of the current hop field, if it is a flyover: its offset and width
-    /// were proven by the checked constructor.
+    /// Whether the current hop field is a flyover (its offset and width were proven by the
+    /// checked constructor).
     #[inline]
-    pub fn current_flyover(&self) -> Option<Flyover> {
-        if self.curr_lines != FLYOVER_LINES {
-            return None;
-        }
-        let b = &self.buf.as_ref()[self.curr_off..][..FLYOVER_LEN];
-        Some(Flyover::from_hop_bytes(b.try_into().expect("FLYOVER_LEN bytes")))
+    pub fn current_is_flyover(&self) -> bool {
+        self.curr_lines == FLYOVER_LINES
     }
     /// Offset of the current hop field.
     #[inline]
