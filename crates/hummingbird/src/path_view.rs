@@ -31,6 +31,9 @@ pub struct HbirdPathView<T> {
 }
 
 impl<T: AsRef<[u8]>> HbirdPathView<T> {
+    /// Inlined: a router's stage 1 calls it for every packet, and its result is best kept
+    /// in registers.
+    #[inline(always)]
     pub fn new_checked(buf: T) -> Result<Self, HbirdPathError> {
         let b = buf.as_ref();
         if b.len() < META_LEN {
