@@ -185,7 +185,12 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> HbirdPathView<T> {
 /// The line after the last one of segment `s`.
 #[inline]
 fn segment_end(seg_len: [u8; 3], s: usize) -> usize {
-    seg_len[..=s.min(2)].iter().map(|l| usize::from(*l)).sum()
+    let [l0, l1, l2] = seg_len.map(usize::from);
+    match s {
+        0 => l0,
+        1 => l0 + l1,
+        _ => l0 + l1 + l2,
+    }
 }
 
 // SAFETY: the checked constructor made sure that the buffer holds exactly the meta header,
