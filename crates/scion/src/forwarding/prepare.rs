@@ -10,7 +10,7 @@ use aviary_qos::DropReason;
 use super::raw::{self, HopWord, InfoWord};
 use super::{AsForwarding, HopWork, NextHop, PathEnds};
 use crate::mac::MAC_LEN;
-use crate::wire::path::{field, segment_of, HOP_LEN, INFO_LEN, MAX_HOPS};
+use crate::wire::path::{field, segment_of, HOP_LEN, INFO_LEN, MAX_HOPS, META_LEN};
 use crate::wire::path_view::StandardPathView;
 use crate::IsdAsn;
 
@@ -135,17 +135,21 @@ impl AsForwarding {
     }
 }
 
-// SAFETY: the checked constructor made sure that the buffer holds exactly the meta header,
-// `num_info_fields()` info fields and `num_hops()` hop fields, and that CurrINF <
-// `num_info_fields()` and CurrHF < `num_hops()`; a shared slice's bytes do not change. Every
-// offset below is that of an info field below `num_info_fields()` or a hop field below
-// `num_hops()`.
+// SAFETY: `bytes()` is exactly the meta header, `num_info_fields()` info fields and
+// `num_hops()` hop fields long (or panics), and the checked constructor made sure that
+// CurrINF < `num_info_fields()` and CurrHF < `num_hops()`; a shared slice's bytes do not
+// change. Every offset below is that of an info field below `num_info_fields()` or a hop
+// field below `num_hops()`.
 unsafe impl HopLayout for StandardPathView<&[u8]> {
     const MAX_CURR_HF: usize = MAX_HOPS;
 
+    /// Cut to the length the checked constructor proved, once more: a view rebound to the
+    /// buffer of an embedding path (EPIC's) keeps the counts it checked, and the contract must
+    /// not rest on that buffer's `AsRef` giving the same bytes again.
     #[inline]
     fn bytes(&self) -> &[u8] {
-        StandardPathView::bytes(self)
+        let len = META_LEN + INFO_LEN * self.num_info_fields() + HOP_LEN * self.num_hops();
+        &StandardPathView::bytes(self)[..len]
     }
     #[inline]
     fn current(&self) -> (usize, usize) {
