@@ -111,16 +111,21 @@ impl MetaHdr {
     }
     #[inline]
     pub fn from_bytes(b: &[u8; META_LEN]) -> Self {
-        let w = be_u32(&b[field::meta::WORD]);
+        let (curr_inf, curr_hf, seg_len) = Self::decode_word0(be_u32(&b[field::meta::WORD]));
         let t = be_u32(&b[field::meta::HIGH_RES_TS]);
         Self {
-            curr_inf: (w >> 30) as u8,
-            curr_hf: (w >> 22) as u8,
-            seg_len: [((w >> 14) & 0x7f) as u8, ((w >> 7) & 0x7f) as u8, (w & 0x7f) as u8],
+            curr_inf,
+            curr_hf,
+            seg_len,
             base_ts: be_u32(&b[field::meta::BASE_TS]),
             millis: (t >> 22) as u16,
             counter: t & MAX_COUNTER,
         }
+    }
+    /// CurrINF, CurrHF and the segment lengths of the first word.
+    #[inline]
+    pub fn decode_word0(w: u32) -> (u8, u8, [u8; 3]) {
+        ((w >> 30) as u8, (w >> 22) as u8, [((w >> 14) & 0x7f) as u8, ((w >> 7) & 0x7f) as u8, (w & 0x7f) as u8])
     }
     /// The first word (indices and segment lengths) alone.
     pub fn encode_word0(&self) -> [u8; 4] {

@@ -14,64 +14,88 @@ use crate::path::{
 #[derive(Clone, Copy, Debug)]
 pub struct HbirdPathView<T> {
     buf: T,
-    meta: MetaHdr,
-    num_inf: usize,
-    /// Total hop-field lines.
-    lines: usize,
+    /// The meta header's first word as the checked constructor read it (the timestamps
+    /// are read from the buffer where asked for). Small integers, so that the view is
+    /// cheap to return.
+    curr_inf: u8,
+    curr_hf: u8,
+    seg_len: [u8; 3],
+    num_inf: u8,
+    /// Total hop-field lines (at most 3 · 127).
+    lines: u16,
     /// Offset and lines of the current hop field, which the checked constructor found to lie
     /// within the current segment (and so within the buffer): read once, used by every later
     /// accessor of the current hop without checking again.
-    curr_off: usize,
-    curr_lines: usize,
+    curr_off: u16,
+    curr_lines: u8,
 }
 
 impl<T: AsRef<[u8]>> HbirdPathView<T> {
+    /// Inlined: a router's stage 1 calls it for every packet, and its result is best kept
+    /// in registers.
+    #[inline(always)]
     pub fn new_checked(buf: T) -> Result<Self, HbirdPathError> {
         let b = buf.as_ref();
-        // One read of the meta header (what `hop_area` checks, without parsing it twice).
-        let meta = MetaHdr::parse(b).map_err(|_| HbirdPathError::Truncated)?;
-        let num_inf = num_info_fields(meta.seg_len).ok().filter(|n| *n > 0).ok_or(HbirdPathError::Truncated)?;
-        let lines: usize = meta.seg_len.iter().map(|l| usize::from(*l)).sum();
+        if b.len() < META_LEN {
+            return Err(HbirdPathError::Truncated);
+        }
+        // The first word is all the checks need (what `hop_area` checks, without parsing
+        // the meta header twice).
+        let word = u32::from_be_bytes(b[field::meta::WORD].try_into().expect("4 bytes"));
+        let (curr_inf, curr_hf, seg_len) = MetaHdr::decode_word0(word);
+        let num_inf = num_info_fields(seg_len).ok().filter(|n| *n > 0).ok_or(HbirdPathError::Truncated)?;
+        let lines: usize = seg_len.iter().map(|l| usize::from(*l)).sum();
         let hop_base = META_LEN + INFO_LEN * num_inf;
         if b.len() != hop_base + 4 * lines {
             return Err(HbirdPathError::Truncated);
         }
-        let (ci, ch) = (usize::from(meta.curr_inf), usize::from(meta.curr_hf));
-        if ch >= lines || ci >= num_inf || segment_of(meta.seg_len, ch) != ci {
+        let (ci, ch) = (usize::from(curr_inf), usize::from(curr_hf));
+        if ch >= lines || ci >= num_inf || segment_of(seg_len, ch) != ci {
             return Err(HbirdPathError::IndexOutOfRange);
         }
         let curr_off = hop_base + 4 * ch;
         let curr_lines = if b[curr_off + field::flyover::FLAGS] & FLYOVER_BIT != 0 { FLYOVER_LINES } else { HOP_LINES };
-        if ch + curr_lines > segment_end(meta.seg_len, ci) {
+        if ch + curr_lines > segment_end(seg_len, ci) {
             return Err(HbirdPathError::Misaligned(ci));
         }
-        Ok(Self { buf, meta, num_inf, lines, curr_off, curr_lines })
+        // At most 3 info fields, 381 lines, a path of 1560 bytes, 5 lines per hop field.
+        Ok(Self {
+            buf,
+            curr_inf,
+            curr_hf,
+            seg_len,
+            num_inf: num_inf as u8,
+            lines: lines as u16,
+            curr_off: curr_off as u16,
+            curr_lines: curr_lines as u8,
+        })
     }
 
+    /// The meta header, as the buffer holds it now.
     pub fn meta(&self) -> MetaHdr {
-        self.meta
+        MetaHdr::from_bytes(self.buf.as_ref()[..META_LEN].try_into().expect("META_LEN bytes"))
     }
     pub fn num_info_fields(&self) -> usize {
-        self.num_inf
+        usize::from(self.num_inf)
     }
     /// Total lines of hop fields.
     pub fn lines(&self) -> usize {
-        self.lines
+        usize::from(self.lines)
     }
     /// The line after the last one of segment `s`.
     pub fn segment_end(&self, s: usize) -> usize {
-        segment_end(self.meta.seg_len, s)
+        segment_end(self.seg_len, s)
     }
     pub fn info_offset(&self, i: usize) -> usize {
         META_LEN + INFO_LEN * i
     }
     /// Offset of the hop field starting at `line`.
     pub fn hop_offset(&self, line: usize) -> usize {
-        META_LEN + INFO_LEN * self.num_inf + 4 * line
+        META_LEN + INFO_LEN * self.num_info_fields() + 4 * line
     }
     /// Info field `i`; panics if `i >= num_info_fields()`.
     pub fn info(&self, i: usize) -> InfoField {
-        assert!(i < self.num_inf, "info field {i} of {}", self.num_inf);
+        assert!(i < self.num_info_fields(), "info field {i} of {}", self.num_inf);
         let off = self.info_offset(i);
         InfoField::from_bytes(self.buf.as_ref()[off..off + INFO_LEN].try_into().expect("INFO_LEN bytes"))
     }
@@ -85,7 +109,7 @@ impl<T: AsRef<[u8]>> HbirdPathView<T> {
     }
     /// Whether the hop field starting at `line` lies within the path.
     fn fits(&self, line: usize) -> bool {
-        line < self.lines && line + self.lines_at(line) <= self.lines
+        line < self.lines() && line + self.lines_at(line) <= self.lines()
     }
     /// The hop field starting at `line`, if it lies within the path.
     pub fn hop(&self, line: usize) -> Option<HbirdHop> {
@@ -104,20 +128,16 @@ impl<T: AsRef<[u8]>> HbirdPathView<T> {
         let off = self.hop_offset(line);
         Some(Flyover::from_hop_bytes(self.buf.as_ref()[off..off + FLYOVER_LEN].try_into().expect("FLYOVER_LEN bytes")))
     }
-    /// The reservation of the current hop field, if it is a flyover: its offset and width
-    /// were proven by the checked constructor.
+    /// Whether the current hop field is a flyover (its offset and width were proven by the
+    /// checked constructor).
     #[inline]
-    pub fn current_flyover(&self) -> Option<Flyover> {
-        if self.curr_lines != FLYOVER_LINES {
-            return None;
-        }
-        let b = &self.buf.as_ref()[self.curr_off..][..FLYOVER_LEN];
-        Some(Flyover::from_hop_bytes(b.try_into().expect("FLYOVER_LEN bytes")))
+    pub fn current_is_flyover(&self) -> bool {
+        usize::from(self.curr_lines) == FLYOVER_LINES
     }
     /// Offset of the current hop field.
     #[inline]
     pub fn current_hop_offset(&self) -> usize {
-        self.curr_off
+        usize::from(self.curr_off)
     }
     /// Lines of the path at which a flyover hop field starts, in path order.
     pub fn flyover_lines(&self) -> impl Iterator<Item = usize> + '_ {
@@ -145,7 +165,6 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> HbirdPathView<T> {
         let b = self.buf.as_mut();
         b[field::meta::BASE_TS].copy_from_slice(&base_ts.to_be_bytes());
         b[field::meta::HIGH_RES_TS].copy_from_slice(&high_res_ts(millis, counter).to_be_bytes());
-        (self.meta.base_ts, self.meta.millis, self.meta.counter) = (base_ts, millis, counter);
     }
     /// Overwrites the (Agg)MAC of the hop field at `line`; panics past the path.
     pub fn set_hop_mac(&mut self, line: usize, mac: &[u8; 6]) {
@@ -166,50 +185,61 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> HbirdPathView<T> {
 /// The line after the last one of segment `s`.
 #[inline]
 fn segment_end(seg_len: [u8; 3], s: usize) -> usize {
-    seg_len[..=s.min(2)].iter().map(|l| usize::from(*l)).sum()
+    let [l0, l1, l2] = seg_len.map(usize::from);
+    match s {
+        0 => l0,
+        1 => l0 + l1,
+        _ => l0 + l1 + l2,
+    }
 }
 
-impl<T: AsRef<[u8]>> HopLayout for HbirdPathView<T> {
+// SAFETY: the checked constructor made sure that the buffer holds exactly the meta header,
+// `num_info_fields()` info fields and `lines()` lines of hop fields, that CurrINF <
+// `num_info_fields()`, and that the current hop field (`curr_off`, `curr_lines` of at least
+// `HOP_LINES`) ends within its segment, so within the buffer; a crossover's hop field is
+// given only where `fits` (it ends within the lines) and it is a plain one of `HOP_LEN` bytes.
+// A shared slice's bytes do not change.
+unsafe impl HopLayout for HbirdPathView<&[u8]> {
     const MAX_CURR_HF: usize = 255;
 
     #[inline]
+    fn bytes(&self) -> &[u8] {
+        self.buf
+    }
+    #[inline]
     fn current(&self) -> (usize, usize) {
-        (usize::from(self.meta.curr_inf), usize::from(self.meta.curr_hf))
+        (usize::from(self.curr_inf), usize::from(self.curr_hf))
     }
     #[inline]
     fn seg_len(&self) -> [u8; 3] {
-        self.meta.seg_len
+        self.seg_len
     }
     #[inline]
     fn num_info_fields(&self) -> usize {
-        self.num_inf
+        usize::from(self.num_inf)
     }
     #[inline]
     fn len_units(&self) -> usize {
-        self.lines
+        usize::from(self.lines)
     }
     #[inline]
     fn info_offset(&self, i: usize) -> usize {
         HbirdPathView::info_offset(self, i)
     }
     #[inline]
-    fn info(&self, i: usize) -> InfoField {
-        HbirdPathView::info(self, i)
-    }
-    #[inline]
-    fn current_hop(&self) -> (HopField, usize, usize) {
-        let b = &self.buf.as_ref()[self.curr_off..][..HOP_LEN];
-        (HopField::from_bytes(b.try_into().expect("HOP_LEN bytes")), self.curr_lines, self.curr_off)
+    fn current_hop(&self) -> (usize, usize) {
+        (usize::from(self.curr_lines), usize::from(self.curr_off))
     }
     /// A crossover's second hop field must be a plain one: a flyover belongs to one interface
     /// pair and the first hop field of the segment already carries it (A.5).
     #[inline]
-    fn crossover_hop(&self, line: usize, seg_end: usize) -> Option<(HopField, usize, usize)> {
+    fn crossover_hop(&self, line: usize, seg_end: usize) -> Option<(usize, usize)> {
         (self.fits(line) && self.lines_at(line) == HOP_LINES && line + HOP_LINES <= seg_end)
-            .then(|| (self.hop_field(line), HOP_LINES, self.hop_offset(line)))
+            .then(|| (HOP_LINES, self.hop_offset(line)))
     }
     #[inline]
     fn advanced_word(&self, curr_inf: usize, curr_hf: usize) -> [u8; 4] {
-        MetaHdr { curr_inf: curr_inf as u8, curr_hf: curr_hf as u8, ..self.meta }.encode_word0()
+        MetaHdr { curr_inf: curr_inf as u8, curr_hf: curr_hf as u8, seg_len: self.seg_len, ..MetaHdr::default() }
+            .encode_word0()
     }
 }

@@ -1,82 +1,122 @@
 //! Stage 1 of router processing for path type 5: the generic hop checks of the forwarder
-//! over the Hummingbird layout, and for a flyover the inputs of its A_K and FlyoverMAC.
+//! over the Hummingbird layout, and for a flyover where its reservation is. Stages 2 and 4 read
+//! the reservation and the packet's timestamps from the packet itself ([`FlyoverWork::fields`]):
+//! the record between the stages holds offsets and lengths, not copies.
 
 use aviary_qos::DropReason;
 use aviary_scion::forwarding::HopWork;
+use aviary_scion::wire::header::field as header;
 use aviary_scion::{AsForwarding, IsdAsn};
 
-use crate::crypto::{flyover_block, ResInfo, MAX_MILLIS};
-use crate::path::field;
+use crate::crypto::{flyover_block, ResInfo};
+use crate::path::{field, Flyover, MetaHdr, FLYOVER_LEN, META_LEN};
 use crate::path_view::HbirdPathView;
+use crate::profile::PolicedLength;
 
 const MS: u64 = 1_000_000;
 
-/// The reservation part of a flyover hop, between the stages.
+/// The flyover part of a hop between the stages: where its hop field is and the two lengths
+/// of the common header it is policed or authenticated by.
 #[derive(Clone, Copy, Debug)]
 pub struct FlyoverWork {
-    /// Input of FlyoverMAC = AES_{A_K}(...).
-    pub mac_block: [u8; 16],
-    /// Offset of the (Agg)MAC within the path (a path fits in the header's 1020 bytes).
-    pub mac_off: u16,
-    /// The reservation as the packet states it (interfaces in the direction of travel); the
-    /// input of A_K = AES_SV(ResInfo) is made from it in stage 2.
-    pub res: ResInfo,
-    pub pkt_len: u16,
+    /// Offset of the flyover hop field within the path (a path fits in the header's 1020
+    /// bytes), which stage 1 found to lie within it.
+    hop_off: u16,
+    pkt_len: u16,
     /// The common header's PayloadLen (policed instead of `pkt_len` in some profiles).
-    pub payload_len: u16,
-    /// `BaseTimestamp | Millis<<22 | Counter`, the packet's identity for duplicate suppression
-    /// together with the source address.
-    pub packet_id: u64,
+    payload_len: u16,
+}
+
+/// What a flyover packet says of its reservation and of itself, read from its path.
+#[derive(Clone, Copy, Debug)]
+pub struct FlyoverFields {
+    pub meta: MetaHdr,
+    pub flyover: Flyover,
 }
 
 /// Parses a type-5 path at an AS and checks what needs no cryptography. Takes the header
 /// fields it needs rather than the view, so that it stays inlinable into the forwarder.
-#[allow(clippy::too_many_arguments)]
 #[inline]
 pub fn prepare_hbird(
     fwd: &AsForwarding,
     path: &[u8],
     src: IsdAsn,
     dst: IsdAsn,
-    dst_bytes: [u8; 8],
     pkt_len: Option<u16>,
     payload_len: u16,
     ingress: u16,
 ) -> Result<(HopWork, Option<FlyoverWork>), DropReason> {
     let view = HbirdPathView::new_checked(path).map_err(DropReason::from)?;
     let mut work = fwd.prepare_hop(&view, src, dst, ingress)?;
-    let Some(fly) = view.current_flyover() else {
+    if !view.current_is_flyover() {
         work.set_mac(work.mac());
         return Ok((work, None));
-    };
-    // The flyover's interface pair: the ingress of this hop field and the egress the
-    // forwarder chose (at a crossover, that of the next segment's first hop field).
-    let meta = view.meta();
+    }
     let pkt_len = pkt_len.ok_or(DropReason::PktLenOverflow)?;
-    let res = ResInfo {
-        ingress: work.hop_ingress(),
-        egress: work.egress(),
-        res_id: fly.res_id,
-        bw: fly.bw,
-        start: meta.base_ts.wrapping_sub(u32::from(fly.res_start_offset)),
-        duration: fly.res_duration,
-    };
-    let flyover = FlyoverWork {
-        mac_block: flyover_block(dst_bytes, pkt_len, fly.res_start_offset, meta.millis, meta.counter),
-        mac_off: (view.current_hop_offset() + field::flyover::MAC.start) as u16,
-        res,
-        pkt_len,
-        payload_len,
-        packet_id: u64::from(meta.base_ts) << 32 | u64::from(meta.millis) << 22 | u64::from(meta.counter),
-    };
+    let flyover = FlyoverWork { hop_off: view.current_hop_offset() as u16, pkt_len, payload_len };
     Ok((work, Some(flyover)))
 }
 
 impl FlyoverWork {
-    /// BaseTimestamp + MillisTimestamp, ns (both are in `packet_id`).
+    /// The meta header and reservation of `path`, the path this work was prepared from.
+    /// Stage 4 reads them after the path was updated: neither the timestamps nor the
+    /// reservation fields are among what is written.
+    #[inline]
+    pub fn fields(&self, path: &[u8]) -> FlyoverFields {
+        let meta = path[..META_LEN].try_into().expect("stage 1 found the meta header");
+        let fly = path[usize::from(self.hop_off)..][..FLYOVER_LEN].try_into().expect("stage 1 found the flyover");
+        FlyoverFields { meta: MetaHdr::from_bytes(meta), flyover: Flyover::from_hop_bytes(fly) }
+    }
+
+    /// Where the (Agg)MAC of the flyover hop field is in the path.
+    #[inline]
+    pub fn mac_offset(&self) -> usize {
+        usize::from(self.hop_off) + field::flyover::MAC.start
+    }
+
+    /// The length Alg. 1 polices: the packet's or its payload's.
+    #[inline]
+    pub fn policed_len(&self, which: PolicedLength) -> u16 {
+        match which {
+            PolicedLength::Packet => self.pkt_len,
+            PolicedLength::Payload => self.payload_len,
+        }
+    }
+
+    /// The input of FlyoverMAC = AES_{A_K}(...) for `pkt`, the packet this work was prepared
+    /// from.
+    #[inline]
+    pub fn mac_block(&self, pkt: &[u8], f: &FlyoverFields) -> [u8; 16] {
+        let dst_ia = pkt[header::DST_IA].try_into().expect("stage 1 found the address header");
+        flyover_block(dst_ia, self.pkt_len, f.flyover.res_start_offset, f.meta.millis, f.meta.counter)
+    }
+}
+
+impl FlyoverFields {
+    /// The reservation as the packet states it, on the interface pair the forwarder found
+    /// (in the direction of travel; at a crossover the egress of the next segment).
+    #[inline]
+    pub fn res(&self, hop: &HopWork) -> ResInfo {
+        ResInfo {
+            ingress: hop.hop_ingress(),
+            egress: hop.egress(),
+            res_id: self.flyover.res_id,
+            bw: self.flyover.bw,
+            start: self.meta.base_ts.wrapping_sub(u32::from(self.flyover.res_start_offset)),
+            duration: self.flyover.res_duration,
+        }
+    }
+
+    /// `BaseTimestamp | Millis<<22 | Counter`, the packet's identity for duplicate suppression
+    /// together with the source address.
+    #[inline]
+    pub fn packet_id(&self) -> u64 {
+        u64::from(self.meta.base_ts) << 32 | u64::from(self.meta.millis) << 22 | u64::from(self.meta.counter)
+    }
+
+    /// BaseTimestamp + MillisTimestamp, ns.
     #[inline]
     pub fn sent_ns(&self) -> u64 {
-        let (base_ts, millis) = (self.packet_id >> 32, (self.packet_id >> 22) & u64::from(MAX_MILLIS));
-        (base_ts * 1000 + millis) * MS
+        (u64::from(self.meta.base_ts) * 1000 + u64::from(self.meta.millis)) * MS
     }
 }

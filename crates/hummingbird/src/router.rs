@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::crypto::SecretValue;
-use crate::prepare::{prepare_hbird, FlyoverWork};
+use crate::prepare::{prepare_hbird, FlyoverFields, FlyoverWork};
 pub use crate::profile::{PolicedLength, PolicingMode, Profile, RouterParams, StartBound};
 
 const NS: u64 = 1_000_000_000;
@@ -190,36 +190,34 @@ impl HopExtension for Flyovers {
         }
         let (src, dst): (IsdAsn, IsdAsn) = (view.src_ia(), view.dst_ia());
         let (pkt_len, payload_len) = (view.pkt_len_u16(), view.payload_len());
-        prepare_hbird(fwd, view.path(), src, dst, view.dst_ia_bytes(), pkt_len, payload_len, ingress)
+        prepare_hbird(fwd, view.path(), src, dst, pkt_len, payload_len, ingress)
     }
 
     /// A_K = AES_SV(ResInfo) for every flyover under the one SV; then FlyoverMAC =
     /// AES_{A_K}(...), key schedules interleaved; the candidate hop-field MAC is
-    /// AggMAC ⊕ FlyoverMAC. First, the policing slot of every flyover is asked for: with many
-    /// reservations it is rarely in the cache, and the AES work of the batch hides the wait.
-    /// The batch shares its ingress, so its policer is found once.
+    /// AggMAC ⊕ FlyoverMAC. While the inputs are read from the packets, the policing slot of
+    /// every flyover is asked for: with many reservations it is rarely in the cache, and the
+    /// AES work of the batch hides the wait. The batch shares its ingress, so its policer is
+    /// found once.
     #[inline]
-    fn crypto<const N: usize>(&mut self, batch: &mut [Option<Staged<FlyoverWork>>], ingress: u16) {
-        let mut flyovers = batch.iter().flatten().filter_map(|w| w.ext.as_ref()).peekable();
-        if flyovers.peek().is_none() {
+    fn crypto<const N: usize>(&mut self, pkts: &[&mut [u8]], batch: &mut [Option<Staged<FlyoverWork>>], ingress: u16) {
+        if batch.iter().flatten().all(|w| w.ext.is_none()) {
             return;
         }
-        if let Some((_, p)) = self.policers.iter().find(|(i, _)| *i == ingress) {
-            flyovers.for_each(|f| p.prefetch(f.res.res_id));
-        }
-        flyover_candidates::<N>(self.svs.current(), batch);
+        let policer = self.policers.iter().find(|(i, _)| *i == ingress).map(|(_, p)| p);
+        flyover_candidates::<N, _>(self.svs.current(), pkts, batch, policer);
     }
 
     fn in_overlap(&self, now_ns: u64) -> bool {
         self.svs.previous_at(now_ns).is_some()
     }
 
-    fn crypto_previous(&mut self, staged: &mut Staged<FlyoverWork>, now_ns: u64) -> bool {
+    fn crypto_previous(&mut self, pkt: &[u8], staged: &mut Staged<FlyoverWork>, now_ns: u64) -> bool {
         let Some(sv) = self.svs.previous_at(now_ns).filter(|_| staged.ext.is_some()) else {
             return false;
         };
         let mut one = [Some(*staged)];
-        flyover_candidates::<1>(sv, &mut one);
+        flyover_candidates::<1, _>(sv, &[pkt], &mut one, None);
         if let Some(done) = one[0] {
             *staged = done;
         }
@@ -235,34 +233,43 @@ impl HopExtension for Flyovers {
         ingress: u16,
         now_ns: u64,
     ) -> Result<Admission, DropReason> {
-        if let Some(f) = &staged.ext {
-            // The plain hop-field MAC replaces the AggMAC, so the path can be reversed.
-            path[usize::from(f.mac_off)..][..MAC_LEN].copy_from_slice(&staged.hop.mac());
-        }
-        Ok(self.charge(ingress, staged.ext.as_ref(), now_ns))
+        let Some(f) = &staged.ext else {
+            return Ok(Admission::UNAUTHENTICATED);
+        };
+        // The plain hop-field MAC replaces the AggMAC, so the path can be reversed.
+        path[f.mac_offset()..][..MAC_LEN].copy_from_slice(&staged.hop.mac());
+        Ok(self.charge(ingress, f, &f.fields(path), &staged.hop, now_ns))
     }
 }
 
 /// Stage 2 under `sv`: A_K of every flyover of the batch, its FlyoverMAC, and the candidate
-/// hop-field MAC `AggMAC ⊕ FlyoverMAC` set on its hop.
+/// hop-field MAC `AggMAC ⊕ FlyoverMAC` set on its hop; `policer`'s slots of the batch's
+/// reservations are prefetched on the way.
 #[inline]
-fn flyover_candidates<const N: usize>(sv: &SecretValue, batch: &mut [Option<Staged<FlyoverWork>>]) {
+fn flyover_candidates<const N: usize, P: AsRef<[u8]>>(
+    sv: &SecretValue,
+    pkts: &[P],
+    batch: &mut [Option<Staged<FlyoverWork>>],
+    policer: Option<&ReservationPolicer>,
+) {
     let mut fly_idx = [0usize; N];
     let mut keys = [[0u8; 16]; N];
+    let mut fly_macs = [[0u8; 16]; N];
     let mut nf = 0;
-    for (i, w) in batch.iter().enumerate().take(N) {
-        if let Some(f) = w.as_ref().and_then(|w| w.ext.as_ref()) {
-            fly_idx[nf] = i;
-            keys[nf] = f.res.block();
-            nf += 1;
+    for (i, (w, pkt)) in batch.iter().zip(pkts).enumerate().take(N) {
+        let Some((w, f)) = w.as_ref().and_then(|w| Some((w, w.ext.as_ref()?))) else { continue };
+        let pkt = pkt.as_ref();
+        let fields = f.fields(&pkt[usize::from(w.path_start)..]);
+        if let Some(p) = policer {
+            p.prefetch(fields.flyover.res_id);
         }
+        fly_idx[nf] = i;
+        keys[nf] = fields.res(&w.hop).block();
+        fly_macs[nf] = f.mac_block(pkt, &fields);
+        nf += 1;
     }
     if nf == 0 {
         return;
-    }
-    let mut fly_macs = [[0u8; 16]; N];
-    for k in 0..nf {
-        fly_macs[k] = batch[fly_idx[k]].as_ref().and_then(|w| w.ext.as_ref()).map_or([0; 16], |f| f.mac_block);
     }
     sv.auth_keys_in_place(&mut keys[..nf]);
     Aes128::encrypt_fresh_keys(&keys[..nf], &mut fly_macs[..nf]);
@@ -280,24 +287,29 @@ impl Flyovers {
     /// Alg. 1 for a flyover that is fresh and active; everything else is unauthenticated best
     /// effort. Called only once every check has passed: a dropped packet costs nothing.
     #[inline]
-    fn charge(&mut self, ingress: u16, f: Option<&FlyoverWork>, now_ns: u64) -> Admission {
-        let Some(f) = f else {
-            return Admission::UNAUTHENTICATED;
-        };
+    fn charge(
+        &mut self,
+        ingress: u16,
+        f: &FlyoverWork,
+        fields: &FlyoverFields,
+        hop: &HopWork,
+        now_ns: u64,
+    ) -> Admission {
         let params = &self.params;
-        let sent_ns = f.sent_ns();
+        let res = fields.res(hop);
+        let sent_ns = fields.sent_ns();
         let fresh = sent_ns <= now_ns.saturating_add(params.freshness_future_ns)
             && now_ns <= sent_ns.saturating_add(params.freshness_past_ns);
         if !fresh {
             self.counters.stale += 1;
             return Admission::UNAUTHENTICATED;
         }
-        let start_ns = u64::from(f.res.start) * NS;
+        let start_ns = u64::from(res.start) * NS;
         let started = match params.start {
             StartBound::Inclusive => now_ns >= start_ns,
             StartBound::Strict => now_ns > start_ns,
         };
-        if !started || now_ns >= start_ns + u64::from(f.res.duration) * NS {
+        if !started || now_ns >= start_ns + u64::from(res.duration) * NS {
             self.counters.inactive += 1;
             return Admission::UNAUTHENTICATED;
         }
@@ -308,8 +320,8 @@ impl Flyovers {
             // address through, still spending the owner's budget.
             let mut key = [0u8; 14];
             key[0..2].copy_from_slice(&ingress.to_be_bytes());
-            key[2..6].copy_from_slice(&f.res.res_id.to_be_bytes());
-            key[6..14].copy_from_slice(&f.packet_id.to_be_bytes());
+            key[2..6].copy_from_slice(&res.res_id.to_be_bytes());
+            key[6..14].copy_from_slice(&fields.packet_id().to_be_bytes());
             if !filter.check_and_insert(&key, now_ns) {
                 self.counters.duplicate += 1;
                 return Admission::UNAUTHENTICATED;
@@ -318,13 +330,10 @@ impl Flyovers {
         let Some((_, p)) = self.policers.iter_mut().find(|(i, _)| *i == ingress) else {
             return Admission::UNAUTHENTICATED;
         };
-        let len = match params.policed_length {
-            PolicedLength::Packet => f.pkt_len,
-            PolicedLength::Payload => f.payload_len,
-        };
+        let len = f.policed_len(params.policed_length);
         let admitted = match params.policing {
-            PolicingMode::Division => p.admit(f.res.res_id, len, params.codec.decode_bps(f.res.bw), now_ns),
-            PolicingMode::Table => p.admit_table(f.res.res_id, len, f.res.bw, &self.inv_table, now_ns),
+            PolicingMode::Division => p.admit(res.res_id, len, params.codec.decode_bps(res.bw), now_ns),
+            PolicingMode::Table => p.admit_table(res.res_id, len, res.bw, &self.inv_table, now_ns),
         };
         if admitted {
             self.counters.reserved += 1;

@@ -11,6 +11,7 @@
 
 mod drops;
 mod prepare;
+mod raw;
 pub mod reply;
 pub mod rotation;
 pub mod staged;
@@ -22,9 +23,10 @@ pub use staged::{HopAuth, HopExtension, Staged, StagedForwarder, Standard, Stand
 use aviary_qos::{DropReason, Verdict};
 
 use crate::mac::{input, mac_eq, HopMacKey, MAC_LEN};
-use crate::wire::path::{chain_seg_id, field, hop_expiry_ns, set_seg_id, InfoField, HOP_LEN, INFO_LEN};
+use crate::wire::path::{chain_seg_id, field, hop_expiry_ns, InfoField};
 use crate::wire::path_view::StandardPathView;
 use crate::IsdAsn;
+use raw::{HopWord, InfoWord};
 
 /// A set of interface ids (one bit per possible id, 8 KiB).
 #[derive(Clone)]
@@ -118,9 +120,11 @@ impl AsForwarding {
             }
         };
         let (b1, b2) = w.mac_blocks(layout);
+        let layout = w.proven(layout);
         HopAuth {
             current: pick(b1, &w.mac),
-            next: b2.zip(w.next).map(|(b, n)| pick(b, &hop_bytes(layout, n.hop_off).mac())),
+            // SAFETY: `layout` is proven for `w`, whose offsets it holds.
+            next: b2.zip(w.next).map(|(b, n)| pick(b, &unsafe { mac_at(layout, n.hop_off) })),
         }
     }
 
@@ -167,6 +171,7 @@ impl AsForwarding {
     }
 
     /// Parses a standard path and runs every check that needs no cryptography.
+    #[inline(always)]
     pub fn prepare_standard(&self, path: &[u8], src: IsdAsn, dst: IsdAsn, ingress: u16) -> Result<HopWork, DropReason> {
         let view = StandardPathView::new_checked(path).map_err(DropReason::from)?;
         let mut work = self.prepare_hop(&view, src, dst, ingress)?;
@@ -186,19 +191,24 @@ impl AsForwarding {
         next_mac: Option<[u8; MAC_LEN]>,
         now_ns: u64,
     ) -> Result<Option<u16>, DropReason> {
-        let (info, hop) = (info_bytes(layout, w.info_off), hop_bytes(layout, w.hop_off));
+        w.proven(layout);
+        // SAFETY: `layout` holds every field `w` points at (just checked).
+        let (info, hop) = unsafe { (info_at(layout, w.info_off), hop_at(layout, w.hop_off)) };
         check_hop(info.timestamp(), hop.exp_time(), &w.mac, &mac, now_ns)?;
         if w.deliver {
-            set_seg_id(layout, usize::from(w.info_off), w.seg_id);
+            // SAFETY: as above.
+            unsafe { put_seg_id(layout, w.info_off, w.seg_id) };
             return Ok(None);
         }
         // The hop field whose MAC the SegID is chained with after verification, and its
         // info field: at a crossover the next segment's.
         let (info_off, seg_id, cons_dir, chained_mac) = match (w.next, next_mac) {
             (Some(n), Some(m)) => {
-                let (ninfo, nhop) = (info_bytes(layout, n.info_off), hop_bytes(layout, n.hop_off));
-                check_hop(ninfo.timestamp(), nhop.exp_time(), &nhop.mac(), &m, now_ns)?;
-                (n.info_off, ninfo.seg_id(), ninfo.cons_dir(), nhop.mac())
+                // SAFETY: as above.
+                let (ninfo, nhop, nmac) =
+                    unsafe { (info_at(layout, n.info_off), hop_at(layout, n.hop_off), mac_at(layout, n.hop_off)) };
+                check_hop(ninfo.timestamp(), nhop.exp_time(), &nmac, &m, now_ns)?;
+                (n.info_off, ninfo.seg_id(), ninfo.cons_dir(), nmac)
             }
             (Some(_), None) => return Err(DropReason::BadMac),
             (None, _) => (w.info_off, w.seg_id, w.cons_dir, w.mac),
@@ -209,10 +219,13 @@ impl AsForwarding {
         }
         // Every check passed before the first write: a refused packet is left as it came, so
         // that it can be verified again from its own SegID under a previous key.
-        set_seg_id(layout, usize::from(w.info_off), w.seg_id);
         let seg_id = if cons_dir && !w.peering { chain_seg_id(seg_id, &chained_mac) } else { seg_id };
-        set_seg_id(layout, usize::from(info_off), seg_id);
-        layout[field::meta::WORD].copy_from_slice(&w.advanced_meta);
+        // SAFETY: as above; the meta word opens the layout, before its info fields.
+        unsafe {
+            put_seg_id(layout, w.info_off, w.seg_id);
+            put_seg_id(layout, info_off, seg_id);
+            raw::put(layout, field::meta::WORD.start, w.advanced_meta);
+        }
         Ok(Some(w.egress))
     }
 }
@@ -230,65 +243,59 @@ fn check_hop(
     if now_ns > hop_expiry_ns(timestamp, exp_time) {
         return Err(DropReason::ExpiredHop);
     }
-    if !mac_eq(carried, computed) {
+    if !macs_match(carried, computed) {
         return Err(DropReason::BadMac);
     }
     Ok(())
 }
 
-/// The info field at `off` of a hop layout, as stage 1 proved it lies there.
-#[inline]
-fn info_bytes(layout: &[u8], off: u16) -> InfoBytes {
-    InfoBytes(layout[usize::from(off)..][..INFO_LEN].try_into().expect("INFO_LEN bytes"))
+/// Whether two hop-field MACs are equal, in constant time: one comparison of the XOR of all
+/// their bytes, as one word.
+#[inline(always)]
+fn macs_match(a: &[u8; MAC_LEN], b: &[u8; MAC_LEN]) -> bool {
+    let word = |m: &[u8; MAC_LEN]| {
+        let mut w = [0u8; 8];
+        w[..MAC_LEN].copy_from_slice(m);
+        u64::from_ne_bytes(w)
+    };
+    word(a) ^ word(b) == 0
 }
 
-/// The hop field at `off` of a hop layout, as stage 1 proved it lies there.
-#[inline]
-fn hop_bytes(layout: &[u8], off: u16) -> HopBytes {
-    HopBytes(layout[usize::from(off)..][..HOP_LEN].try_into().expect("HOP_LEN bytes"))
+// The fields at a [`HopWork`]'s offsets. Safety, for all four: `layout` passed
+// [`HopWork::proven`] for the work `off` comes from.
+
+#[inline(always)]
+unsafe fn info_at(layout: &[u8], off: u16) -> InfoWord {
+    // SAFETY: an info field at `off` ends before `HopWork::end`, which `layout` reaches.
+    InfoWord(unsafe { raw::be_u64(layout, usize::from(off)) })
 }
 
-/// An info field's bytes, read through its field table where a later stage needs one field.
-#[derive(Clone, Copy)]
-struct InfoBytes([u8; INFO_LEN]);
-
-impl InfoBytes {
-    #[inline]
-    fn seg_id(&self) -> u16 {
-        u16::from_be_bytes([self.0[field::info::SEG_ID.start], self.0[field::info::SEG_ID.start + 1]])
-    }
-    #[inline]
-    fn timestamp(&self) -> u32 {
-        u32::from_be_bytes(self.0[field::info::TIMESTAMP].try_into().expect("4 bytes"))
-    }
-    #[inline]
-    fn cons_dir(&self) -> bool {
-        self.0[field::info::FLAGS] & field::info::CONS_DIR != 0
-    }
+#[inline(always)]
+unsafe fn hop_at(layout: &[u8], off: u16) -> HopWord {
+    // SAFETY: a hop field at `off` ends before `HopWork::end`, which `layout` reaches.
+    HopWord(unsafe { raw::be_u64(layout, usize::from(off)) })
 }
 
-/// A hop field's bytes (the 12 that open a Hummingbird hop field, too).
-#[derive(Clone, Copy)]
-struct HopBytes([u8; HOP_LEN]);
+#[inline(always)]
+unsafe fn mac_at(layout: &[u8], off: u16) -> [u8; MAC_LEN] {
+    // SAFETY: as `hop_at`; the MAC is within the hop field.
+    unsafe { raw::bytes(layout, usize::from(off) + field::hop::MAC.start) }
+}
 
-impl HopBytes {
-    #[inline]
-    fn exp_time(&self) -> u8 {
-        self.0[field::hop::EXP_TIME]
-    }
-    #[inline]
-    fn mac(&self) -> [u8; MAC_LEN] {
-        self.0[field::hop::MAC].try_into().expect("MAC_LEN bytes")
-    }
-    /// The MAC input block of this hop field under `seg_id` and its info field's timestamp.
-    #[inline]
-    fn mac_block(&self, seg_id: u16, info: &InfoBytes) -> [u8; 16] {
-        let mut b = [0u8; 16];
-        b[input::SEG_ID].copy_from_slice(&seg_id.to_be_bytes());
-        b[input::TIMESTAMP].copy_from_slice(&info.0[field::info::TIMESTAMP]);
-        b[input::HOP_PART].copy_from_slice(&self.0[field::hop::EXP_TIME..field::hop::CONS_EGRESS.end]);
-        b
-    }
+#[inline(always)]
+unsafe fn put_seg_id(layout: &mut [u8], off: u16, seg_id: u16) {
+    // SAFETY: as `info_at`; SegID is within the info field.
+    unsafe { raw::put(layout, usize::from(off) + field::info::SEG_ID.start, seg_id.to_be_bytes()) }
+}
+
+/// The MAC input block of a hop field under `seg_id` and its info field's timestamp.
+#[inline(always)]
+fn mac_block(seg_id: u16, info: InfoWord, hop: HopWord) -> [u8; 16] {
+    let at = |end: usize| 8 * (16 - end) as u32;
+    let b = u128::from(seg_id) << at(input::SEG_ID.end)
+        | u128::from(info.timestamp()) << at(input::TIMESTAMP.end)
+        | u128::from(hop.mac_input_part()) << at(input::HOP_PART.end);
+    b.to_be_bytes()
 }
 
 /// The second hop field an AS verifies at a segment crossover: where it and its info field
@@ -310,6 +317,9 @@ pub struct HopWork {
     info_off: u16,
     /// Offset of the current hop field in the hop layout (a path ends before byte 1020).
     hop_off: u16,
+    /// Where the last field the offsets point at ends: a layout at least this long holds them
+    /// all.
+    end: u16,
     /// The current info field's SegID as the MAC is computed under.
     seg_id: u16,
     /// The MAC to verify the current hop field with: the one on the wire, or a flyover's
@@ -389,29 +399,23 @@ impl HopWork {
     /// `layout`, the hop layout this work was prepared from.
     #[inline]
     pub(crate) fn mac_blocks(&self, layout: &[u8]) -> ([u8; 16], Option<[u8; 16]>) {
-        let b1 = hop_bytes(layout, self.hop_off).mac_block(self.seg_id, &info_bytes(layout, self.info_off));
+        let layout = self.proven(layout);
+        // SAFETY: `layout` is proven for this work, whose offsets these are.
+        let b1 = unsafe { mac_block(self.seg_id, info_at(layout, self.info_off), hop_at(layout, self.hop_off)) };
         let b2 = self.next.map(|n| {
-            let info = info_bytes(layout, n.info_off);
-            hop_bytes(layout, n.hop_off).mac_block(info.seg_id(), &info)
+            // SAFETY: as above.
+            let info = unsafe { info_at(layout, n.info_off) };
+            mac_block(info.seg_id(), info, unsafe { hop_at(layout, n.hop_off) })
         });
         (b1, b2)
     }
-}
 
-/// Whether the current hop field is one of the two peering hops of a peering path: the
-/// last of segment 0 or the first of segment 1. A peering path has exactly two segments.
-#[inline]
-pub fn is_peering(
-    info: &InfoField,
-    seg_len: [u8; 3],
-    last_of_seg0: bool,
-    first_of_seg1: bool,
-) -> Result<bool, DropReason> {
-    if !info.peering {
-        return Ok(false);
+    /// `layout`, checked once to reach every field this work points at, so that the reads
+    /// at its offsets need no further check. A layout shorter than the one the work was
+    /// prepared from is a mix-up of packets in the code, not a malformed packet.
+    #[inline(always)]
+    fn proven<'a>(&self, layout: &'a [u8]) -> &'a [u8] {
+        assert!(layout.len() >= usize::from(self.end), "hop work applied to a shorter layout");
+        layout
     }
-    if seg_len[0] == 0 || seg_len[1] == 0 || seg_len[2] != 0 {
-        return Err(DropReason::MalformedPath);
-    }
-    Ok(last_of_seg0 || first_of_seg1)
 }

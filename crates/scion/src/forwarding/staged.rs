@@ -102,11 +102,12 @@ pub trait HopExtension {
     }
 
     /// Stage 2 over the whole batch of at most `N` packets that arrived on `ingress`: every
-    /// `Some` entry with an `ext` needs its cryptography; it must set the hop's MAC to verify
-    /// ([`HopWork::set_mac`]). `N` sizes the stage's scratch space on the stack (1 for a
+    /// `Some` entry of `batch` with an `ext` needs its cryptography; it must set the hop's MAC
+    /// to verify ([`HopWork::set_mac`]). `batch[i]` was prepared from `pkts[i]`, where the
+    /// mechanism reads its fields. `N` sizes the stage's scratch space on the stack (1 for a
     /// single packet).
-    fn crypto<const N: usize>(&mut self, batch: &mut [Option<Staged<Self::Work>>], ingress: u16) {
-        let _ = (batch, ingress);
+    fn crypto<const N: usize>(&mut self, pkts: &[&mut [u8]], batch: &mut [Option<Staged<Self::Work>>], ingress: u16) {
+        let _ = (pkts, batch, ingress);
     }
 
     /// Stage 4, for a packet whose hop field(s) verified and whose path was updated: check and
@@ -131,10 +132,10 @@ pub trait HopExtension {
     }
 
     /// Stage 2 for one packet under the mechanism's previous keys, during their overlap: the
-    /// packet comes fresh from stage 1. `false` if it needs no cryptography of the mechanism or
-    /// there is no previous key (then only the current one applies).
-    fn crypto_previous(&mut self, staged: &mut Staged<Self::Work>, now_ns: u64) -> bool {
-        let _ = (staged, now_ns);
+    /// packet `pkt` comes fresh from stage 1. `false` if it needs no cryptography of the
+    /// mechanism or there is no previous key (then only the current one applies).
+    fn crypto_previous(&mut self, pkt: &[u8], staged: &mut Staged<Self::Work>, now_ns: u64) -> bool {
+        let _ = (pkt, staged, now_ns);
         false
     }
 }
@@ -206,7 +207,7 @@ impl<E: HopExtension> StagedForwarder<E> {
         }
 
         // Stage 2: the mechanism's cryptography, over the batch.
-        self.ext.crypto::<N>(&mut work[..n], ingress);
+        self.ext.crypto::<N>(&pkts[..n], &mut work[..n], ingress);
 
         // Stage 3: hop-field MACs (and crossover MACs) under the AS key. One block per packet,
         // plus one per crossover (at most one per packet): 2N.
@@ -286,9 +287,9 @@ impl<E: HopExtension> StagedForwarder<E> {
             return Verdict::Drop(DropReason::BadMac);
         };
         let mut current = [Some(fresh)];
-        self.ext.crypto::<1>(&mut current, ingress);
+        self.ext.crypto::<1>(&[&mut *pkt], &mut current, ingress);
         let mut previous = fresh;
-        let previous = self.ext.crypto_previous(&mut previous, now_ns).then_some(previous);
+        let previous = self.ext.crypto_previous(pkt, &mut previous, now_ns).then_some(previous);
         for w in current.into_iter().flatten().chain(previous) {
             let auth = self.fwd.macs_across_rotation(&w.hop, w.layout(pkt), now_ns);
             let (mac, next_mac) = auth.macs();

@@ -88,6 +88,13 @@ impl<T: AsRef<[u8]>> StandardPathView<T> {
     }
 }
 
+impl<'a> StandardPathView<&'a [u8]> {
+    /// The whole path, as checked.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.buf
+    }
+}
+
 impl<T> StandardPathView<T> {
     /// The same checked path over another buffer holding the same bytes (a path embedded in a
     /// larger header, re-borrowed immutably or mutably), without checking it again.
