@@ -1,7 +1,7 @@
 //! Rotating the AS master secret of every AS on a GLWP path, as docs/operations.md tells the
-//! operator to (`PUT /v1/keys` on every border router, then a restart of the control services),
-//! on the emulated network (testdata/topologies/glwp.toml with ΔT = 40 s, L = ε = 0.5 s; ports
-//! 54500-54999): an allocation made before the rotation passes every on-path router after it, also
+//! operator to (`PUT /v1/keys` on every border router, then the control services restarted one
+//! at a time), on the emulated network (testdata/topologies/glwp.toml with ΔT = 40 s,
+//! L = ε = 0.5 s; ports 54500-54999): an allocation made before the rotation passes every on-path router after it, also
 //! after the control services' restart and a router's own restart; an allocation made after it
 //! passes too; a router refuses an overlap shorter than ΔT + L + ε; and once the overlap has
 //! ended, the old allocation passes no router.
@@ -9,13 +9,15 @@
 // Only some of the shared helpers are of use here.
 #[allow(dead_code)]
 mod glwp_common;
+mod rotation_common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use aviary_node::runner::{Network, Role, RunLayout};
-use glwp_common::{discover, exe, ia, now_ns, sample, topology_file, PATH_ASES};
+use glwp_common::{exe, ia, now_ns, sample, settled_discovery, topology_file, PATH_ASES};
+use rotation_common::{put_keys, restart};
 
 const PORT_BASE: u16 = 54500;
 const S: u64 = 1_000_000_000;
@@ -74,18 +76,11 @@ fn all_counts(net: &Network) -> Vec<Counts> {
     ON_PATH.iter().map(|at| router_counts(net, at)).collect()
 }
 
-/// A discovery written with its hop keys to `file`, tried until the services (just started or
+/// A discovery written with its hop keys to `file`, once the services (just started or
 /// restarted) are up and have each other's keys and announcements.
 fn allocation(net: &Network, file: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let o = discover(net, &["--out", file.to_str().unwrap()]);
-        if o.status.success() {
-            return;
-        }
-        assert!(Instant::now() < deadline, "discovery failed: {}", String::from_utf8_lossy(&o.stderr));
-        std::thread::sleep(Duration::from_millis(500));
-    }
+    let o = settled_discovery(net, &["--out", file.to_str().unwrap()]);
+    assert!(o.status.success(), "discovery failed: {}", String::from_utf8_lossy(&o.stderr));
 }
 
 /// Sends about 40 GLWP packets from h111 to h211 under the allocation in `file`; the on-path routers'
@@ -124,33 +119,6 @@ fn passed_everywhere(net: &Network, file: &Path, dir: &Path, what: &str) -> Vec<
         .collect()
 }
 
-fn put_keys(net: &Network, at: &str, secret: &str, overlap_secs: u64) -> Result<(), (u16, String)> {
-    let addr = net.layout.ases[&ia(at)].router.management;
-    let body = serde_json::json!({ "master_secret": secret, "overlap_secs": overlap_secs });
-    match ureq::put(&format!("http://{addr}/v1/keys")).send_json(body) {
-        Ok(_) => Ok(()),
-        Err(ureq::Error::Status(code, r)) => Err((code, r.into_string().unwrap())),
-        Err(e) => panic!("{e}"),
-    }
-}
-
-/// Kills the `role` processes of the ASes `ats`, all before the first is back, and waits until
-/// the supervisor has started each again.
-fn restart(net: &Network, ats: &[&str], role: Role) {
-    let old: Vec<u32> = ats.iter().map(|at| net.pid(ia(at), role).unwrap()).collect();
-    for pid in &old {
-        // SAFETY: kill(2) on a child process of this test's network, which restarts it.
-        assert_eq!(unsafe { libc::kill(*pid as i32, libc::SIGKILL) }, 0);
-    }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    for (at, old) in ats.iter().zip(old) {
-        while net.pid(ia(at), role).is_none_or(|p| p == old) {
-            assert!(Instant::now() < deadline, "{at}'s {role:?} was not restarted");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
 #[test]
 fn an_allocation_outlives_the_rotation_of_every_secret_on_its_path_until_the_overlap_ends() {
     let dir = std::env::temp_dir().join(format!("aviary-it-glwp-rotation-{}", std::process::id()));
@@ -162,28 +130,30 @@ fn an_allocation_outlives_the_rotation_of_every_secret_on_its_path_until_the_ove
     assert_eq!(passed_everywhere(&net, &old, &dir, "before the rotation"), [0, 0, 0]);
 
     // Every AS rotates its routers. An overlap shorter than ΔT + L + ε is refused.
-    let (code, body) = put_keys(&net, ON_PATH[0], &"ab".repeat(32), MIN_OVERLAP_SECS - 1).unwrap_err();
+    let (code, body) = put_keys(&net, ia(ON_PATH[0]), &"ab".repeat(32), MIN_OVERLAP_SECS - 1).unwrap_err();
     assert!(code == 400 && body.contains("overlap_secs") && body.contains("41"), "{code} {body}");
     for (n, at) in PATH_ASES.iter().enumerate() {
-        put_keys(&net, at, &format!("{:02x}", 0xc0 + n).repeat(32), MIN_OVERLAP_SECS).unwrap();
+        put_keys(&net, ia(at), &format!("{:02x}", 0xc0 + n).repeat(32), MIN_OVERLAP_SECS).unwrap();
     }
     let overlap_ends_ns = now_ns() + MIN_OVERLAP_SECS * S;
     let retried = passed_everywhere(&net, &old, &dir, "after the routers' rotation");
     assert!(retried.iter().all(|&n| n >= 15), "previous_key_packets grew by {retried:?}");
 
-    // The control services restart under the new secrets: the old allocation still passes,
-    // and a new one (issued under the new keys) passes without the previous keys. All stop
-    // before any starts again: a service that fetched a neighbour's DRKey keys from the
-    // neighbour's old process would keep keys it no longer derives (the DRKey service's own
-    // rotation, not this test's subject).
-    restart(&net, &PATH_ASES, Role::Control);
+    // The control services restart under the new secrets, one at a time, each settled (a
+    // discovery through all of them succeeds) before the next goes down: a restarted service
+    // fetches the other ASes' DRKey keys from their processes still on the old secret, which
+    // serve the keys the new ones will for the epoch (docs/operations.md).
+    for at in PATH_ASES {
+        restart(&net, &[ia(at)], Role::Control);
+        allocation(&net, &dir.join("settled.json"));
+    }
     let new = dir.join("new-allocation.json");
     allocation(&net, &new);
     assert_eq!(passed_everywhere(&net, &new, &dir, "new allocation"), [0, 0, 0]);
     passed_everywhere(&net, &old, &dir, "old allocation after the control services' restart");
 
     // A router restarted within the overlap takes both keys back.
-    restart(&net, &ON_PATH[..1], Role::Router);
+    restart(&net, &[ia(ON_PATH[0])], Role::Router);
     let deadline = Instant::now() + Duration::from_secs(30);
     let management = net.layout.ases[&ia(ON_PATH[0])].router.management;
     while ureq::get(&format!("http://{management}/metrics")).call().is_err() {

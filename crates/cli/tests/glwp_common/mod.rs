@@ -35,9 +35,10 @@ pub fn discover(net: &Network, extra: &[&str]) -> Output {
         .unwrap()
 }
 
-/// A discovery once the services have fetched each other's keys and heard each other's
-/// announcements: until then the messages are dropped as `no_key` or `not_announced` and the
-/// CLI reports a timeout, so a timeout is tried again.
+/// A discovery once the services are up (the source's, just started or restarted, may still
+/// refuse connections), have fetched each other's keys and heard each other's announcements:
+/// until then the messages are dropped as `no_key` or `not_announced` and the CLI reports a
+/// timeout, so a refused connection and a timeout are tried again, for at most a minute.
 pub fn settled_discovery(net: &Network, extra: &[&str]) -> Output {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
@@ -47,10 +48,11 @@ pub fn settled_discovery(net: &Network, extra: &[&str]) -> Output {
         // (a refusal from an AS whose key the source is still fetching); likewise until the
         // neighbours' announcements are in (re-sent every second).
         let stderr = String::from_utf8_lossy(&o.stderr);
+        let starting = stderr.to_lowercase().contains("connection refused");
         let keys_pending = stderr.contains("no answer after")
             || stderr.contains("rejected: no_key")
             || stderr.contains("rejected: not_announced");
-        if !keys_pending || Instant::now() > deadline {
+        if !(starting || keys_pending) || Instant::now() > deadline {
             return o;
         }
         std::thread::sleep(Duration::from_millis(500));
