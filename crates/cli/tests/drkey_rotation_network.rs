@@ -1,0 +1,66 @@
+//! One AS rotates its master secret on the emulated network (testdata/topologies/glwp.toml,
+//! ports 55000-55499) as docs/operations.md says: `PUT /v1/keys` on its router, then its
+//! control service restarted on its own while every other AS keeps running. The other ASes
+//! fetched its DRKey Level-1 keys before the rotation and keep them for the epoch, so the
+//! restarted service must serve and use the very same keys: GLWP discoveries through the AS
+//! keep succeeding and no AS drops a discovery message as `bad_authenticator`.
+
+// Only some of the shared helpers are of use here.
+#[allow(dead_code)]
+mod glwp_common;
+mod rotation_common;
+
+use aviary_node::runner::{Network, Role, RunLayout};
+use aviary_node::secret_rotation::{previous_secret_file, rotated_at_file};
+use glwp_common::{discover, exe, ia, metrics, sample, settled_discovery, topology_file, PATH_ASES};
+use rotation_common::{put_keys, restart};
+
+const PORT_BASE: u16 = 55000;
+/// The core AS in the middle of the path from h111 to h211, which rotates.
+const ROTATED: &str = PATH_ASES[1];
+/// The overlap a `[glwp]` router takes by default with the default ΔT, L and ε.
+const OVERLAP_SECS: u64 = 90_002;
+
+/// Discovery messages AS `at` dropped because an authenticator did not verify under its keys.
+fn bad_authenticators(net: &Network, at: &str) -> u64 {
+    sample(&metrics(net, at), "aviary_glwp_discovery_drops_total", &["reason=\"bad_authenticator\""])
+}
+
+fn assert_discovers(net: &Network, what: &str) {
+    let o = settled_discovery(net, &["--json"]);
+    assert!(o.status.success(), "{what}: {}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn discoveries_through_an_as_keep_working_when_it_rotates_its_secret_and_restarts_its_control_service_alone() {
+    let dir = std::env::temp_dir().join(format!("aviary-it-drkey-rotation-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let net = Network::start(&exe(), RunLayout::write(&topology_file(), &dir, PORT_BASE).unwrap()).unwrap();
+    // Every service has the others' Level-1 keys of this epoch (and of the next) once a
+    // discovery through all of them succeeds: the rotated AS's keys are cached by the others.
+    assert_discovers(&net, "before the rotation");
+    let before: Vec<u64> = PATH_ASES.iter().map(|at| bad_authenticators(&net, at)).collect();
+
+    let rotated = &net.layout.ases[&ia(ROTATED)];
+    put_keys(&net, rotated.ia, &"5a".repeat(32), OVERLAP_SECS).unwrap();
+    let master = rotated.dir.join(&rotated.control.master_secret_file);
+    assert!(previous_secret_file(&master).exists() && rotated_at_file(&master).exists(), "no record of the rotation");
+    // Its issuers read the new secret at start: the control service, here the only one (the
+    // topology has no market, hence no AS service, and no Z-Lane gateway).
+    assert_eq!((net.pid(rotated.ia, Role::AsService), net.pid(rotated.ia, Role::ZlaneGateway)), (None, None));
+    restart(&net, &[rotated.ia], Role::Control);
+
+    assert_discovers(&net, "after the rotated AS's control service restarted");
+    for n in 0..3 {
+        let o = discover(&net, &["--json"]);
+        assert!(o.status.success(), "discovery {n} after the restart: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    // The others verified the restarted service's authenticators under the keys they fetched
+    // before the rotation, and it verified theirs (its counters began at its restart).
+    for (at, b) in PATH_ASES.iter().zip(before) {
+        let b = if *at == ROTATED { 0 } else { b };
+        assert_eq!(bad_authenticators(&net, at), b, "{at} dropped discovery messages as bad_authenticator");
+    }
+    drop(net);
+    let _ = std::fs::remove_dir_all(&dir);
+}
