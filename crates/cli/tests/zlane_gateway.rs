@@ -5,92 +5,16 @@
 //! gateway unflagged and is class A; a host that skips the gateway and sets the QoS flag
 //! itself gets no G.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+mod zlane_common;
+
 use std::time::{Duration, Instant};
 
-use aviary_node::runner::{Network, RunLayout};
-
-fn exe() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_aviary"))
-}
-
-fn start(port_base: u16) -> Network {
-    let dir = std::env::temp_dir().join(format!("aviary-it-zlane-gw-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let topology = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies/zlane-gateway.toml");
-    Network::start(&exe(), RunLayout::write(&topology, &dir, port_base).unwrap()).unwrap()
-}
-
-/// The value of the first sample of `name` whose line holds every one of `labels`.
-fn sample(text: &str, name: &str, labels: &[&str]) -> u64 {
-    text.lines()
-        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with('{'))
-        .find(|l| labels.iter().all(|x| l.contains(x)))
-        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
-        .unwrap_or(0)
-}
-
-fn metrics(addr: std::net::SocketAddr) -> String {
-    ureq::get(&format!("http://{addr}/metrics")).call().unwrap().into_string().unwrap()
-}
-
-fn router_metrics(net: &Network, ia: &str) -> String {
-    metrics(net.layout.ases[&ia.parse().unwrap()].router.management)
-}
-
-fn gateway_metrics(net: &Network) -> String {
-    metrics(net.layout.ases[&"1-ff00:0:111".parse().unwrap()].zlane_gateway.as_ref().unwrap().metrics)
-}
-
-/// Packets a router sent in class `class` on interface `ifid`.
-fn sent(net: &Network, ia: &str, ifid: u16, class: &str) -> u64 {
-    let text = router_metrics(net, ia);
-    sample(
-        &text,
-        "aviary_router_sent_packets_total",
-        &[&format!("interface=\"{ifid}\""), &format!("class=\"{class}\"")],
-    )
-}
-
-/// `aviary host --config <name> send --epic ...` towards the sink, started in the background.
-fn send(net: &Network, name: &str, rate_bps: u64, duration_ms: u64, extra: &[&str]) -> Child {
-    let sink = net.layout.hosts["sink"].addr;
-    let (rate, duration) = (rate_bps.to_string(), duration_ms.to_string());
-    let dst = format!("1-ff00:0:112,{sink}:40000");
-    let args = ["send", "--epic", "--dst", &dst, "--flow", name, "--rate-bps", &rate, "--size", "500"];
-    Command::new(exe())
-        .arg("host")
-        .arg("--config")
-        .arg(net.layout.host_config_path(name))
-        .args(args)
-        .args(["--duration-ms", &duration])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
-fn wait_ok(child: Child, what: &str) {
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{what} failed:\n{}", String::from_utf8_lossy(&out.stderr));
-}
+use zlane_common::{gateway_metrics, router_metrics, sample, send, sent, wait_keyed, wait_ok};
 
 #[test]
 fn hosts_through_the_gateway_get_g_within_their_rate_only() {
-    let net = start(49500);
-    // The gateway has the Level-1 keys of all three ASes once its AS's control service has
-    // fetched them from theirs.
-    let start = Instant::now();
-    loop {
-        let keyed = sample(&gateway_metrics(&net), "aviary_zlane_gateway_keyed_ases", &[]);
-        if keyed == 3 {
-            break;
-        }
-        assert!(start.elapsed() < Duration::from_secs(30), "the gateway has {keyed} of 3 keys");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let net = zlane_common::start("zlane-gw", 49500);
+    wait_keyed(&net);
 
     // `within` sends 200 kbit/s at a rate of 600 kbit/s; `over` 800 kbit/s at 100 kbit/s.
     let within = send(&net, "within", 200_000, 3000, &[]);
