@@ -4,18 +4,25 @@
 //! fetched its DRKey Level-1 keys before the rotation and keep them for the epoch, so the
 //! restarted service must serve and use the very same keys: GLWP discoveries through the AS
 //! keep succeeding and no AS drops a discovery message as `bad_authenticator`.
+//!
+//! Likewise for per-AS EPIC through a Z-Lane gateway (testdata/topologies/zlane-gateway.toml):
+//! the gateway's AS rotates and restarts its control service, then its gateway, while the
+//! routers of the path keep the keys they derive; the hosts' packets keep getting class G.
 
 // Only some of the shared helpers are of use here.
 #[allow(dead_code)]
 mod glwp_common;
 mod rotation_common;
+mod zlane_common;
 
 use aviary_node::runner::{Network, Role, RunLayout};
 use aviary_node::secret_rotation::{previous_secret_file, rotated_at_file};
 use glwp_common::{discover, exe, ia, metrics, sample, settled_discovery, topology_file, PATH_ASES};
 use rotation_common::{put_keys, restart};
+use zlane_common::{sent, SOURCE_AS};
 
 const PORT_BASE: u16 = 55000;
+const ZLANE_PORT_BASE: u16 = 55250;
 /// The core AS in the middle of the path from h111 to h211, which rotates.
 const ROTATED: &str = PATH_ASES[1];
 /// The overlap a `[glwp]` router takes by default with the default ΔT, L and ε.
@@ -63,4 +70,43 @@ fn discoveries_through_an_as_keep_working_when_it_rotates_its_secret_and_restart
     }
     drop(net);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Per-AS EPIC packets of host `within` (inside its gateway rate) that the gateway's AS's router
+/// and the core's sent in class G, each AS's hop validation field having verified: about 50
+/// are sent.
+fn g_through_every_router(net: &Network, what: &str) {
+    let routers = [(SOURCE_AS, 1), ("1-ff00:0:110", 2)];
+    let bad_hvf = |at: &str| {
+        let text = zlane_common::router_metrics(net, at);
+        zlane_common::sample(&text, "aviary_router_dropped_packets_total", &["reason=\"bad_hvf\""])
+    };
+    let before: Vec<(u64, u64)> = routers.iter().map(|&(at, ifid)| (sent(net, at, ifid, "G"), bad_hvf(at))).collect();
+    zlane_common::wait_ok(zlane_common::send(net, "within", 200_000, 1000, &[]), what);
+    std::thread::sleep(std::time::Duration::from_secs(1)); // routers publish their counters a few times a second
+    for (&(at, ifid), (g, bad)) in routers.iter().zip(before) {
+        let g = sent(net, at, ifid, "G") - g;
+        assert!(g >= 40, "{what}: {at} sent {g} of about 50 packets in G");
+        assert_eq!(bad_hvf(at), bad, "{what}: {at} dropped packets as bad_hvf");
+    }
+}
+
+#[test]
+fn per_as_epic_keeps_class_g_when_the_gateway_as_rotates_and_restarts_its_issuers_one_at_a_time() {
+    let net = zlane_common::start("drkey-rotation-zlane", ZLANE_PORT_BASE);
+    zlane_common::wait_keyed(&net);
+    g_through_every_router(&net, "before the rotation");
+
+    let source = ia(SOURCE_AS);
+    put_keys(&net, source, &"7b".repeat(32), 86_400).unwrap();
+    // The issuers one at a time, each answering before the next goes down.
+    for role in [Role::Control, Role::ZlaneGateway] {
+        restart(&net, &[source], role);
+        net.wait_ready(std::time::Duration::from_secs(15)).unwrap();
+    }
+    zlane_common::wait_keyed(&net);
+    g_through_every_router(&net, "after the rotation and the restarts");
+    let dir = net.layout.dir.clone();
+    drop(net);
+    let _ = std::fs::remove_dir_all(dir);
 }
