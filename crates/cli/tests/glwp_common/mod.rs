@@ -10,6 +10,10 @@ use aviary_node::runner::Network;
 use aviary_node::topology::Topology;
 use aviary_scion::IsdAsn;
 
+#[path = "../prometheus_text/mod.rs"]
+mod prometheus_text;
+pub use prometheus_text::sample;
+
 /// The ASes of the path from h111 to h211.
 pub const PATH_ASES: [&str; 4] = ["1-ff00:0:111", "1-ff00:0:110", "2-ff00:0:210", "2-ff00:0:211"];
 
@@ -62,15 +66,6 @@ pub fn settled_discovery(net: &Network, extra: &[&str]) -> Output {
 pub fn metrics(net: &Network, ia_text: &str) -> String {
     let addr = net.layout.ases[&ia(ia_text)].control.listen;
     ureq::get(&format!("http://{addr}/metrics")).call().unwrap().into_string().unwrap()
-}
-
-/// The value of the sample of `name` whose line holds every one of `labels`.
-pub fn sample(text: &str, name: &str, labels: &[&str]) -> u64 {
-    text.lines()
-        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with('{'))
-        .find(|l| labels.iter().all(|x| l.contains(x)))
-        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
-        .unwrap_or(0)
 }
 
 /// Waits until `name{labels}` at `ia` reaches `at_least`; its value.

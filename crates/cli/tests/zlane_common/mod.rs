@@ -9,6 +9,10 @@ use std::time::{Duration, Instant};
 
 use aviary_node::runner::{Network, RunLayout};
 
+#[path = "../prometheus_text/mod.rs"]
+mod prometheus_text;
+pub use prometheus_text::sample;
+
 /// The AS of the gateway and of its hosts.
 pub const SOURCE_AS: &str = "1-ff00:0:111";
 
@@ -22,15 +26,6 @@ pub fn start(test: &str, port_base: u16) -> Network {
     let _ = std::fs::remove_dir_all(&dir);
     let topology = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies/zlane-gateway.toml");
     Network::start(&exe(), RunLayout::write(&topology, &dir, port_base).unwrap()).unwrap()
-}
-
-/// The value of the first sample of `name` whose line holds every one of `labels`.
-pub fn sample(text: &str, name: &str, labels: &[&str]) -> u64 {
-    text.lines()
-        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with('{'))
-        .find(|l| labels.iter().all(|x| l.contains(x)))
-        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
-        .unwrap_or(0)
 }
 
 fn metrics(addr: std::net::SocketAddr) -> String {
