@@ -179,15 +179,38 @@ impl Router {
         }
         let mut proofs = [[0; BLOCK_LEN]; 2 * MAX_BATCH];
         mac_each(&proof_keys[..p], &proof_inputs[..p], &mut proofs[..p]);
-        // 5. The checks, then the header for the next node.
+        // 5. The checks; then the header for the next node. The random proofs of the packets
+        //    that Update are drawn in one call, as many and in the order that packet by packet
+        //    would draw them (a lone draw per packet waited for its own stores).
+        let mut outcome: [Option<Result<bool, PathvalDrop>>; MAX_BATCH] = [None; MAX_BATCH];
+        let mut updates = 0;
         for (i, c) in checked.iter().enumerate().take(n) {
             let Some(c) = c else { continue };
+            let hdr = PathvalView::new_checked(&mut pkts[i][c.header.0..c.header.1]).expect("checked in stage 1");
+            let check = payload_hash[i].as_ref().map(|h| (h, &proofs[proof_at[i].0]));
+            let verified = verify(&hdr, check);
+            updates += usize::from(verified.is_ok() && !c.sampled);
+            outcome[i] = Some(verified);
+        }
+        let mut drawn = [[0; BLOCK_LEN]; MAX_BATCH];
+        if updates > 0 {
+            random.fill_bytes(drawn[..updates].as_flattened_mut());
+        }
+        let mut drawn = drawn.iter();
+        for (i, c) in checked.iter().enumerate().take(n) {
+            let (Some(c), Some(verified)) = (c, outcome[i]) else { continue };
             let next_hidden: &[u8; HIDDEN_SAMPLE_LEN] = if i < early { &early_next[i] } else { &late_next[i - early] };
             let mut hdr = PathvalView::new_checked(&mut pkts[i][c.header.0..c.header.1]).expect("checked in stage 1");
-            let (check_at, write_at) = proof_at[i];
-            let check = payload_hash[i].as_ref().map(|h| (h, &proofs[check_at]));
-            let write = c.sampled.then_some(&proofs[write_at]);
-            verdicts[i] = match finish(&mut hdr, check, write, next_hidden, random) {
+            let written = verified.and_then(|verified| {
+                if c.sampled {
+                    functions::construction_proved(&mut hdr, next_hidden, &proofs[proof_at[i].1])?;
+                } else {
+                    let proof = drawn.next().expect("a random proof drawn per Update");
+                    functions::update_drawn(&mut hdr, next_hidden, proof)?;
+                }
+                Ok(verified)
+            });
+            verdicts[i] = match written {
                 Ok(verified) => {
                     self.stats.proofs_verified += u64::from(verified);
                     self.stats.sampled += u64::from(c.sampled);
@@ -216,24 +239,13 @@ impl Router {
     }
 }
 
-/// The last stage for one packet: Verification's checks if its HiddenSample did not verify
-/// (`check`: its payload's DataHash and the proof the previous node should have written), then
-/// Construction with the proof `write` if this router samples it, else Update. Returns whether
+/// Verification's checks for one packet if its HiddenSample did not verify (`check`: its
+/// payload's DataHash and the proof the previous node should have written). Returns whether
 /// it verified a proof.
-fn finish(
-    hdr: &mut HeaderMut<'_>,
-    check: Option<(&[u8; BLOCK_LEN], &[u8; BLOCK_LEN])>,
-    write: Option<&[u8; BLOCK_LEN]>,
-    next_hidden: &[u8; HIDDEN_SAMPLE_LEN],
-    random: &mut dyn RandomSource,
-) -> Result<bool, PathvalDrop> {
+fn verify(hdr: &HeaderMut<'_>, check: Option<(&[u8; BLOCK_LEN], &[u8; BLOCK_LEN])>) -> Result<bool, PathvalDrop> {
     if let Some((payload_hash, want)) = check {
         functions::check_data_hash(hdr, payload_hash)?;
         functions::check_validation_proof(hdr, want)?;
-    }
-    match write {
-        Some(proof) => functions::construction_proved(hdr, next_hidden, proof)?,
-        None => functions::update_hashed(hdr, next_hidden, random)?,
     }
     Ok(check.is_some())
 }

@@ -162,12 +162,24 @@ pub fn update_hashed(
     hidden_sample: &[u8; HIDDEN_SAMPLE_LEN],
     random: &mut dyn RandomSource,
 ) -> Result<(), PathvalDrop> {
+    // A packet that has counted 255 nodes draws nothing.
+    next_hop_count(hdr)?;
+    let mut vp = [0; BLOCK_LEN];
+    random.fill_bytes(&mut vp);
+    update_drawn(hdr, hidden_sample, &vp)
+}
+
+/// [`update_hashed`] with its random ValidationProof drawn already (a router draws those of a
+/// whole batch at once, see [`crate::batch`]).
+pub fn update_drawn(
+    hdr: &mut HeaderMut<'_>,
+    hidden_sample: &[u8; HIDDEN_SAMPLE_LEN],
+    drawn_proof: &[u8; BLOCK_LEN],
+) -> Result<(), PathvalDrop> {
     let hc = next_hop_count(hdr)?;
     hdr.set_hop_count(hc);
     hdr.set_hidden_sample(hidden_sample);
-    let mut vp = [0; BLOCK_LEN];
-    random.fill_bytes(&mut vp);
-    hdr.set_validation_proof(&vp);
+    hdr.set_validation_proof(drawn_proof);
     Ok(())
 }
 

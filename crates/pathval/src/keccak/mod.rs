@@ -22,7 +22,7 @@ mod packed;
 mod permutation;
 mod portable;
 
-use packed::{hash_packed, Sponge};
+use packed::{hash_packed, hash_single_blocks, single_blocks, Sponge};
 pub use permutation::Rounds;
 use permutation::Step;
 
@@ -212,7 +212,7 @@ impl Implementation {
 /// # Panics
 /// If `out` is shorter than `msgs`.
 pub fn sha3_256_many(msgs: &[&[u8]], out: &mut [[u8; DIGEST_LEN]]) {
-    hash_packed(Implementation::for_count(msgs.len()), |_| Sponge::SHA3_256, msgs, out);
+    sha3_256_detected(Implementation::for_count(msgs.len()), msgs, out);
 }
 
 /// [`sha3_256_many`] with the implementation `imp`.
@@ -221,7 +221,17 @@ pub fn sha3_256_many(msgs: &[&[u8]], out: &mut [[u8; DIGEST_LEN]]) {
 /// If this CPU cannot run `imp`, or `out` is shorter than `msgs`.
 pub fn sha3_256_many_with(imp: Implementation, msgs: &[&[u8]], out: &mut [[u8; DIGEST_LEN]]) {
     imp.check_runs_here();
-    hash_packed(imp, |_| Sponge::SHA3_256, msgs, out);
+    sha3_256_detected(imp, msgs, out);
+}
+
+/// [`sha3_256_many_with`] with an implementation this CPU runs. Messages of one block each
+/// (HiddenSamples) skip the lane scheduler's bookkeeping.
+fn sha3_256_detected(imp: Implementation, msgs: &[&[u8]], out: &mut [[u8; DIGEST_LEN]]) {
+    if single_blocks(&Sponge::SHA3_256, msgs) {
+        hash_single_blocks(imp, Sponge::SHA3_256, msgs, out);
+    } else {
+        hash_packed(imp, |_| Sponge::SHA3_256, msgs, out);
+    }
 }
 
 /// `out[i] = TurboSHAKE128(msgs[i], domain, N)` (RFC 9861, §2.2), `N` bytes of output, with
@@ -294,7 +304,8 @@ impl Function {
 /// If `functions` or `out` is shorter than `msgs`, or `N` is not a multiple of 8 up to
 /// [`DIGEST_LEN`].
 pub fn hash_mixed<const N: usize>(functions: &[Function], msgs: &[&[u8]], out: &mut [[u8; N]]) {
-    hash_mixed_with(Implementation::for_count(msgs.len()), functions, msgs, out);
+    // Detected here, so not checked again (which would list the implementations each call).
+    hash_mixed_detected(Implementation::for_count(msgs.len()), functions, msgs, out);
 }
 
 /// [`hash_mixed`] with the implementation `imp` (for the messages that share lanes).
@@ -308,6 +319,16 @@ pub fn hash_mixed_with<const N: usize>(
     out: &mut [[u8; N]],
 ) {
     imp.check_runs_here();
+    hash_mixed_detected(imp, functions, msgs, out);
+}
+
+/// [`hash_mixed_with`] with an implementation this CPU runs.
+fn hash_mixed_detected<const N: usize>(
+    imp: Implementation,
+    functions: &[Function],
+    msgs: &[&[u8]],
+    out: &mut [[u8; N]],
+) {
     assert!(functions.len() >= msgs.len(), "a function per message");
     assert!(N <= DIGEST_LEN, "at most SHA3-256's digest out");
     hash_packed(imp, |i| functions[i].sponge(), msgs, out);

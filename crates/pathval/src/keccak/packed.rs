@@ -134,6 +134,44 @@ pub(super) fn hash_packed<const N: usize>(
     }
 }
 
+/// [`hash_packed`] for messages that each fit in one block with their padding (a
+/// HiddenSample's 34 bytes): eight to a permutation, every lane starting and ending its
+/// message in it, without the per-lane bookkeeping a message spread over several blocks needs.
+///
+/// # Panics
+/// If `out` is shorter than `msgs`, a message does not fit in one block, or `N` is not a
+/// multiple of 8 up to the rate.
+#[inline(always)]
+pub(super) fn hash_single_blocks<const N: usize>(
+    imp: Implementation,
+    sponge: Sponge,
+    msgs: &[&[u8]],
+    out: &mut [[u8; N]],
+) {
+    assert!(out.len() >= msgs.len(), "one output per message");
+    assert!(N.is_multiple_of(8) && N <= sponge.rate, "whole words of one block out");
+    let mut states = Interleaved([[0; LANES]; 25]);
+    let step = Step::from(sponge.rounds);
+    for (group, outs) in msgs.chunks(LANES).zip(out.chunks_mut(LANES)) {
+        // Every lane starts a message: the previous group's states are cleared.
+        let mut blocks = Blocks { fresh: u8::MAX, ..Blocks::default() };
+        for (b, m) in blocks.lanes.iter_mut().zip(group) {
+            assert!(sponge.last_block(m.len()) == 0, "one block per message");
+            *b = block(&sponge, m, 0, true);
+        }
+        let live = (u16::MAX >> (16 - group.len())) as u8;
+        imp.absorb_permute(&mut states, &blocks, live, step);
+        for (lane, o) in outs.iter_mut().enumerate().take(group.len()) {
+            squeeze(&states, lane, o);
+        }
+    }
+}
+
+/// Whether every message fits in one block of `sponge` with its padding.
+pub(super) fn single_blocks(sponge: &Sponge, msgs: &[&[u8]]) -> bool {
+    msgs.iter().all(|m| sponge.last_block(m.len()) == 0)
+}
+
 /// Block `block` of `msg`: its bytes of the message, and in the `last` block the padding: the
 /// domain byte after the message (and its zero suffix), `0x80` in the block's last byte.
 #[inline(always)]
