@@ -209,7 +209,12 @@ fn a_glwp_router_keeps_the_previous_k_k_across_a_restart_within_the_overlap() {
     let mut fwd = forwarder(&cfg, &cfg_path).unwrap();
     assert_eq!(glwp_verdicts(&mut fwd, &chains), [Verdict::Deliver, bad_ha]);
     let new_secret = chains[1].ases[0].master_secret.to_vec();
-    fwd.apply_and_keep(Command::MasterSecret { secret: new_secret, previous_until_ns: unix_ns() + 3600 * S, rotated_at_s: unix_ns() / S }).unwrap();
+    fwd.apply_and_keep(Command::MasterSecret {
+        secret: new_secret,
+        previous_until_ns: unix_ns() + 3600 * S,
+        rotated_at_s: unix_ns() / S,
+    })
+    .unwrap();
     assert_eq!(glwp_verdicts(&mut fwd, &chains), [Verdict::Deliver, Verdict::Deliver]);
     drop(fwd);
 
