@@ -219,23 +219,37 @@ impl<E: HopExtension> StagedForwarder<E> {
         for (i, w) in work[..n].iter().enumerate() {
             if let Some(w) = w {
                 let (b1, b2) = w.hop.mac_blocks(w.layout(pkts[i]));
-                blocks[nb] = b1;
-                owner[nb] = (i, false);
+                // SAFETY: before packet `i` at most `2 * i` blocks were added, and `i < n <= N`,
+                // so `nb + 1 < 2 * N`, the length of both arrays.
+                debug_assert!(nb < 2 * i + 1 && i < N);
+                unsafe {
+                    *blocks.get_unchecked_mut(nb) = b1;
+                    *owner.get_unchecked_mut(nb) = (i, false);
+                }
                 nb += 1;
                 if let Some(b2) = b2 {
-                    blocks[nb] = b2;
-                    owner[nb] = (i, true);
+                    // SAFETY: as above (`nb <= 2 * i + 1`).
+                    unsafe {
+                        *blocks.get_unchecked_mut(nb) = b2;
+                        *owner.get_unchecked_mut(nb) = (i, true);
+                    }
                     nb += 1;
                 }
             }
         }
-        self.fwd.mac_keys.current().macs(&mut blocks[..nb]);
+        debug_assert!(nb <= 2 * n);
+        // SAFETY: `nb <= 2 * n <= 2 * N` (above).
+        let (blocks, owner) = unsafe { (blocks.get_unchecked_mut(..nb), owner.get_unchecked(..nb)) };
+        self.fwd.mac_keys.current().macs(blocks);
         let mut auths = [HopAuth::default(); N];
-        for (b, &(i, second)) in blocks[..nb].iter().zip(&owner[..nb]) {
+        for (b, &(i, second)) in blocks.iter().zip(owner) {
+            debug_assert!(i < n);
+            // SAFETY: every owner was written above with a packet index `i < n <= N`.
+            let auth = unsafe { auths.get_unchecked_mut(i) };
             if second {
-                auths[i].next = Some(*b);
+                auth.next = Some(*b);
             } else {
-                auths[i].current = *b;
+                auth.current = *b;
             }
         }
 
