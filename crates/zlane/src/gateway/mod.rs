@@ -121,6 +121,30 @@ impl Parsed {
     }
 }
 
+/// The arrays of a stage, kept from one stage to the next rather than zeroed for each (about
+/// 4 KB): a stage reads only the entries it wrote, those of its `n` packets that parsed.
+struct Stage {
+    live: [usize; STAGE],
+    parsed: [Parsed; STAGE],
+    sigmas: [[u8; 16]; STAGE],
+    inputs: [MacInput; STAGE],
+    keys: [AsHostKey; STAGE],
+    v0: [[u8; 16]; STAGE],
+}
+
+impl Stage {
+    fn new() -> Box<Self> {
+        Box::new(Self {
+            live: [0; STAGE],
+            parsed: [Parsed::empty(); STAGE],
+            sigmas: [[0; 16]; STAGE],
+            inputs: [MacInput::default(); STAGE],
+            keys: [AsHostKey::from_bytes([0; 16]); STAGE],
+            v0: [[0; 16]; STAGE],
+        })
+    }
+}
+
 /// Why a gateway cannot start.
 #[derive(Debug, Error)]
 pub enum GatewayError {
@@ -143,6 +167,8 @@ pub struct Gateway {
     duplicates: Option<EpicDuplicates>,
     drops: [u64; GatewayDrop::ALL.len()],
     no_path_keys: u64,
+    /// Taken by a batch while it runs.
+    stage: Option<Box<Stage>>,
 }
 
 impl Gateway {
@@ -189,6 +215,7 @@ impl Gateway {
             duplicates,
             drops: [0; GatewayDrop::ALL.len()],
             no_path_keys: 0,
+            stage: Some(Stage::new()),
         })
     }
 
@@ -242,18 +269,23 @@ impl Gateway {
             let own = self.keyring.current().level1(self.ia);
             self.path_keys.set_key(self.ia, &own);
         }
+        let mut stage = self.stage.take().unwrap_or_else(Stage::new);
         for (pkts, verdicts) in pkts.chunks_mut(STAGE).zip(verdicts.chunks_mut(STAGE)) {
-            self.process_stage(pkts, now_ns, verdicts);
+            self.process_stage(&mut stage, pkts, now_ns, verdicts);
         }
+        self.stage = Some(stage);
     }
 
-    fn process_stage(&mut self, pkts: &mut [&mut [u8]], now_ns: u64, verdicts: &mut [GatewayVerdict]) {
+    fn process_stage(
+        &mut self,
+        stage: &mut Stage,
+        pkts: &mut [&mut [u8]],
+        now_ns: u64,
+        verdicts: &mut [GatewayVerdict],
+    ) {
         // 1. Parse, and gather what the source check needs: the packets that pass are
         //    `live[..n]`, their records, their hop fields' CMAC input and their MAC input.
-        let mut live = [0usize; STAGE];
-        let mut parsed = [Parsed::empty(); STAGE];
-        let mut sigmas = [[0u8; 16]; STAGE];
-        let mut inputs = [MacInput::default(); STAGE];
+        let Stage { live, parsed, sigmas, inputs, keys, v0 } = stage;
         let mut n = 0;
         for (j, pkt) in pkts.iter().enumerate() {
             match self.parse(pkt, now_ns, &mut inputs[n], &mut sigmas[n]) {
@@ -273,8 +305,7 @@ impl Gateway {
         }
         let drkeys = self.keyring.current();
         let epoch = drkeys.epoch().begin_s;
-        let mut keys = [AsHostKey::from_bytes([0; 16]); STAGE];
-        for (p, key) in parsed[..n].iter().zip(&mut keys) {
+        for (p, key) in parsed[..n].iter().zip(keys.iter_mut()) {
             *key = match p.slot.and_then(|s| self.hosts.key(s, epoch)) {
                 Some(k) => k,
                 None => drkeys.as_host(self.ia, &DrkeyHost::from(&p.src_host)),
@@ -283,10 +314,9 @@ impl Gateway {
         // σ_0 of every packet under the AS's one hop-field key, interleaved.
         self.mac_key.macs(&mut sigmas[..n]);
         // 3. V_0 of every packet under its host's key, the chains side by side.
-        for (input, sigma) in inputs[..n].iter_mut().zip(&sigmas) {
+        for (input, sigma) in inputs[..n].iter_mut().zip(sigmas.iter()) {
             *input = input.with_authenticator(sigma);
         }
-        let mut v0 = [[0u8; 16]; STAGE];
         hop_validations(&keys[..n], &inputs[..n], &mut v0[..n]);
         // 4. Compare, charge and authorize, packet by packet.
         for i in 0..n {
