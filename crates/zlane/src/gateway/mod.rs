@@ -38,18 +38,17 @@ use aviary_scion::drkey::{
     prf, AsHostKey, DrkeyError, EpochSchedule, HostAddr as DrkeyHost, IssuerKeyring, Protocol, RotatingSecret,
 };
 use aviary_scion::epic::hvf::{hvf_eq, MacInput};
-use aviary_scion::epic::per_as::{hop_validations, source_hvf, GatewayKey};
+use aviary_scion::epic::per_as::{hop_validations, source_hvf};
 use aviary_scion::epic::timestamp::{verify_timestamp, StaleTimestamp};
 use aviary_scion::epic::EpicDuplicates;
 use aviary_scion::mac::{mac_input, HopMacKey};
 use aviary_scion::wire::epic_per_as::{PerAsLayout, PerAsPathView};
-use aviary_scion::wire::path::MAX_HOPS;
 use aviary_scion::{path_type, HostAddr, IsdAsn, ScionLayout, ScionView};
 use thiserror::Error;
 
 pub use config::{GatewayConfig, GatewayConfigError, OverRatePolicy, Prefix, RatePlan};
 pub use hosts::{HostCounters, MAX_HOST_SLOTS};
-pub use path_keys::{PathKeyError, PathKeys};
+pub use path_keys::{HopKeys, PathKeyError, PathKeys};
 
 use host_slots::HostHash;
 use hosts::{HostSlot, HostTable};
@@ -98,19 +97,17 @@ pub enum GatewayVerdict {
 /// Packets whose source checks run side by side.
 const STAGE: usize = 32;
 
-/// What parsing a packet found for its source check.
+/// What the parse of a packet found, filled once there and read by every later stage; the
+/// MAC inputs of its source check go to the stage's arrays of its own (the chains run over
+/// those), and its host's key, once looked up, too.
 #[derive(Clone, Copy, Debug)]
 struct Parsed {
     /// The packet's header and per-AS path as the parse checked them, for the later stages
     /// to view the same bytes again without checking them again.
     header: Option<(ScionLayout, PerAsLayout)>,
-    input: MacInput,
-    host_key: AsHostKey,
     /// The hash of the host's slot in the host table, and the slot, if it was known.
     hash: HostHash,
     slot: Option<HostSlot>,
-    /// The start of the host key's epoch.
-    epoch: u32,
     src_host: HostAddr,
     /// The packet's identity hashed for the duplicate filter, if it has one.
     duplicate: Option<KeyHash>,
@@ -119,9 +116,32 @@ struct Parsed {
 impl Parsed {
     /// A placeholder for the slots of a stage that no packet fills.
     fn empty() -> Self {
-        let (host_key, src_host) = (AsHostKey::from_bytes([0; 16]), HostAddr::Svc(0));
-        let (input, slot, hash) = (MacInput::default(), None, HostHash::default());
-        Self { header: None, input, host_key, hash, slot, epoch: 0, src_host, duplicate: None }
+        let (slot, hash, src_host) = (None, HostHash::default(), HostAddr::Svc(0));
+        Self { header: None, hash, slot, src_host, duplicate: None }
+    }
+}
+
+/// The arrays of a stage, kept from one stage to the next rather than zeroed for each (about
+/// 4 KB): a stage reads only the entries it wrote, those of its `n` packets that parsed.
+struct Stage {
+    live: [usize; STAGE],
+    parsed: [Parsed; STAGE],
+    sigmas: [[u8; 16]; STAGE],
+    inputs: [MacInput; STAGE],
+    keys: [AsHostKey; STAGE],
+    v0: [[u8; 16]; STAGE],
+}
+
+impl Stage {
+    fn new() -> Box<Self> {
+        Box::new(Self {
+            live: [0; STAGE],
+            parsed: [Parsed::empty(); STAGE],
+            sigmas: [[0; 16]; STAGE],
+            inputs: [MacInput::default(); STAGE],
+            keys: [AsHostKey::from_bytes([0; 16]); STAGE],
+            v0: [[0; 16]; STAGE],
+        })
     }
 }
 
@@ -147,6 +167,8 @@ pub struct Gateway {
     duplicates: Option<EpicDuplicates>,
     drops: [u64; GatewayDrop::ALL.len()],
     no_path_keys: u64,
+    /// Taken by a batch while it runs.
+    stage: Option<Box<Stage>>,
 }
 
 impl Gateway {
@@ -193,6 +215,7 @@ impl Gateway {
             duplicates,
             drops: [0; GatewayDrop::ALL.len()],
             no_path_keys: 0,
+            stage: Some(Stage::new()),
         })
     }
 
@@ -246,22 +269,28 @@ impl Gateway {
             let own = self.keyring.current().level1(self.ia);
             self.path_keys.set_key(self.ia, &own);
         }
+        let mut stage = self.stage.take().unwrap_or_else(Stage::new);
         for (pkts, verdicts) in pkts.chunks_mut(STAGE).zip(verdicts.chunks_mut(STAGE)) {
-            self.process_stage(pkts, now_ns, verdicts);
+            self.process_stage(&mut stage, pkts, now_ns, verdicts);
         }
+        self.stage = Some(stage);
     }
 
-    fn process_stage(&mut self, pkts: &mut [&mut [u8]], now_ns: u64, verdicts: &mut [GatewayVerdict]) {
+    fn process_stage(
+        &mut self,
+        stage: &mut Stage,
+        pkts: &mut [&mut [u8]],
+        now_ns: u64,
+        verdicts: &mut [GatewayVerdict],
+    ) {
         // 1. Parse, and gather what the source check needs: the packets that pass are
-        //    `live[..n]`, their hop fields' CMAC input, MAC input and host key.
-        let mut live = [0usize; STAGE];
-        let mut parsed = [Parsed::empty(); STAGE];
-        let mut sigmas = [[0u8; 16]; STAGE];
+        //    `live[..n]`, their records, their hop fields' CMAC input and their MAC input.
+        let Stage { live, parsed, sigmas, inputs, keys, v0 } = stage;
         let mut n = 0;
         for (j, pkt) in pkts.iter().enumerate() {
-            match self.parse(pkt, now_ns) {
-                Ok((p, sigma_input)) => {
-                    (live[n], parsed[n], sigmas[n]) = (j, p, sigma_input);
+            match self.parse(pkt, now_ns, &mut inputs[n], &mut sigmas[n]) {
+                Ok(p) => {
+                    (live[n], parsed[n]) = (j, p);
                     n += 1;
                 }
                 Err(d) => verdicts[j] = self.dropped(d),
@@ -274,30 +303,25 @@ impl Gateway {
         for p in &mut parsed[..n] {
             p.slot = self.hosts.find(&p.src_host, p.hash);
         }
-        let keys = self.keyring.current();
-        let epoch = keys.epoch().begin_s;
-        for p in &mut parsed[..n] {
-            p.epoch = epoch;
-            p.host_key = match p.slot.and_then(|s| self.hosts.key(s, epoch)) {
+        let drkeys = self.keyring.current();
+        let epoch = drkeys.epoch().begin_s;
+        for (p, key) in parsed[..n].iter().zip(keys.iter_mut()) {
+            *key = match p.slot.and_then(|s| self.hosts.key(s, epoch)) {
                 Some(k) => k,
-                None => keys.as_host(self.ia, &DrkeyHost::from(&p.src_host)),
+                None => drkeys.as_host(self.ia, &DrkeyHost::from(&p.src_host)),
             };
         }
         // σ_0 of every packet under the AS's one hop-field key, interleaved.
         self.mac_key.macs(&mut sigmas[..n]);
         // 3. V_0 of every packet under its host's key, the chains side by side.
-        let mut keys = [AsHostKey::from_bytes([0; 16]); STAGE];
-        let mut inputs = [MacInput::default(); STAGE];
-        for i in 0..n {
-            keys[i] = parsed[i].host_key;
-            inputs[i] = parsed[i].input.with_authenticator(&sigmas[i]);
+        for (input, sigma) in inputs[..n].iter_mut().zip(sigmas.iter()) {
+            *input = input.with_authenticator(sigma);
         }
-        let mut v0 = [[0u8; 16]; STAGE];
         hop_validations(&keys[..n], &inputs[..n], &mut v0[..n]);
         // 4. Compare, charge and authorize, packet by packet.
         for i in 0..n {
             let j = live[i];
-            verdicts[j] = match self.authorize(pkts[j], &parsed[i], &v0[i], now_ns) {
+            verdicts[j] = match self.authorize(pkts[j], &parsed[i], (epoch, keys[i]), &v0[i], now_ns) {
                 Ok(v) => v,
                 Err(d) => self.dropped(d),
             };
@@ -309,8 +333,15 @@ impl Gateway {
         GatewayVerdict::Drop(d)
     }
 
-    /// Stage 1: the checks before the source's, and the CMAC input of the AS's hop field.
-    fn parse(&self, pkt: &[u8], now_ns: u64) -> Result<(Parsed, [u8; 16]), GatewayDrop> {
+    /// Stage 1: the checks before the source's; the MAC input of `V_0` into `input`, and the
+    /// CMAC input of the AS's hop field (for σ_0) into `sigma_input`.
+    fn parse(
+        &self,
+        pkt: &[u8],
+        now_ns: u64,
+        input: &mut MacInput,
+        sigma_input: &mut [u8; 16],
+    ) -> Result<Parsed, GatewayDrop> {
         let view = ScionView::new_checked(pkt).map_err(|_| GatewayDrop::MalformedHeader)?;
         if view.path_type() != path_type::EPIC_PER_AS {
             return Err(GatewayDrop::NotPerAsEpic);
@@ -328,29 +359,28 @@ impl Gateway {
         let (info, hop) = (standard.info(0), standard.hop(0));
         let id = path.pkt_id();
         verify_timestamp(info.timestamp, id.epic_ts, now_ns)?;
-        let parsed = Parsed {
+        *input = MacInput::new(info.timestamp, id, src_ia, &src_host, view.payload_len());
+        *sigma_input = mac_input(info.seg_id, info.timestamp, hop.exp_time, hop.cons_ingress, hop.cons_egress);
+        Ok(Parsed {
             header: Some((view.layout(), path.layout())),
-            input: MacInput::new(info.timestamp, id, src_ia, &src_host, view.payload_len()),
-            host_key: AsHostKey::from_bytes([0; 16]),
             hash: self.hosts.prefetch(&src_host),
             slot: None,
-            epoch: 0,
             src_host,
             duplicate: self.duplicates.as_ref().map(|d| {
                 let h = d.hash(src_ia, &src_host, info.timestamp, id);
                 d.prefetch(h);
                 h
             }),
-        };
-        let sigma_input = mac_input(info.seg_id, info.timestamp, hop.exp_time, hop.cons_ingress, hop.cons_egress);
-        Ok((parsed, sigma_input))
+        })
     }
 
-    /// Stage 4: the source check against `v0`, the host's bucket and the gateway's fields.
+    /// Stage 4: the source check against `v0`, the host's bucket and the gateway's fields;
+    /// `host_key` is the host's key and its epoch's start.
     fn authorize(
         &mut self,
         pkt: &mut [u8],
         p: &Parsed,
+        host_key: (u32, AsHostKey),
         v0: &[u8; 16],
         now_ns: u64,
     ) -> Result<GatewayVerdict, GatewayDrop> {
@@ -369,7 +399,7 @@ impl Gateway {
         }
 
         // 2 and 3. The host's bucket.
-        let (within, counters) = self.hosts.charge((p.src_host, p.slot), (p.epoch, p.host_key), pkt_len, now_ns);
+        let (within, counters) = self.hosts.charge((p.src_host, p.slot), host_key, pkt_len, now_ns);
         if !within {
             counters.over_rate_packets += 1;
             counters.over_rate_bytes += pkt_len as u64;
@@ -384,16 +414,19 @@ impl Gateway {
         }
 
         // 4. Every hop field's AS-level field.
-        let mut keys: [Option<&GatewayKey>; MAX_HOPS] = [None; MAX_HOPS];
-        if self.path_keys.resolve(self.ia, &path.standard(), &mut keys).is_err() {
-            self.no_path_keys += 1;
-            path.set_qos(false);
-            return Ok(GatewayVerdict::Unflagged);
-        }
+        let standard = path.standard();
+        let keys = match self.path_keys.resolve(self.ia, &standard) {
+            Ok(keys) => keys,
+            Err(_) => {
+                self.no_path_keys += 1;
+                path.set_qos(false);
+                return Ok(GatewayVerdict::Unflagged);
+            }
+        };
         counters.compliant_packets += 1;
         counters.compliant_bytes += pkt_len as u64;
-        for (i, key) in keys[..path.num_hvfs()].iter().enumerate() {
-            let key = key.expect("resolved for every hop field");
+        // One key per hop field, and one HVF per hop field.
+        for (i, key) in keys.iter().enumerate() {
             let field = key.hvf(&path.hvf(i));
             path.set_hvf(i, field);
         }

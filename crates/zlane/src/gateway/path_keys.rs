@@ -9,18 +9,22 @@
 //! The keys are the Level-1 keys `K_{A_i→A_0}` that each AS A_i issued to the gateway's AS
 //! A_0, expanded once ([`GatewayKey`]).
 //!
-//! Which AS owns each hop field depends only on the source and the hop fields' egress
-//! interfaces, and a gateway's packets follow few paths, so walks are remembered (a bounded
-//! direct-mapped table keyed by that sequence): a remembered path costs one hash of its
-//! interfaces instead of a hash lookup per AS. A walk names ASes by their index, and their keys
-//! are read afresh for every packet, so a key that changes (a new DRKey epoch, a key withdrawn)
+//! Which AS owns each hop field depends only on the source, the segments' directions and the
+//! hop fields' egress interfaces, and a gateway's packets follow few paths, so walks are
+//! remembered (a bounded direct-mapped table keyed by the segments' lengths and directions and
+//! every hop field's two interfaces as they are on the wire, one word each): a remembered path
+//! costs one hash of those words and one compare, without decoding a hop field, instead of a
+//! hash lookup per AS. [`PathKeys::resolve`] lends the keys of the walk in place ([`HopKeys`]),
+//! so nothing per hop field is copied. A walk names ASes by their index, and their keys are
+//! read afresh for every packet, so a key that changes (a new DRKey epoch, a key withdrawn)
 //! takes effect at once; a link that changes forgets every walk.
 
 use std::collections::HashMap;
+use std::ops::Range;
 
 use aviary_scion::drkey::Level1Key;
 use aviary_scion::epic::per_as::GatewayKey;
-use aviary_scion::wire::path::MAX_HOPS;
+use aviary_scion::wire::path::{field, HOP_LEN, MAX_HOPS};
 use aviary_scion::{IsdAsn, StandardPathView};
 use foldhash::fast::RandomState;
 
@@ -32,26 +36,61 @@ const CACHED_WALKS: usize = if cfg!(test) { 8 } else { 1024 };
 /// Hop fields of the longest path whose walk is remembered (longer ones are walked each time).
 const CACHED_HOPS: usize = 16;
 
-/// A remembered walk: the AS of each hop field of the paths leaving `src` through `egress`.
+/// A hop field's construction ingress and egress interfaces, adjacent: one word to key a walk on.
+const INTERFACES: Range<usize> = field::hop::CONS_INGRESS.start..field::hop::CONS_EGRESS.end;
+
+/// A remembered walk: the AS of each hop field of the paths leaving `src` with segments of
+/// `shape` over hop fields of `interfaces`.
 #[derive(Clone, Copy, Debug, Default)]
 struct Walk {
-    /// Hop fields; 0 for a slot not in use.
-    hops: u8,
+    /// The segments' lengths and directions ([`shape`]); 0 for a slot not in use (a path has
+    /// a first segment).
+    shape: u32,
     src: AsIndex,
-    /// The egress interface of each hop field in the direction of travel (the last one's is
-    /// not needed, and 0).
-    egress: [u16; CACHED_HOPS],
+    /// Each hop field's [`INTERFACES`] as on the wire (0 beyond the path).
+    interfaces: [u32; CACHED_HOPS],
     ases: [AsIndex; CACHED_HOPS],
+}
+
+/// The segment lengths of `path` and, in the high byte, one bit per segment: whether it is in
+/// construction direction (which of a hop field's interfaces is its egress).
+fn shape(path: &StandardPathView<&[u8]>) -> u32 {
+    let b = path.bytes();
+    let dirs = (0..path.num_info_fields()).fold(0u8, |d, i| {
+        let cons_dir = b[path.info_offset(i) + field::info::FLAGS] & field::info::CONS_DIR != 0;
+        d | u8::from(cons_dir) << i
+    });
+    let [a, b, c] = path.meta().seg_len;
+    u32::from_le_bytes([a, b, c, dirs])
+}
+
+/// The key of every hop field of a path, as [`PathKeys::resolve`] found them: borrowed from
+/// the table, in hop-field order.
+#[derive(Clone, Copy, Debug)]
+pub struct HopKeys<'a> {
+    keys: &'a [GatewayKey],
+    ases: &'a [AsIndex],
+}
+
+impl<'a> HopKeys<'a> {
+    pub fn iter(&self) -> impl Iterator<Item = &'a GatewayKey> + '_ {
+        self.ases.iter().map(|at| &self.keys[*at as usize])
+    }
 }
 
 /// The known ASes, their links and their keys.
 #[derive(Clone, Debug)]
 pub struct PathKeys {
     index: HashMap<IsdAsn, AsIndex, RandomState>,
-    keys: Vec<Option<GatewayKey>>,
+    /// Every AS's key; an AS without one (`keyed` false) has a placeholder that no path
+    /// resolves to.
+    keys: Vec<GatewayKey>,
+    keyed: Vec<bool>,
     /// (AS, egress interface) → the AS at the other end.
     links: HashMap<(AsIndex, u16), AsIndex, RandomState>,
     walks: Box<[Walk; CACHED_WALKS]>,
+    /// The ASes of the last path too long to remember.
+    long_walk: Box<[AsIndex; MAX_HOPS]>,
     /// The index of the last source looked up: a gateway's paths all leave its own AS, so
     /// this saves a hash lookup per packet (an AS keeps its index once interned).
     last_src: Option<(IsdAsn, AsIndex)>,
@@ -59,8 +98,9 @@ pub struct PathKeys {
 
 impl Default for PathKeys {
     fn default() -> Self {
-        let (index, keys, links) = Default::default();
-        Self { index, keys, links, walks: Box::new([Walk::default(); CACHED_WALKS]), last_src: None }
+        let (index, keys, keyed, links) = Default::default();
+        let (walks, long_walk) = (Box::new([Walk::default(); CACHED_WALKS]), Box::new([0; MAX_HOPS]));
+        Self { index, keys, keyed, links, walks, long_walk, last_src: None }
     }
 }
 
@@ -81,7 +121,8 @@ impl PathKeys {
     fn intern(&mut self, ia: IsdAsn) -> AsIndex {
         let next = self.keys.len() as AsIndex;
         *self.index.entry(ia).or_insert_with(|| {
-            self.keys.push(None);
+            self.keys.push(GatewayKey::new(&Level1Key::from_bytes([0; 16])));
+            self.keyed.push(false);
             next
         })
     }
@@ -97,84 +138,83 @@ impl PathKeys {
     /// `K_{ia→A_0}`, replacing the AS's previous key.
     pub fn set_key(&mut self, ia: IsdAsn, key: &Level1Key) {
         let i = self.intern(ia);
-        self.keys[i as usize] = Some(GatewayKey::new(key));
+        self.keys[i as usize] = GatewayKey::new(key);
+        self.keyed[i as usize] = true;
     }
 
     /// Forgets every AS's key (the links stay): at a DRKey epoch change, so that a path
     /// through an AS whose new key is not there yet goes unflagged instead of carrying fields
     /// under last epoch's key, which its routers would drop.
     pub fn clear_keys(&mut self) {
-        self.keys.iter_mut().for_each(|k| *k = None);
+        self.keyed.fill(false);
     }
 
     /// Number of ASes with a key.
     pub fn keyed_ases(&self) -> usize {
-        self.keys.iter().filter(|k| k.is_some()).count()
+        self.keyed.iter().filter(|k| **k).count()
     }
 
     fn forget_walks(&mut self) {
-        self.walks.iter_mut().for_each(|w| w.hops = 0);
+        self.walks.iter_mut().for_each(|w| w.shape = 0);
     }
 
-    /// The key of every hop field of `path` (leaving `src`, at its first hop field) into
-    /// `out[..n]`, `n` the path's hop fields.
-    pub fn resolve<'a>(
-        &'a mut self,
-        src: IsdAsn,
-        path: &StandardPathView<&[u8]>,
-        out: &mut [Option<&'a GatewayKey>; MAX_HOPS],
-    ) -> Result<(), PathKeyError> {
+    /// The key of every hop field of `path` (leaving `src`, at its first hop field).
+    pub fn resolve(&mut self, src: IsdAsn, path: &StandardPathView<&[u8]>) -> Result<HopKeys<'_>, PathKeyError> {
         let n = path.num_hops();
-        let mut egress = [0u16; MAX_HOPS];
-        travel_egresses(path, &mut egress);
-        if n > CACHED_HOPS {
+        let ases = if n > CACHED_HOPS {
+            let mut egress = [0u16; MAX_HOPS];
+            travel_egresses(path, &mut egress);
             let mut ases = [0; MAX_HOPS];
             self.walk(src, &egress[..n], &mut ases)?;
-            return self.keys_of(&ases[..n], out);
+            *self.long_walk = ases;
+            &self.long_walk[..n]
+        } else {
+            let slot = self.walk_cached(src, path)?;
+            &self.walks[slot].ases[..n]
+        };
+        match ases.iter().find(|at| !self.keyed[**at as usize]) {
+            Some(at) => Err(PathKeyError::NoKey(self.ia_of(*at))),
+            None => Ok(HopKeys { keys: &self.keys, ases }),
         }
-        let egress: [u16; CACHED_HOPS] = egress[..CACHED_HOPS].try_into().expect("CACHED_HOPS ≤ MAX_HOPS");
-        let slot = self.walk_cached(src, &egress, n)?;
-        // A copy of the few ASes, so that the keys borrow the table alone.
-        let ases = self.walks[slot].ases;
-        self.keys_of(&ases[..n], out)
     }
 
-    /// The key of each of `ases` into `out`.
-    fn keys_of<'a>(
-        &'a self,
-        ases: &[AsIndex],
-        out: &mut [Option<&'a GatewayKey>; MAX_HOPS],
-    ) -> Result<(), PathKeyError> {
-        for (o, at) in out.iter_mut().zip(ases) {
-            let key = self.keys[*at as usize].as_ref();
-            *o = Some(key.ok_or_else(|| PathKeyError::NoKey(self.ia_of(*at)))?);
-        }
-        Ok(())
-    }
-
-    /// The slot of [`PathKeys::walks`] that remembers the walk of a path of `n` hop fields
-    /// (at most [`CACHED_HOPS`]) leaving `src` through `egress`, walked now if it was not.
-    fn walk_cached(&mut self, src: IsdAsn, egress: &[u16; CACHED_HOPS], n: usize) -> Result<usize, PathKeyError> {
-        let at = match self.last_src {
-            Some((ia, at)) if ia == src => at,
+    /// The index of `src`, remembered: a gateway's paths all leave its own AS, so this saves a
+    /// hash lookup per packet (an AS keeps its index once interned).
+    fn source(&mut self, src: IsdAsn) -> Result<AsIndex, PathKeyError> {
+        match self.last_src {
+            Some((ia, at)) if ia == src => Ok(at),
             _ => {
                 let at = *self.index.get(&src).ok_or(PathKeyError::UnknownLink)?;
                 self.last_src = Some((src, at));
-                at
+                Ok(at)
             }
-        };
-        let mut hash = u64::from(at) ^ (n as u64) << 32;
-        for e in &egress[..n] {
-            hash = (hash ^ u64::from(*e)).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
+        }
+    }
+
+    /// The slot of [`PathKeys::walks`] that remembers the walk of `path` (of at most
+    /// [`CACHED_HOPS`] hop fields) leaving `src`, walked now if it was not.
+    fn walk_cached(&mut self, src: IsdAsn, path: &StandardPathView<&[u8]>) -> Result<usize, PathKeyError> {
+        let at = self.source(src)?;
+        let shape = shape(path);
+        let (first, n) = (path.hop_offset(0), path.num_hops());
+        let hops = &path.bytes()[first..first + n * HOP_LEN];
+        let mut interfaces = [0u32; CACHED_HOPS];
+        let mut hash = u64::from(at) ^ u64::from(shape) << 32;
+        for (word, hop) in interfaces.iter_mut().zip(hops.chunks_exact(HOP_LEN)) {
+            *word = u32::from_ne_bytes(hop[INTERFACES].try_into().expect("two adjacent 2-byte interfaces"));
+            hash = (hash ^ u64::from(*word)).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
         }
         let slot = (hash.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize % CACHED_WALKS;
         let w = &self.walks[slot];
-        if usize::from(w.hops) == n && w.src == at && w.egress == *egress {
+        // Every word compared, without a call (the arrays are short and fixed).
+        let differ = w.interfaces.iter().zip(&interfaces).fold(0, |d, (a, b)| d | (a ^ b));
+        if w.shape == shape && w.src == at && differ == 0 {
             return Ok(slot);
         }
-        let mut ases = [0; MAX_HOPS];
+        let (mut egress, mut ases) = ([0u16; MAX_HOPS], [0; MAX_HOPS]);
+        travel_egresses(path, &mut egress);
         self.walk(src, &egress[..n], &mut ases)?;
-        let mut walk = Walk { hops: n as u8, src: at, egress: *egress, ases: [0; CACHED_HOPS] };
+        let mut walk = Walk { shape, src: at, interfaces, ases: [0; CACHED_HOPS] };
         walk.ases.copy_from_slice(&ases[..CACHED_HOPS]);
         self.walks[slot] = walk;
         Ok(slot)
@@ -252,9 +292,7 @@ mod tests {
     /// The key of every hop field, as the address of the expanded key in the table.
     fn resolved(keys: &mut PathKeys, src: IsdAsn, bytes: &[u8]) -> Result<Vec<*const GatewayKey>, PathKeyError> {
         let path = StandardPathView::new_checked(bytes).expect("a valid path");
-        let mut out = [None; MAX_HOPS];
-        keys.resolve(src, &path, &mut out)?;
-        Ok(out[..path.num_hops()].iter().map(|k| k.expect("resolved") as *const _).collect())
+        Ok(keys.resolve(src, &path)?.iter().map(|k| k as *const _).collect())
     }
 
     /// The same without the remembered walks.
@@ -274,7 +312,8 @@ mod tests {
         ases[..path.num_hops()]
             .iter()
             .map(|at| {
-                keys.keys[*at as usize].as_ref().map(|k| k as *const _).ok_or(PathKeyError::NoKey(keys.ia_of(*at)))
+                let key = &keys.keys[*at as usize] as *const _;
+                keys.keyed[*at as usize].then_some(key).ok_or(PathKeyError::NoKey(keys.ia_of(*at)))
             })
             .collect()
     }
@@ -282,9 +321,7 @@ mod tests {
     /// The output of the key the gateway would write hop field `hop` with.
     fn field(keys: &mut PathKeys, src: IsdAsn, bytes: &[u8], hop: usize) -> [u8; 4] {
         let path = StandardPathView::new_checked(bytes).expect("a valid path");
-        let mut out = [None; MAX_HOPS];
-        keys.resolve(src, &path, &mut out).expect("keys");
-        out[hop].expect("resolved").hvf(&[1, 2, 3, 4])
+        keys.resolve(src, &path).expect("keys").iter().nth(hop).expect("resolved").hvf(&[1, 2, 3, 4])
     }
 
     /// A chain 0 → 1 → 2 over interface 1, one down segment.
