@@ -2,17 +2,16 @@
 //! §5.4): an end host above its rate, a host key leaked to another AS, another AS spoofing
 //! the source AS.
 
-use aviary_qos::{Admission, Context, DropReason, LinkState, Processor, RateBound, SeededRandom, Verdict};
-use aviary_scion::drkey::RotatingSecret;
+use aviary_qos::{Admission, Context, DropReason, LinkState, Processor, SeededRandom, Verdict};
 use aviary_scion::epic::per_as::gateway_hvf;
 use aviary_scion::wire::epic_per_as::PerAsPathView;
-use aviary_scion::{AsForwarding, ScionView};
+use aviary_scion::ScionView;
 
-use super::tests::{config, one, PAYLOAD};
+use super::tests::{config, one, source_as_router, PAYLOAD};
 use super::*;
-use crate::classes::{RateConfig, RouterClass, ZlaneConfig};
+use crate::classes::{RateConfig, RouterClass};
 use crate::router::ZlaneRouter;
-use crate::testbed::{Net, IF_NEXT, PROTOCOL};
+use crate::testbed::{Net, IF_NEXT};
 
 const S: u64 = 1_000_000_000;
 const NOW: u64 = 1_750_000_000 * S;
@@ -26,23 +25,8 @@ struct SourceRouter {
 
 impl SourceRouter {
     fn new(net: &Net, as_bps: u64) -> Self {
-        let a = &net.ases[0];
-        let zcfg = ZlaneConfig {
-            ases: net.ases.iter().map(|a| a.ia).collect(),
-            isds: vec![],
-            rates: [(a.ia.to_string(), RateConfig::Bps(as_bps))].into(),
-            burst_bytes: 15_000,
-            drkey_protocol: PROTOCOL,
-        };
-        let fwd = AsForwarding::new(a.ia, a.mac_key.clone(), [IF_NEXT]);
-        let router = ZlaneRouter::new(
-            fwd,
-            &RotatingSecret::new(&a.master_secret).unwrap(),
-            zcfg,
-            [(IF_NEXT, RateBound::Ppm(500_000))],
-            NOW,
-        )
-        .unwrap();
+        let rates = [(net.ases[0].ia.to_string(), RateConfig::Bps(as_bps))].into();
+        let router = source_as_router(net, rates);
         let links = [LinkState { id: IF_NEXT, up: true, rate_bps: 100_000_000, ..Default::default() }];
         Self { router, links, random: SeededRandom::new(1) }
     }

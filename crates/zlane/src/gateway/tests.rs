@@ -3,6 +3,7 @@
 //! does not stays the host's; spoofed sources, replays, foreign sources and malformed
 //! packets are dropped with their reason; rates hold per host and per prefix.
 
+use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
 use aviary_qos::{Context, LinkState, Processor, RateBound, SeededRandom, Verdict};
@@ -12,7 +13,7 @@ use aviary_scion::{AsForwarding, HostAddr, IsdAsn, ScionView};
 use proptest::prelude::*;
 
 use super::*;
-use crate::classes::{RouterClass, ZlaneConfig};
+use crate::classes::{RateConfig, RouterClass, ZlaneConfig};
 use crate::router::ZlaneRouter;
 use crate::testbed::{Net, IF_NEXT, PROTOCOL};
 
@@ -71,27 +72,27 @@ fn an_authorized_packet_verifies_at_every_as_in_the_gateway_form() {
     }
 }
 
-#[test]
-fn the_source_as_router_gives_authorized_traffic_g_and_the_rest_a() {
-    let mut net = Net::new(2, NOW);
-    let mut gw = net.gateway(&config(&[("10.0.0.1", None)], 400_000, OverRatePolicy::Unflagged), NOW).unwrap();
+/// The Z-Lane router of AS 0 of `net` (every AS of `net` in its ISD, guaranteed `rates`; an
+/// equal share without), on its link `IF_NEXT`.
+pub(super) fn source_as_router(net: &Net, rates: BTreeMap<String, RateConfig>) -> ZlaneRouter {
     let a = &net.ases[0];
     let zcfg = ZlaneConfig {
-        ases: vec![net.ases[0].ia, net.ases[1].ia],
+        ases: net.ases.iter().map(|a| a.ia).collect(),
         isds: vec![],
-        rates: Default::default(),
+        rates,
         burst_bytes: 15_000,
         drkey_protocol: PROTOCOL,
     };
     let fwd = AsForwarding::new(a.ia, a.mac_key.clone(), [IF_NEXT]);
-    let mut router = ZlaneRouter::new(
-        fwd,
-        &RotatingSecret::new(&a.master_secret).unwrap(),
-        zcfg,
-        [(IF_NEXT, RateBound::Ppm(500_000))],
-        NOW,
-    )
-    .unwrap();
+    let secret = RotatingSecret::new(&a.master_secret).unwrap();
+    ZlaneRouter::new(fwd, &secret, zcfg, [(IF_NEXT, RateBound::Ppm(500_000))], NOW).unwrap()
+}
+
+#[test]
+fn the_source_as_router_gives_authorized_traffic_g_and_the_rest_a() {
+    let mut net = Net::new(2, NOW);
+    let mut gw = net.gateway(&config(&[("10.0.0.1", None)], 400_000, OverRatePolicy::Unflagged), NOW).unwrap();
+    let mut router = source_as_router(&net, Default::default());
     let links = [LinkState { id: IF_NEXT, up: true, rate_bps: 100_000_000, ..Default::default() }];
     let mut random = SeededRandom::new(1);
     let mut class = |pkt: &mut Vec<u8>, now: u64| {
