@@ -56,8 +56,10 @@ fn packets(net: &mut Net, kinds: &[Kind]) -> Vec<Vec<u8>> {
     out
 }
 
-/// Everything a gateway counted.
-fn counted(gw: &Gateway) -> (Vec<(&'static str, u64)>, u64, Vec<(HostAddr, HostCounters)>) {
+/// Everything a gateway counted: drops by reason, packets without path keys, each host's counters.
+type Counted = (Vec<(&'static str, u64)>, u64, Vec<(HostAddr, HostCounters)>);
+
+fn counted(gw: &Gateway) -> Counted {
     let mut hosts: Vec<(HostAddr, HostCounters)> = gw.hosts().map(|(h, c)| (h, *c)).collect();
     hosts.sort_by_key(|(h, _)| format!("{h:?}"));
     (gw.drops().collect(), gw.no_path_keys(), hosts)
