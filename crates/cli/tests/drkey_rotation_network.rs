@@ -12,6 +12,7 @@
 // Only some of the shared helpers are of use here.
 #[allow(dead_code)]
 mod glwp_common;
+mod prometheus_text;
 mod rotation_common;
 mod zlane_common;
 

@@ -17,6 +17,7 @@ use aviary_qos::{Admission, DuplicateFilter, DuplicateFilterConfig, Verdict};
 use aviary_scion::IsdAsn;
 
 mod glwp_common;
+mod prometheus_text;
 
 use glwp_common::{
     configured_hop_values, counted, discover, exe, ia, metrics, now_ns, sample, settled_discovery, topology_file,

@@ -9,6 +9,7 @@
 //!   it are refused, visible on `/metrics`, until the operator clears it.
 
 mod glwp_common;
+mod prometheus_text;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

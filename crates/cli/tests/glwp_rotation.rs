@@ -9,6 +9,7 @@
 // Only some of the shared helpers are of use here.
 #[allow(dead_code)]
 mod glwp_common;
+mod prometheus_text;
 mod rotation_common;
 
 use std::path::{Path, PathBuf};

@@ -7,6 +7,7 @@
 //! discoveries through it and blame it (F2), visible on their `/metrics`.
 
 mod glwp_common;
+mod prometheus_text;
 
 use std::time::{Duration, Instant};
 

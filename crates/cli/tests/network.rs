@@ -331,6 +331,8 @@ fn management_api_changes_links_policing_and_keys_at_runtime() {
     let l = &net.layout;
     let core = &l.ases[&"1-ff00:0:110".parse().unwrap()];
     let mgmt = core.router.management;
+    // ureq's own (large) error type, because the checks below match on its statuses.
+    #[allow(clippy::result_large_err)]
     let put = |path: &str, body: &str| ureq::put(&format!("http://{mgmt}{path}")).send_string(body);
     let status =
         || -> serde_json::Value { ureq::get(&format!("http://{mgmt}/v1/status")).call().unwrap().into_json().unwrap() };

@@ -5,6 +5,7 @@
 //! gateway unflagged and is class A; a host that skips the gateway and sets the QoS flag
 //! itself gets no G.
 
+mod prometheus_text;
 mod zlane_common;
 
 use std::time::{Duration, Instant};

@@ -333,7 +333,7 @@ fn epochs_roll_over_with_a_grace_period_and_remote_keys_are_cached_per_epoch() {
         Box::new(fetcher),
     )
     .unwrap();
-    let begin: u64 = 1_700_000_000 - 1_700_000_000 % 100;
+    let begin: u64 = 1_700_000_000; // the start of an epoch: a multiple of 100 s
     let prev = Epoch::new((begin - 100) as u32, begin as u32).unwrap();
     let level1 = |at, now| svc.issue_level1(ia(B), Protocol(0), at, now);
     // Two seconds into an epoch: the previous epoch's key is still served, as its own.

@@ -17,7 +17,9 @@ fn ia(i: usize) -> IsdAsn {
 }
 
 /// `(AS, role, routes to D, links (ifid, neighbour, neighbour's ifid))`.
-fn network() -> Vec<(IsdAsn, Role, Vec<Route>, Vec<(u16, IsdAsn, u16)>)> {
+type NodeSpec = (IsdAsn, Role, Vec<Route>, Vec<(u16, IsdAsn, u16)>);
+
+fn network() -> Vec<NodeSpec> {
     let d = ia(4);
     let r = |via: &[u16]| vec![Route { dst: d, via: via.to_vec(), policy: Policy::RoundRobin }];
     vec![
@@ -89,7 +91,7 @@ impl Net {
         Self { routers, links, random: SeededRandom::new(1) }
     }
 
-    fn at(&mut self, a: IsdAsn, ingress: u16, pkt: &mut Vec<u8>) -> Verdict {
+    fn at(&mut self, a: IsdAsn, ingress: u16, pkt: &mut [u8]) -> Verdict {
         let states: Vec<LinkState> = self
             .links
             .keys()

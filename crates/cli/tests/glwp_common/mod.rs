@@ -10,9 +10,7 @@ use aviary_node::runner::Network;
 use aviary_node::topology::Topology;
 use aviary_scion::IsdAsn;
 
-#[path = "../prometheus_text/mod.rs"]
-mod prometheus_text;
-pub use prometheus_text::sample;
+pub use crate::prometheus_text::sample;
 
 /// The ASes of the path from h111 to h211.
 pub const PATH_ASES: [&str; 4] = ["1-ff00:0:111", "1-ff00:0:110", "2-ff00:0:210", "2-ff00:0:211"];

@@ -9,9 +9,7 @@ use std::time::{Duration, Instant};
 
 use aviary_node::runner::{Network, RunLayout};
 
-#[path = "../prometheus_text/mod.rs"]
-mod prometheus_text;
-pub use prometheus_text::sample;
+pub use crate::prometheus_text::sample;
 
 /// The AS of the gateway and of its hosts.
 pub const SOURCE_AS: &str = "1-ff00:0:111";
