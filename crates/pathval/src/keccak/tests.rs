@@ -95,6 +95,11 @@ fn ptn(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i % 251) as u8).collect()
 }
 
+/// The messages of RFC 9861's vectors: the empty one, then `ptn(17^i)` for `i < count`.
+fn rfc_9861_messages(count: u32) -> Vec<Vec<u8>> {
+    std::iter::once(Vec::new()).chain((0..count).map(|i| ptn(17usize.pow(i)))).collect()
+}
+
 fn unhex<const N: usize>(s: &str) -> [u8; N] {
     hex::decode(s).unwrap().try_into().unwrap()
 }
@@ -118,7 +123,7 @@ fn kt128_is_rfc_9861s_on_every_implementation() {
         "8701045e22205345ff4dda05555cbb5c3af1a771c2b89baef37db43d9998b9fe",
         "844d610933b1b9963cbdeb5ae3b6b05cc7cbd67ceedf883eb678a0a8e0371682",
     ];
-    let msgs: Vec<Vec<u8>> = std::iter::once(Vec::new()).chain((0..6).map(|i| ptn(17usize.pow(i)))).collect();
+    let msgs = rfc_9861_messages(6);
     let refs: Vec<&[u8]> = msgs.iter().map(Vec::as_slice).collect();
     for imp in Implementation::available() {
         let out = kt128_on::<32>(imp, &refs);
@@ -143,7 +148,7 @@ fn turboshake128_is_rfc_9861s_on_every_implementation() {
         "d4976eb56bcf118520582b709f73e1d6853e001fdaf80e1b13e0d0599d5fb372",
         "da67c7039e98bf530cf7a37830c6664e14cbab7f540f58403b1b82951318ee5c",
     ];
-    let msgs: Vec<Vec<u8>> = std::iter::once(Vec::new()).chain((0..5).map(|i| ptn(17usize.pow(i)))).collect();
+    let msgs = rfc_9861_messages(5);
     let refs: Vec<&[u8]> = msgs.iter().map(Vec::as_slice).collect();
     for imp in Implementation::available() {
         let mut out = vec![[0u8; 32]; msgs.len()];
