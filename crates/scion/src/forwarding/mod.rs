@@ -22,7 +22,7 @@ pub use staged::{HopAuth, HopExtension, Staged, StagedForwarder, Standard, Stand
 
 use aviary_qos::{DropReason, Verdict};
 
-use crate::mac::{input, mac_eq, HopMacKey, MAC_LEN};
+use crate::mac::{input, mac_eq, macs_match, HopMacKey, MAC_LEN};
 use crate::wire::path::{chain_seg_id, field, hop_expiry_ns, InfoField};
 use crate::wire::path_view::StandardPathView;
 use crate::IsdAsn;
@@ -247,18 +247,6 @@ fn check_hop(
         return Err(DropReason::BadMac);
     }
     Ok(())
-}
-
-/// Whether two hop-field MACs are equal, in constant time: one comparison of the XOR of all
-/// their bytes, as one word.
-#[inline(always)]
-fn macs_match(a: &[u8; MAC_LEN], b: &[u8; MAC_LEN]) -> bool {
-    let word = |m: &[u8; MAC_LEN]| {
-        let mut w = [0u8; 8];
-        w[..MAC_LEN].copy_from_slice(m);
-        u64::from_ne_bytes(w)
-    };
-    word(a) ^ word(b) == 0
 }
 
 // The fields at a [`HopWork`]'s offsets. Safety, for all four: `layout` passed
