@@ -84,10 +84,24 @@ pub fn plan(
         };
         match planned {
             Ok(plan) => return Ok(plan),
-            Err(e) if Instant::now() >= deadline => return Err(e.into()),
+            Err(e) if Instant::now() >= deadline => return Err(readable(ledger, e)),
             Err(_) => std::thread::sleep(Duration::from_millis(200)),
         }
     }
+}
+
+/// `e` for people: a shortfall in the token's units (`0.0036 ETH`, `12.5 TST`), not in its
+/// smallest ones, where the token tells its symbol and decimals.
+fn readable(ledger: &dyn Ledger, e: client::ClientError) -> anyhow::Error {
+    let client::ClientError::Unaffordable { token, needed, available } = e else { return e.into() };
+    let Ok(book) = client::token_infos(ledger, [token]) else { return e.into() };
+    let Some(info) = book.get(&token) else { return e.into() };
+    anyhow::anyhow!(
+        "the cheapest plan needs {} ({needed} of the smallest unit), the buyer has {} ({available}): \
+         fund the buyer's account or wait for cheaper offers",
+        client::view::format_amount(needed, info),
+        client::view::format_amount(available, info),
+    )
 }
 
 /// Buys `plan` (re-planning if it reverts, see [`client::buy_cheapest`]). The purchase's
@@ -109,7 +123,8 @@ pub fn buy(
     record.save(&record_path)?;
     let wants: Vec<HopWant> = plan.hops.iter().map(|h| h.want).collect();
     let terms = DeliveryTerms { key: &key, window_s: p.delivery_window_s };
-    let (_, requests) = client::buy_cheapest(ledger, d, buyer, &wants, p.window(), Some(plan.clone()), terms)?;
+    let (_, requests) = client::buy_cheapest(ledger, d, buyer, &wants, p.window(), Some(plan.clone()), terms)
+        .map_err(|e| readable(ledger, e))?;
     record.requests = requests;
     record.save(&record_path)?;
     Ok(record_path)
@@ -198,4 +213,36 @@ pub fn wait(ledger: &dyn Ledger, d: &Deployment, record_path: &Path, timeout: Du
     record.complete = missing.is_empty();
     record.save(record_path)?;
     Ok(Collected { forward, reverse, missing })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aviary_market::contracts::deploy_test_token;
+    use aviary_market::EmbeddedLedger;
+
+    /// A shortfall reads in the token's own units, read from the token contract on the chain.
+    #[test]
+    fn a_shortfall_is_told_in_the_tokens_units() {
+        let mut l = EmbeddedLedger::in_memory();
+        let owner = l.accounts()[0].clone();
+        let token = deploy_test_token(&mut l, &owner, "Test", "TST").unwrap();
+        let e = client::ClientError::Unaffordable {
+            token,
+            needed: U256::from(12_500_000_000_000_000_000u128),
+            available: U256::from(3u64),
+        };
+        let text = readable(&l, e).to_string();
+        assert!(text.contains("needs 12.5 TST"), "{text}");
+        assert!(text.contains("the buyer has 0.000000000000000003 TST (3)"), "{text}");
+        let native = client::ClientError::Unaffordable {
+            token: Address::ZERO,
+            needed: U256::from(3_600_000_000_000_000u64),
+            available: U256::ZERO,
+        };
+        assert!(readable(&l, native).to_string().contains("needs 0.0036 ETH"));
+        // Anything else is passed on as it is.
+        let other = client::ClientError::TimeOverflow { start: 1, duration: 2 };
+        assert_eq!(readable(&l, other).to_string(), "1 + 2 s is past the largest time a uint64 holds");
+    }
 }
