@@ -44,6 +44,8 @@ impl DiscoverError {
     /// The HTTP status of the host API's reply.
     pub fn status(&self) -> u16 {
         match self {
+            // The path is well formed but the source's own state refuses it for now.
+            DiscoverError::BadPath(RequestError::HeldDown(_)) => 409,
             DiscoverError::BadPath(_) => 400,
             DiscoverError::Refused { .. } | DiscoverError::BelowMinimum { .. } => 409,
             DiscoverError::Timeout { .. } => 504,
@@ -144,5 +146,21 @@ impl GlwpService {
             ts_exp: alloc.ts_exp,
             hops,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A malformed request is the host's mistake (400); a held-down first hop or a refusal on
+    /// the path is the network's state (409), which may change without a new request.
+    #[test]
+    fn statuses_tell_a_malformed_request_from_a_refusal() {
+        let ia: IsdAsn = "1-ff00:0:110".parse().unwrap();
+        assert_eq!(DiscoverError::BadPath(RequestError::Shape { ases: 1, pairs: 0 }).status(), 400);
+        assert_eq!(DiscoverError::BadPath(RequestError::NotSource(ia)).status(), 400);
+        assert_eq!(DiscoverError::BadPath(RequestError::HeldDown(ia)).status(), 409);
+        assert_eq!(DiscoverError::Refused { position: 1, ia, preliminary_bps: 0 }.status(), 409);
     }
 }
