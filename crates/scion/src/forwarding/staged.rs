@@ -25,7 +25,7 @@ use aviary_qos::{Admission, Claim, Context, DropReason, Processor, Verdict};
 
 use super::{AsForwarding, HopWork};
 use crate::mac::{HopMacKey, MAC_LEN};
-use crate::wire::header::{path_type, ScionView};
+use crate::wire::header::{field, path_type, ScionView};
 
 /// Packets processed together (stack-allocated state per packet).
 pub const MAX_BATCH: usize = 32;
@@ -321,18 +321,37 @@ impl<E: HopExtension> StagedForwarder<E> {
         Verdict::Drop(DropReason::BadMac)
     }
 
+    /// Stage 1 for a packet of the standard path type, in one pass over its words without
+    /// the views. A function of its own: inlined into one function with the other path
+    /// types' route, the two shared registers and spilled, and a flyover packet paid 12
+    /// instructions more (callgrind, 2026-11-26).
+    #[inline(never)]
+    fn prepare_standard(&self, pkt: &[u8], ingress: u16) -> Result<Staged<E::Work>, Verdict> {
+        let (path_start, hop) = self.fwd.prepare_scion(pkt, ingress).map_err(Verdict::Drop)?;
+        Ok(Staged { path_start, layout_offset: 0, hop, ext: None })
+    }
+
     /// Stage 1 for one packet; `Err` is its final verdict (a drop, or local delivery on the
-    /// empty path).
+    /// empty path). Only the path type is read here, so that each route keeps a function of
+    /// its own.
+    #[inline(always)]
     fn prepare(&self, pkt: &[u8], ingress: u16) -> Result<Staged<E::Work>, Verdict> {
+        if pkt.get(field::PATH_TYPE) == Some(&path_type::SCION) {
+            self.prepare_standard(pkt, ingress)
+        } else {
+            self.prepare_view(pkt, ingress)
+        }
+    }
+
+    /// Stage 1 for the path types other than the standard one (which [`Self::prepare`] sends
+    /// to [`Self::prepare_standard`]), over the checked views.
+    #[inline(never)]
+    fn prepare_view(&self, pkt: &[u8], ingress: u16) -> Result<Staged<E::Work>, Verdict> {
         let view = ScionView::new_checked(pkt).map_err(|e| Verdict::Drop(e.into()))?;
         let (src, dst) = (view.src_ia(), view.dst_ia());
         // Below 1020 (see `Staged::path_start`).
         let path_start = view.path_range().start as u16;
         match view.path_type() {
-            path_type::SCION => {
-                let hop = self.fwd.prepare_standard(view.path(), src, dst, ingress).map_err(Verdict::Drop)?;
-                Ok(Staged { path_start, layout_offset: 0, hop, ext: None })
-            }
             path_type::EMPTY => Err(self.fwd.process_empty(src, dst, ingress)),
             _ => {
                 let (hop, ext) = self.ext.prepare(&self.fwd, &view, ingress).map_err(Verdict::Drop)?;
