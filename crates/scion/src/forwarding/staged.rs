@@ -21,6 +21,8 @@
 //! its own fields and cryptography. No allocation: per-packet state lives on the stack, sized
 //! for the largest batch ([`MAX_BATCH`]).
 
+use std::mem::MaybeUninit;
+
 use aviary_qos::{Admission, Claim, Context, DropReason, Processor, Verdict};
 
 use super::{AsForwarding, HopWork};
@@ -211,8 +213,9 @@ impl<E: HopExtension> StagedForwarder<E> {
 
         // Stage 3: hop-field MACs (and crossover MACs) under the AS key. One block per packet,
         // plus one per crossover (at most one per packet): 2N.
-        let mut blocks = [[[0u8; 16]; 2]; N];
-        let mut owner = [[(0usize, false); 2]; N];
+        // Not zeroed (1 KiB for a batch of 32): only the first `nb` entries are written and read.
+        let mut blocks = [[const { MaybeUninit::<[u8; 16]>::uninit() }; 2]; N];
+        let mut owner = [[const { MaybeUninit::<(usize, bool)>::uninit() }; 2]; N];
         let blocks = blocks.as_flattened_mut();
         let owner = owner.as_flattened_mut();
         let mut nb = 0;
@@ -223,23 +226,29 @@ impl<E: HopExtension> StagedForwarder<E> {
                 // so `nb + 1 < 2 * N`, the length of both arrays.
                 debug_assert!(nb < 2 * i + 1 && i < N);
                 unsafe {
-                    *blocks.get_unchecked_mut(nb) = b1;
-                    *owner.get_unchecked_mut(nb) = (i, false);
+                    blocks.get_unchecked_mut(nb).write(b1);
+                    owner.get_unchecked_mut(nb).write((i, false));
                 }
                 nb += 1;
                 if let Some(b2) = b2 {
                     // SAFETY: as above (`nb <= 2 * i + 1`).
                     unsafe {
-                        *blocks.get_unchecked_mut(nb) = b2;
-                        *owner.get_unchecked_mut(nb) = (i, true);
+                        blocks.get_unchecked_mut(nb).write(b2);
+                        owner.get_unchecked_mut(nb).write((i, true));
                     }
                     nb += 1;
                 }
             }
         }
         debug_assert!(nb <= 2 * n);
-        // SAFETY: `nb <= 2 * n <= 2 * N` (above).
-        let (blocks, owner) = unsafe { (blocks.get_unchecked_mut(..nb), owner.get_unchecked(..nb)) };
+        // SAFETY: `nb <= 2 * n <= 2 * N` (above), and the first `nb` entries of both arrays were
+        // written in the loop; `MaybeUninit<T>` has the layout of `T`.
+        let (blocks, owner) = unsafe {
+            (
+                &mut *(blocks.get_unchecked_mut(..nb) as *mut [MaybeUninit<[u8; 16]>] as *mut [[u8; 16]]),
+                &*(owner.get_unchecked(..nb) as *const [MaybeUninit<(usize, bool)>] as *const [(usize, bool)]),
+            )
+        };
         self.fwd.mac_keys.current().macs(blocks);
         let mut auths = [HopAuth::default(); N];
         for (b, &(i, second)) in blocks.iter().zip(owner) {
