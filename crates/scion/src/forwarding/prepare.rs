@@ -168,15 +168,13 @@ impl AsForwarding {
         }
         // SAFETY: `pkt` reaches DST_HOST, and every field read here ends before it (the
         // assertion at the top of the module).
-        let (first, hdr_units, payload_len, ptype, addr_types, dst, src) = unsafe {
+        let (first, hdr_units, payload_len, ptype, addr_types) = unsafe {
             (
                 raw::byte(pkt, hdr::VERSION_TC),
                 raw::byte(pkt, hdr::HDR_LEN),
                 raw::be_u16(pkt, hdr::PAYLOAD_LEN.start),
                 raw::byte(pkt, hdr::PATH_TYPE),
                 raw::byte(pkt, hdr::ADDR_TYPES),
-                IsdAsn::from_u64(raw::be_u64(pkt, hdr::DST_IA.start)),
-                IsdAsn::from_u64(raw::be_u64(pkt, hdr::SRC_IA.start)),
             )
         };
         if header::version_of(first) != 0 {
@@ -223,18 +221,18 @@ impl AsForwarding {
         }
         let ci = ((meta >> CURR_INF_SHIFT) & CURR_INF_MASK) as usize;
         let ch = ((meta >> CURR_HF_SHIFT) & CURR_HF_MASK) as usize;
-        let segment = |hf: usize| usize::from(hf >= end0) + usize::from(hf >= end1);
-        // CurrHF within the path and in CurrINF's segment (which CurrINF then names: a hop
-        // field of segment 1 or 2 means that segment is not empty).
-        if ch >= num_hops || segment(ch) != ci {
+        // CurrHF within CurrINF's segment (so within the path, and CurrINF names a segment
+        // that is not empty).
+        let (seg_start, seg_end) = match ci {
+            0 => (0, end0),
+            1 => (end0, end1),
+            2 => (end1, num_hops),
+            _ => return Err(DropReason::PathIndexOutOfRange),
+        };
+        if ch < seg_start || ch >= seg_end {
             return Err(DropReason::PathIndexOutOfRange);
         }
-        debug_assert!(ci < num_inf);
-        let seg_end = |s: usize| match s {
-            0 => end0,
-            1 => end1,
-            _ => num_hops,
-        };
+        debug_assert!(ci < num_inf && ch < num_hops);
 
         // The hop, as `prepare_hop` checks it (one hop field wide).
         let info_off = META_LEN + INFO_LEN * ci;
@@ -262,13 +260,21 @@ impl AsForwarding {
         if ingress != 0 && ingress != hop_in {
             return Err(DropReason::BadIngress);
         }
+        // Read where they are needed, not kept in registers across the path's checks.
+        // SAFETY: `pkt` reaches DST_HOST (checked first), which both ISD-ASes end before.
+        let (dst, src) = unsafe {
+            (
+                IsdAsn::from_u64(raw::be_u64(pkt, hdr::DST_IA.start)),
+                IsdAsn::from_u64(raw::be_u64(pkt, hdr::SRC_IA.start)),
+            )
+        };
         self.check_src_dst(src, dst, ingress, PathEnds { first_hop: ch == 0, last_hop: ch + 1 == num_hops })?;
         let deliver = dst == self.local_ia;
 
         let mut next = None;
         let mut advanced = ch + 1;
         let mut end = hop_off + HOP_LEN;
-        if !deliver && advanced == seg_end(ci) && ci + 1 < num_inf && !peering {
+        if !deliver && advanced == seg_end && ci + 1 < num_inf && !peering {
             // Segment crossover: the next segment's first hop field is this AS's too. It
             // exists: segment ci + 1 < num_inf is not empty.
             let ninfo_off = info_off + INFO_LEN;
@@ -288,7 +294,8 @@ impl AsForwarding {
         let seg_id = if chain { chain_seg_id(info.seg_id(), &mac) } else { info.seg_id() };
         // `advanced <= num_hops <= MAX_HOPS`: CurrHF can hold it; SegLens stay, the reserved
         // bits are written as zero.
-        let advanced_meta = ((segment(advanced) as u32) << CURR_INF_SHIFT)
+        let segment = usize::from(advanced >= end0) + usize::from(advanced >= end1);
+        let advanced_meta = ((segment as u32) << CURR_INF_SHIFT)
             | ((advanced as u32) << CURR_HF_SHIFT)
             | (meta & SEG_LENS);
         Ok((
