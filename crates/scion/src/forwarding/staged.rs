@@ -250,22 +250,29 @@ impl<E: HopExtension> StagedForwarder<E> {
             )
         };
         self.fwd.mac_keys.current().macs(blocks);
-        let mut auths = [HopAuth::default(); N];
+        // Not zeroed either: packet `i`'s entry is written whole from its first block, which
+        // every prepared packet has and which comes before its crossover's second block; stage
+        // 4 reads only the entries of prepared packets.
+        let mut auths = [const { MaybeUninit::<HopAuth>::uninit() }; N];
         for (b, &(i, second)) in blocks.iter().zip(owner) {
             debug_assert!(i < n);
             // SAFETY: every owner was written above with a packet index `i < n <= N`.
             let auth = unsafe { auths.get_unchecked_mut(i) };
             if second {
-                auth.next = Some(*b);
+                // SAFETY: packet `i`'s first block came before this one and wrote its entry.
+                unsafe { auth.assume_init_mut() }.next = Some(*b);
             } else {
-                auth.current = *b;
+                auth.write(HopAuth { current: *b, next: None });
             }
         }
 
         // Stage 4: verify, update, let the mechanism write back and admit.
         for i in 0..n {
             let Some(w) = &work[i] else { continue };
-            let auth = &auths[i];
+            debug_assert!(i < N);
+            // SAFETY: packet `i` was prepared (`work[i]` is `Some`), so stage 3 wrote its entry
+            // from its first block; `i < n <= N`.
+            let auth = unsafe { auths.get_unchecked(i).assume_init_ref() };
             let (mac, next_mac) = auth.macs();
             let path = &mut pkts[i][usize::from(w.path_start)..];
             verdicts[i] =
