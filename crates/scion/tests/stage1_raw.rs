@@ -30,20 +30,25 @@ fn reference(fwd: &AsForwarding, pkt: &[u8], ingress: u16) -> Result<(u16, HopWo
 }
 
 /// A standard path of 1–3 segments of 1–21 hops each (up to 63 in all, the most CurrHF can
-/// name), CurrHF anywhere and CurrINF its segment: crossovers, peering flags and every
-/// direction occur.
+/// name), CurrINF the segment of CurrHF, which is anywhere or (half the time) at the last hop
+/// of a segment, where crossovers and delivery happen; peering flags in a quarter of the paths,
+/// every direction.
 fn arb_path() -> impl Strategy<Value = StandardPath> {
     prop::collection::vec((arb_info(), prop::collection::vec(arb_hop(), 1..=21)), 1..=3)
-        .prop_flat_map(|segs| (Just(segs), any::<Index>()))
-        .prop_map(|(segs, idx)| {
+        .prop_flat_map(|segs| (Just(segs), any::<Index>(), any::<bool>(), prop::bool::weighted(0.25)))
+        .prop_map(|(segs, idx, at_seg_end, peering)| {
             let mut p = StandardPath::default();
-            for (i, (info, hops)) in segs.into_iter().enumerate() {
+            let mut ends = Vec::new();
+            for (i, (mut info, hops)) in segs.into_iter().enumerate() {
+                info.peering &= peering;
                 p.seg_len[i] = hops.len() as u8;
                 p.info.push(info);
                 p.hops.extend(hops);
+                ends.push(p.hops.len());
             }
             assert!(p.hops.len() <= MAX_HOPS);
-            p.curr_hf = idx.index(p.hops.len()) as u8;
+            let hf = if at_seg_end { ends[idx.index(ends.len())] - 1 } else { idx.index(p.hops.len()) };
+            p.curr_hf = hf as u8;
             p.curr_inf = segment_of(p.seg_len, usize::from(p.curr_hf)) as u8;
             p
         })
