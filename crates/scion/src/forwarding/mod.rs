@@ -24,7 +24,6 @@ use aviary_qos::{DropReason, Verdict};
 
 use crate::mac::{input, mac_eq, macs_match, HopMacKey, MAC_LEN};
 use crate::wire::path::{chain_seg_id, field, hop_expiry_ns, InfoField};
-use crate::wire::path_view::StandardPathView;
 use crate::IsdAsn;
 use raw::{HopWord, InfoWord};
 
@@ -170,15 +169,6 @@ impl AsForwarding {
         }
     }
 
-    /// Parses a standard path and runs every check that needs no cryptography.
-    #[inline(always)]
-    pub fn prepare_standard(&self, path: &[u8], src: IsdAsn, dst: IsdAsn, ingress: u16) -> Result<HopWork, DropReason> {
-        let view = StandardPathView::new_checked(path).map_err(DropReason::from)?;
-        let mut work = self.prepare_hop(&view, src, dst, ingress)?;
-        work.set_mac(work.mac());
-        Ok(work)
-    }
-
     /// Verifies the hop field(s) of a prepared packet given their computed MACs, and
     /// updates SegID and CurrINF/CurrHF in place. `layout` is the hop layout `w` was prepared
     /// from, its bytes as they were then. `Ok(None)`: deliver locally; `Ok(Some(egress))`:
@@ -288,7 +278,7 @@ fn mac_block(seg_id: u16, info: InfoWord, hop: HopWord) -> [u8; 16] {
 
 /// The second hop field an AS verifies at a segment crossover: where it and its info field
 /// are in the hop layout.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NextHop {
     info_off: u16,
     hop_off: u16,
@@ -299,7 +289,7 @@ pub struct NextHop {
 /// one) and their info fields are in the hop layout, and the few values derived from them
 /// that the later stages need; then what to write back. Only [`AsForwarding::prepare_hop`]
 /// makes one, from a checked view: its offsets are proven for the layout it was made from.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HopWork {
     /// Offset of the current info field in the hop layout (within its first 28 bytes).
     info_off: u16,

@@ -10,9 +10,23 @@ use aviary_qos::DropReason;
 use super::raw::{self, HopWord, InfoWord};
 use super::{AsForwarding, HopWork, NextHop, PathEnds};
 use crate::mac::MAC_LEN;
+use crate::wire::path::chain_seg_id;
+use crate::wire::header::{self, field as hdr, path_type};
 use crate::wire::path::{field, segment_of, HOP_LEN, INFO_LEN, MAX_HOPS, META_LEN};
 use crate::wire::path_view::StandardPathView;
 use crate::IsdAsn;
+
+// Every common-header and ISD-AS field `prepare_scion` reads ends before the host addresses,
+// whose start it checks the packet reaches first.
+const _: () = assert!(
+    hdr::VERSION_TC < hdr::DST_HOST
+        && hdr::HDR_LEN < hdr::DST_HOST
+        && hdr::PAYLOAD_LEN.end <= hdr::DST_HOST
+        && hdr::PATH_TYPE < hdr::DST_HOST
+        && hdr::ADDR_TYPES < hdr::DST_HOST
+        && hdr::DST_IA.end <= hdr::DST_HOST
+        && hdr::SRC_IA.end <= hdr::DST_HOST
+);
 
 /// What the forwarder needs of a checked path view. Positions count in the path type's own
 /// unit (hop fields for the standard path, 4-byte lines for Hummingbird's).
@@ -132,6 +146,179 @@ impl AsForwarding {
             at_end: advanced >= units || advanced > L::MAX_CURR_HF,
             advanced_meta: path.advanced_word(segment_of(seg_len, advanced), advanced.min(L::MAX_CURR_HF)),
         })
+    }
+}
+
+impl AsForwarding {
+    /// Stage 1 of a standard SCION packet (path type 1) in one pass over its raw words: the
+    /// checks of [`crate::ScionView::new_checked`] over the common and address header, those
+    /// of [`StandardPathView::new_checked`] over the path and those of
+    /// [`AsForwarding::prepare_hop`] over the current hop field, with the same outcome (the
+    /// same drop reason, in the same order; a property test holds the two routes equal), but
+    /// without building either view: what the checks prove is kept in a few integers.
+    /// Returns the path's offset in the packet and the work of the hop. A packet of another
+    /// path type is [`DropReason::UnsupportedPathType`] once its header has passed.
+    #[inline(always)]
+    pub fn prepare_scion(&self, pkt: &[u8], ingress: u16) -> Result<(u16, HopWork), DropReason> {
+        use field::meta::{CURR_HF_MASK, CURR_HF_SHIFT, CURR_INF_MASK, CURR_INF_SHIFT, SEG_LENS, SEG_LEN_MASK, SEG_LEN_SHIFT};
+
+        // The common and address header, as `ScionView::new_checked` checks them.
+        if pkt.len() < hdr::DST_HOST {
+            return Err(DropReason::Truncated);
+        }
+        // SAFETY: `pkt` reaches DST_HOST, and every field read here ends before it (the
+        // assertion at the top of the module).
+        let (first, hdr_units, payload_len, ptype, addr_types) = unsafe {
+            (
+                raw::byte(pkt, hdr::VERSION_TC),
+                raw::byte(pkt, hdr::HDR_LEN),
+                raw::be_u16(pkt, hdr::PAYLOAD_LEN.start),
+                raw::byte(pkt, hdr::PATH_TYPE),
+                raw::byte(pkt, hdr::ADDR_TYPES),
+            )
+        };
+        if header::version_of(first) != 0 {
+            return Err(DropReason::BadVersion);
+        }
+        let (dl, sl) = header::host_lens(addr_types).ok_or(DropReason::BadAddressType)?;
+        let path_start = hdr::DST_HOST + dl + sl;
+        let hdr_len = usize::from(hdr_units) * 4;
+        if hdr_len < path_start || pkt.len() < path_start {
+            return Err(DropReason::Truncated);
+        }
+        if hdr_len + usize::from(payload_len) != pkt.len() {
+            return Err(DropReason::LengthMismatch);
+        }
+        if ptype != path_type::SCION {
+            return Err(DropReason::UnsupportedPathType);
+        }
+
+        // The path's meta header, as `StandardPathView::new_checked` checks it (every error
+        // but the indices' is a malformed path).
+        let path_len = hdr_len - path_start;
+        if path_len < META_LEN {
+            return Err(DropReason::MalformedPath);
+        }
+        debug_assert!(path_start + path_len <= pkt.len());
+        // SAFETY: the path, `path_start..hdr_len`, lies within `pkt`: `hdr_len + PayloadLen`
+        // is its length.
+        let path = unsafe { pkt.get_unchecked(path_start..hdr_len) };
+        // SAFETY: the path holds at least META_LEN bytes (just checked).
+        let meta = unsafe { raw::be_u32(path, field::meta::WORD.start) };
+        let seg = |i: usize| ((meta >> SEG_LEN_SHIFT[i]) & SEG_LEN_MASK) as usize;
+        let (s0, s1, s2) = (seg(0), seg(1), seg(2));
+        // A path without a first segment, or with a gap, is malformed.
+        if s0 == 0 || (s1 == 0 && s2 != 0) {
+            return Err(DropReason::MalformedPath);
+        }
+        let num_inf = 1 + usize::from(s1 != 0) + usize::from(s2 != 0);
+        // Where segments 0 and 1 end and the path's hop fields do.
+        let (end0, end1) = (s0, s0 + s1);
+        let num_hops = end1 + s2;
+        let hops_at = META_LEN + INFO_LEN * num_inf;
+        if num_hops > MAX_HOPS || path_len != hops_at + HOP_LEN * num_hops {
+            return Err(DropReason::MalformedPath);
+        }
+        let ci = ((meta >> CURR_INF_SHIFT) & CURR_INF_MASK) as usize;
+        let ch = ((meta >> CURR_HF_SHIFT) & CURR_HF_MASK) as usize;
+        // CurrHF within CurrINF's segment (so within the path, and CurrINF names a segment
+        // that is not empty).
+        let (seg_start, seg_end) = match ci {
+            0 => (0, end0),
+            1 => (end0, end1),
+            2 => (end1, num_hops),
+            _ => return Err(DropReason::PathIndexOutOfRange),
+        };
+        if ch < seg_start || ch >= seg_end {
+            return Err(DropReason::PathIndexOutOfRange);
+        }
+        debug_assert!(ci < num_inf && ch < num_hops);
+
+        // The hop, as `prepare_hop` checks it (one hop field wide).
+        let info_off = META_LEN + INFO_LEN * ci;
+        let hop_off = hops_at + HOP_LEN * ch;
+        debug_assert!(info_off + INFO_LEN <= hops_at && hop_off + HOP_LEN <= path.len());
+        // SAFETY: the path is exactly the meta header, `num_inf` info fields and `num_hops`
+        // hop fields long (checked), and ci < num_inf, ch < num_hops.
+        let (info, hop, mac) = unsafe {
+            (
+                InfoWord(raw::be_u64(path, info_off)),
+                HopWord(raw::be_u64(path, hop_off)),
+                raw::bytes::<MAC_LEN>(path, hop_off + field::hop::MAC.start),
+            )
+        };
+        let peering = info.peering() && {
+            if s1 == 0 || s2 != 0 {
+                // A peering path has exactly two segments.
+                return Err(DropReason::MalformedPath);
+            }
+            // The last hop field of segment 0 or the first of segment 1.
+            ch + 1 == end0 || ch == end0
+        };
+        let cons_dir = info.cons_dir();
+        let (hop_in, mut egress) = hop.travel_interfaces(cons_dir);
+        if ingress != 0 && ingress != hop_in {
+            return Err(DropReason::BadIngress);
+        }
+        // Read where they are needed, not kept in registers across the path's checks.
+        // SAFETY: `pkt` reaches DST_HOST (checked first), which both ISD-ASes end before.
+        let (dst, src) = unsafe {
+            (
+                IsdAsn::from_u64(raw::be_u64(pkt, hdr::DST_IA.start)),
+                IsdAsn::from_u64(raw::be_u64(pkt, hdr::SRC_IA.start)),
+            )
+        };
+        self.check_src_dst(src, dst, ingress, PathEnds { first_hop: ch == 0, last_hop: ch + 1 == num_hops })?;
+        let deliver = dst == self.local_ia;
+
+        let mut next = None;
+        let mut advanced = ch + 1;
+        let mut end = hop_off + HOP_LEN;
+        if !deliver && advanced == seg_end && ci + 1 < num_inf && !peering {
+            // Segment crossover: the next segment's first hop field is this AS's too. It
+            // exists: segment ci + 1 < num_inf is not empty.
+            let ninfo_off = info_off + INFO_LEN;
+            let nhop_off = hop_off + HOP_LEN;
+            debug_assert!(advanced < num_hops && ninfo_off + INFO_LEN <= hops_at && nhop_off + HOP_LEN <= path.len());
+            // SAFETY: ci + 1 < num_inf and advanced < num_hops (as above).
+            let (ninfo, nhop) =
+                unsafe { (InfoWord(raw::be_u64(path, ninfo_off)), HopWord(raw::be_u64(path, nhop_off))) };
+            egress = nhop.travel_interfaces(ninfo.cons_dir()).1;
+            next = Some(NextHop { info_off: ninfo_off as u16, hop_off: nhop_off as u16 });
+            advanced += 1;
+            end = nhop_off + HOP_LEN;
+        }
+        // Against construction direction the SegID is chained with the MAC on the wire before
+        // verification (`HopWork::set_mac`), except at a segment's first hop and for peering.
+        let chain = !cons_dir && ingress != 0 && !peering;
+        let seg_id = if chain { chain_seg_id(info.seg_id(), &mac) } else { info.seg_id() };
+        // `advanced <= num_hops <= MAX_HOPS`: CurrHF can hold it; SegLens stay, the reserved
+        // bits are written as zero.
+        let segment = usize::from(advanced >= end0) + usize::from(advanced >= end1);
+        let advanced_meta = ((segment as u32) << CURR_INF_SHIFT)
+            | ((advanced as u32) << CURR_HF_SHIFT)
+            | (meta & SEG_LENS);
+        Ok((
+            // Below 1020: HdrLen counts 4-byte units in one byte.
+            path_start as u16,
+            HopWork {
+                // Within the path, which ends before byte 1020.
+                info_off: info_off as u16,
+                hop_off: hop_off as u16,
+                end: end as u16,
+                seg_id,
+                mac,
+                hop_ingress: hop_in,
+                cons_dir,
+                chain_before: false,
+                peering,
+                deliver,
+                next,
+                egress,
+                at_end: advanced >= num_hops,
+                advanced_meta: advanced_meta.to_be_bytes(),
+            },
+        ))
     }
 }
 

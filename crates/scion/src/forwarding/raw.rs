@@ -25,6 +25,37 @@ pub(crate) unsafe fn be_u64(b: &[u8], off: usize) -> u64 {
     u64::from_be_bytes(unsafe { bytes(b, off) })
 }
 
+/// The big-endian `u32` at `off`.
+///
+/// # Safety
+/// `off + 4 <= b.len()`.
+#[inline(always)]
+pub(crate) unsafe fn be_u32(b: &[u8], off: usize) -> u32 {
+    // SAFETY: passed on from the caller.
+    u32::from_be_bytes(unsafe { bytes(b, off) })
+}
+
+/// The big-endian `u16` at `off`.
+///
+/// # Safety
+/// `off + 2 <= b.len()`.
+#[inline(always)]
+pub(crate) unsafe fn be_u16(b: &[u8], off: usize) -> u16 {
+    // SAFETY: passed on from the caller.
+    u16::from_be_bytes(unsafe { bytes(b, off) })
+}
+
+/// The byte at `off`.
+///
+/// # Safety
+/// `off < b.len()`.
+#[inline(always)]
+pub(crate) unsafe fn byte(b: &[u8], off: usize) -> u8 {
+    debug_assert!(off < b.len(), "byte {off} of {}", b.len());
+    // SAFETY: passed on from the caller.
+    unsafe { *b.get_unchecked(off) }
+}
+
 /// The shift that brings the big-endian field ending at byte `end` of an 8-byte word to the
 /// low bits.
 const fn shift(end: usize) -> u32 {

@@ -21,6 +21,18 @@ pub mod field {
         use std::ops::Range;
         /// CurrINF, CurrHF and the SegLens in one big-endian word.
         pub const WORD: Range<usize> = 0..4;
+        /// Where each field sits in [`WORD`] read as a big-endian `u32`: the shift that brings
+        /// it to the low bits, and its mask there.
+        pub const CURR_INF_SHIFT: u32 = 30;
+        pub const CURR_INF_MASK: u32 = 0x3;
+        pub const CURR_HF_SHIFT: u32 = 24;
+        pub const CURR_HF_MASK: u32 = 0x3f;
+        pub const SEG_LEN_SHIFT: [u32; 3] = [12, 6, 0];
+        pub const SEG_LEN_MASK: u32 = 0x3f;
+        /// The three SegLens together (what stays when CurrINF and CurrHF move; the reserved
+        /// bits between them are written as zero).
+        pub const SEG_LENS: u32 = (SEG_LEN_MASK << SEG_LEN_SHIFT[0]) | (SEG_LEN_MASK << SEG_LEN_SHIFT[1])
+            | (SEG_LEN_MASK << SEG_LEN_SHIFT[2]);
     }
     pub mod info {
         use std::ops::Range;
@@ -110,19 +122,23 @@ pub struct MetaHdr {
 
 impl MetaHdr {
     pub fn decode(b: [u8; 4]) -> Self {
+        use field::meta::*;
         let v = u32::from_be_bytes(b);
+        let seg = |i: usize| ((v >> SEG_LEN_SHIFT[i]) & SEG_LEN_MASK) as u8;
         Self {
-            curr_inf: (v >> 30) as u8,
-            curr_hf: ((v >> 24) & 0x3f) as u8,
-            seg_len: [((v >> 12) & 0x3f) as u8, ((v >> 6) & 0x3f) as u8, (v & 0x3f) as u8],
+            curr_inf: ((v >> CURR_INF_SHIFT) & CURR_INF_MASK) as u8,
+            curr_hf: ((v >> CURR_HF_SHIFT) & CURR_HF_MASK) as u8,
+            seg_len: [seg(0), seg(1), seg(2)],
         }
     }
     pub fn encode(&self) -> [u8; 4] {
-        let v = (u32::from(self.curr_inf & 3) << 30)
-            | (u32::from(self.curr_hf & 0x3f) << 24)
-            | (u32::from(self.seg_len[0] & 0x3f) << 12)
-            | (u32::from(self.seg_len[1] & 0x3f) << 6)
-            | u32::from(self.seg_len[2] & 0x3f);
+        use field::meta::*;
+        let seg = |i: usize| (u32::from(self.seg_len[i]) & SEG_LEN_MASK) << SEG_LEN_SHIFT[i];
+        let v = ((u32::from(self.curr_inf) & CURR_INF_MASK) << CURR_INF_SHIFT)
+            | ((u32::from(self.curr_hf) & CURR_HF_MASK) << CURR_HF_SHIFT)
+            | seg(0)
+            | seg(1)
+            | seg(2);
         v.to_be_bytes()
     }
 }
