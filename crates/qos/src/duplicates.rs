@@ -214,8 +214,9 @@ impl DuplicateFilter {
         }
     }
 
-    /// [`Self::check_and_insert`] of the key whose hash is `h`.
-    #[inline]
+    /// [`Self::check_and_insert`] of the key whose hash is `h`. Always inlined: a router calls
+    /// it once per packet, and the call's saved registers were a sixth of its cost.
+    #[inline(always)]
     pub fn check_and_insert_hashed(&mut self, h: KeyHash, now_ns: u64) -> bool {
         self.rotate(now_ns);
         let (block, bits) = (self.block_of(h), bits_of(h));
