@@ -24,6 +24,9 @@ pub mod field {
     /// Start of π; each interface pair is `in (2) | out (2)`.
     pub const PATH: usize = 10;
     pub const PAIR_LEN: usize = 4;
+    /// Within a pair: the interface the packet enters by, then the one it leaves by.
+    pub const PAIR_IN: Range<usize> = 0..2;
+    pub const PAIR_OUT: Range<usize> = 2..4;
     /// Offsets from the end of π.
     pub mod after_path {
         use std::ops::Range;
@@ -42,8 +45,14 @@ pub mod field {
 }
 
 /// Offset of the fields after π for λ on-path ASes.
-const fn after_path(lambda: u8) -> usize {
+pub(crate) const fn after_path(lambda: u8) -> usize {
     field::PATH + field::PAIR_LEN * (lambda as usize + 1)
+}
+
+/// The interfaces `(in, out)` of an interface pair of π as the header holds it.
+pub(crate) fn split_pair(pair: [u8; field::PAIR_LEN]) -> (InterfaceId, InterfaceId) {
+    let at = |r: std::ops::Range<usize>| u16::from_be_bytes([pair[r.start], pair[r.start + 1]]);
+    (at(field::PAIR_IN), at(field::PAIR_OUT))
 }
 
 /// Header length for λ on-path ASes.
@@ -121,10 +130,7 @@ impl<T: AsRef<[u8]>> Header<T> {
     }
     /// Interface pair `k` of π (0 = the source AS), `k ≤ λ`.
     pub fn pair(&self, k: usize) -> Option<(InterfaceId, InterfaceId)> {
-        (k <= usize::from(self.lambda())).then(|| {
-            let p = field::pair(k);
-            (u16::from_be_bytes(self.array(p.start)), u16::from_be_bytes(self.array(p.start + 2)))
-        })
+        (k <= usize::from(self.lambda())).then(|| split_pair(self.array(field::pair(k).start)))
     }
     pub fn beta(&self) -> u32 {
         u32::from_be_bytes(self.array(self.after_path + field::after_path::BETA.start))
@@ -247,8 +253,8 @@ impl HeaderRepr {
         b[field::HOP_POINTER] = self.hop_pointer;
         for (k, (i, j)) in self.path.iter().enumerate() {
             let p = field::pair(k);
-            b[p.start..p.start + 2].copy_from_slice(&i.to_be_bytes());
-            b[p.start + 2..p.end].copy_from_slice(&j.to_be_bytes());
+            b[p.start + field::PAIR_IN.start..p.start + field::PAIR_IN.end].copy_from_slice(&i.to_be_bytes());
+            b[p.start + field::PAIR_OUT.start..p.start + field::PAIR_OUT.end].copy_from_slice(&j.to_be_bytes());
         }
         let base = field::pair(self.path.len()).start;
         let at = |r: std::ops::Range<usize>| base + r.start..base + r.end;

@@ -147,6 +147,8 @@ pub struct DuplicateFilter {
     current: usize,
     /// The epoch of `generations[current]`.
     epoch: u64,
+    /// Where that epoch ends, `(epoch + 1) · window_ns` (saturated).
+    epoch_end_ns: u64,
 }
 
 impl std::fmt::Debug for DuplicateFilter {
@@ -173,6 +175,7 @@ impl DuplicateFilter {
             generations: [generation(), generation()],
             current: 0,
             epoch: 0,
+            epoch_end_ns: config.window_ns,
         })
     }
 
@@ -211,8 +214,9 @@ impl DuplicateFilter {
         }
     }
 
-    /// [`Self::check_and_insert`] of the key whose hash is `h`.
-    #[inline]
+    /// [`Self::check_and_insert`] of the key whose hash is `h`. Always inlined: a router calls
+    /// it once per packet, and the call's saved registers were a sixth of its cost.
+    #[inline(always)]
     pub fn check_and_insert_hashed(&mut self, h: KeyHash, now_ns: u64) -> bool {
         self.rotate(now_ns);
         let (block, bits) = (self.block_of(h), bits_of(h));
@@ -252,8 +256,13 @@ impl DuplicateFilter {
         std::mem::size_of::<Self>() + self.generations.iter().map(|g| std::mem::size_of_val(&**g)).sum::<usize>()
     }
 
-    /// Moves to the epoch of `now_ns`; never backwards.
+    /// Moves to the epoch of `now_ns`; never backwards. Within the current epoch, one compare
+    /// with its end instead of a division per key.
+    #[inline]
     fn rotate(&mut self, now_ns: u64) {
+        if now_ns < self.epoch_end_ns {
+            return;
+        }
         let epoch = now_ns / self.window_ns;
         if epoch <= self.epoch {
             return;
@@ -265,6 +274,7 @@ impl DuplicateFilter {
             self.generations.iter_mut().for_each(|g| g.fill(Block([0; WORDS])));
         }
         self.epoch = epoch;
+        self.epoch_end_ns = (epoch + 1).saturating_mul(self.window_ns);
     }
 
     /// The block of `h`: bits 80 to 127 mapped onto `[0, blocks)` by a multiply-shift.
@@ -277,8 +287,52 @@ impl DuplicateFilter {
 
 /// The bit `h` sets in each word of its block, from bits `5w` to `5w + 4` for word `w`.
 #[inline]
-fn bits_of(KeyHash(h): KeyHash) -> [u32; WORDS] {
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse4.1")))]
+fn bits_of(h: KeyHash) -> [u32; WORDS] {
+    bits_of_scalar(h)
+}
+
+/// The bit of word `w`: `1 << ((h >> 5w) mod 32)`.
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse4.1"), allow(dead_code))]
+fn bits_of_scalar(KeyHash(h): KeyHash) -> [u32; WORDS] {
     std::array::from_fn(|w| 1 << ((h >> (5 * w)) as u32 % WORD_BITS))
+}
+
+/// [`bits_of_scalar`], four words at a time, without a shift by a variable count (which SSE
+/// lacks, and which took ≈ 6 instructions per word as scalar code): the 20 bits of a group's
+/// four positions go to every lane, a lane's multiplier moves its 5 bits to the top of the
+/// lane and a shift brings them down; `1 << n` is then the float `2ⁿ` (exponent `n + 127`)
+/// converted to an integer, exact for n ≤ 30, and for n = 31 the conversion overflows to
+/// `0x8000_0000`, which is `1 << 31`.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse4.1"))]
+#[inline(always)]
+fn bits_of(KeyHash(h): KeyHash) -> [u32; WORDS] {
+    use std::arch::x86_64::{
+        __m128i, _mm_add_epi32, _mm_castsi128_ps, _mm_cvttps_epi32, _mm_mullo_epi32, _mm_set1_epi32, _mm_setr_epi32,
+        _mm_slli_epi32, _mm_srli_epi32,
+    };
+    const LANES: usize = 4;
+    /// Bits of one position.
+    const POSITION: u32 = WORD_BITS.trailing_zeros();
+    const { assert!(WORDS.is_multiple_of(LANES) && WORD_BITS == 32) };
+    // Lane j's position starts at bit POSITION·j of the group: multiplying by 2^(32 − 5 − 5j)
+    // puts it at the top.
+    let top = |j: u32| 1i32 << (WORD_BITS - POSITION - POSITION * j);
+    let mut bits = [[0u32; LANES]; WORDS / LANES];
+    // SAFETY: SSE2 and SSE4.1 are enabled at compile time (the `cfg` above), so the build only
+    // runs where these instructions exist; `__m128i` and `[u32; 4]` are both 16 plain bytes.
+    unsafe {
+        let up = _mm_setr_epi32(top(0), top(1), top(2), top(3));
+        let bias = _mm_set1_epi32(127);
+        for (g, out) in bits.iter_mut().enumerate() {
+            let group = _mm_set1_epi32((h >> (POSITION as usize * LANES * g)) as u32 as i32);
+            let n = _mm_srli_epi32::<{ (WORD_BITS - POSITION) as i32 }>(_mm_mullo_epi32(group, up));
+            let pow = _mm_cvttps_epi32(_mm_castsi128_ps(_mm_slli_epi32::<23>(_mm_add_epi32(n, bias))));
+            *out = std::mem::transmute::<__m128i, [u32; LANES]>(pow);
+        }
+    }
+    // SAFETY: `[[u32; 4]; 4]` and `[u32; 16]` have the same size and layout.
+    unsafe { std::mem::transmute::<[[u32; LANES]; WORDS / LANES], [u32; WORDS]>(bits) }
 }
 
 /// Whether every bit of `bits` is set in `block` (branch-free, so it vectorises).

@@ -50,28 +50,37 @@ impl SecretHash {
     /// `out[i] = self.hash(&msgs[i])`, with the AES rounds of [`LANES`] messages interleaved:
     /// one message's CBC chain waits on every round, several keep the AES unit busy.
     pub(super) fn hash_many<const L: usize>(&self, msgs: &[[u8; L]], out: &mut [KeyHash]) {
+        // The chains stay in byte order (a block as the `u128` of its bytes as they are), so
+        // that XORing a message block in swaps no bytes; only the result becomes the
+        // big-endian integer a hash is.
+        let bytes = |x: u128| u128::from_ne_bytes(x.to_be_bytes());
+        let (k1, k2) = (bytes(self.k1), bytes(self.k2));
+        let (body, _) = split_tail(&[0; L]);
         for (msgs, out) in msgs.chunks(LANES).zip(out.chunks_mut(LANES)) {
-            let mut x = [0u128; LANES];
             let mut blocks = [Block::default(); LANES];
             let lanes = msgs.len().min(out.len());
-            let (body, _) = split_tail(&[0; L]);
             // Every block of the body, then the completed last block, for all lanes at once.
             for at in (0..body.len()).step_by(16).chain([body.len()]) {
-                for ((b, x), m) in blocks.iter_mut().zip(&x).zip(msgs) {
+                for (b, m) in blocks.iter_mut().zip(msgs) {
                     let input = if at == body.len() {
-                        self.last_block(&m[at..])
+                        let tail = &m[at..];
+                        let mut last = [0u8; 16];
+                        last[..tail.len()].copy_from_slice(tail);
+                        if tail.len() == 16 {
+                            u128::from_ne_bytes(last) ^ k1
+                        } else {
+                            last[tail.len()] = 0x80;
+                            u128::from_ne_bytes(last) ^ k2
+                        }
                     } else {
-                        u128::from_be_bytes(m[at..at + 16].try_into().expect("16-byte block"))
+                        u128::from_ne_bytes(m[at..at + 16].try_into().expect("16-byte block"))
                     };
-                    *b = (x ^ input).to_be_bytes().into();
+                    *b = (u128::from_ne_bytes((*b).into()) ^ input).to_ne_bytes().into();
                 }
                 self.cipher.encrypt_blocks(&mut blocks[..lanes]);
-                for (x, b) in x.iter_mut().zip(&blocks[..lanes]) {
-                    *x = u128::from_be_bytes((*b).into());
-                }
             }
-            for (o, x) in out.iter_mut().zip(x).take(lanes) {
-                *o = KeyHash(x);
+            for (o, b) in out.iter_mut().zip(&blocks[..lanes]) {
+                *o = KeyHash(u128::from_be_bytes((*b).into()));
             }
         }
     }

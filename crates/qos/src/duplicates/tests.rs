@@ -291,3 +291,24 @@ proptest! {
         }
     }
 }
+
+/// The vector `bits_of` against the scalar formula: every position of every word, and random
+/// hashes.
+#[test]
+fn bits_of_is_the_scalar_formula() {
+    for w in 0..WORDS {
+        for n in 0..u128::from(WORD_BITS) {
+            let h = KeyHash(n << (5 * w) | (u128::MAX << 80));
+            assert_eq!(bits_of(h), bits_of_scalar(h), "word {w}, position {n}");
+            assert_eq!(bits_of(h)[w], 1 << n);
+        }
+    }
+    let mut x = 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210u128;
+    for _ in 0..10_000 {
+        // xorshift128 steps, enough to vary every field.
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        assert_eq!(bits_of(KeyHash(x)), bits_of_scalar(KeyHash(x)));
+    }
+}

@@ -172,8 +172,9 @@ const HOST_UNITS: u64 = {
     table
 };
 
-/// Host address length in bytes for a type/length code, if supported.
-const fn host_len(type_len: u8) -> Option<usize> {
+/// Host address length in bytes for a type/length code (a nibble of the address types
+/// byte), if supported: for routers that check the address header over raw bytes.
+pub const fn host_len(type_len: u8) -> Option<usize> {
     match type_len {
         0x0 | 0x4 => Some(4),
         0x3 => Some(16),
