@@ -177,8 +177,16 @@ impl Gateway {
     /// key, for its own hop fields, from the secret `secret` picks for the epoch),
     /// with the rates of `config`; `now_ns` picks the first DRKey epoch. Other ASes' keys and
     /// the topology's links go into [`Gateway::path_keys_mut`].
-    pub fn new(ia: IsdAsn, secret: &RotatingSecret, config: &GatewayConfig, now_ns: u64) -> Result<Self, GatewayError> {
-        Self::with_max_host_slots(ia, secret, config, now_ns, MAX_HOST_SLOTS)
+    /// `schedule` must be the AS's DRKey epochs (its DRKey service's), or the gateway derives
+    /// keys no host was given.
+    pub fn new(
+        ia: IsdAsn,
+        secret: &RotatingSecret,
+        schedule: EpochSchedule,
+        config: &GatewayConfig,
+        now_ns: u64,
+    ) -> Result<Self, GatewayError> {
+        Self::with_max_host_slots(ia, secret, schedule, config, now_ns, MAX_HOST_SLOTS)
     }
 
     /// [`Gateway::new`] with a host table of at most `max_slots` slots (a power of two from
@@ -186,6 +194,7 @@ impl Gateway {
     pub fn with_max_host_slots(
         ia: IsdAsn,
         secret: &RotatingSecret,
+        schedule: EpochSchedule,
         config: &GatewayConfig,
         now_ns: u64,
         max_slots: usize,
@@ -193,7 +202,7 @@ impl Gateway {
         let plan = config.plan()?;
         let protocol = Protocol(config.drkey_protocol);
         let keyring =
-            IssuerKeyring::with_secret(secret.clone(), protocol, EpochSchedule::SCION_DEFAULT, now_ns / NS_PER_S)?;
+            IssuerKeyring::with_secret(secret.clone(), protocol, schedule, now_ns / NS_PER_S)?;
         // The filter's hash key: a Level-1 key to an ISD-AS no AS has, as the routers'.
         let dup_key = *keyring.current().level1(IsdAsn::new(0, 0)).as_bytes();
         let duplicates = config
