@@ -67,8 +67,7 @@ impl ZlaneRouter {
         let own_isd = fwd.local_ia.isd();
         let plan = config.plan(own_isd)?;
         let protocol = Protocol(config.drkey_protocol);
-        let keyring =
-            IssuerKeyring::with_secret(drkey.clone(), protocol, schedule, now_ns / NS_PER_S)?;
+        let keyring = IssuerKeyring::with_secret(drkey.clone(), protocol, schedule, now_ns / NS_PER_S)?;
         // The filter's hash key: a Level-1 key to an ISD-AS no AS has, so it is secret and
         // never a key the AS hands out.
         let dup_key = *keyring.current().level1(IsdAsn::new(0, 0)).as_bytes();

@@ -201,8 +201,7 @@ impl Gateway {
     ) -> Result<Self, GatewayError> {
         let plan = config.plan()?;
         let protocol = Protocol(config.drkey_protocol);
-        let keyring =
-            IssuerKeyring::with_secret(secret.clone(), protocol, schedule, now_ns / NS_PER_S)?;
+        let keyring = IssuerKeyring::with_secret(secret.clone(), protocol, schedule, now_ns / NS_PER_S)?;
         // The filter's hash key: a Level-1 key to an ISD-AS no AS has, as the routers'.
         let dup_key = *keyring.current().level1(IsdAsn::new(0, 0)).as_bytes();
         let duplicates = config
