@@ -175,10 +175,9 @@ impl Gateway {
     /// The gateway of AS `ia`, keyed from the AS's master secret `secret` (its hop-field key
     /// from the current secret; DRKey secret value, to verify sources, and its own Level-1
     /// key, for its own hop fields, from the secret `secret` picks for the epoch),
-    /// with the rates of `config`; `now_ns` picks the first DRKey epoch. Other ASes' keys and
-    /// the topology's links go into [`Gateway::path_keys_mut`].
-    /// `schedule` must be the AS's DRKey epochs (its DRKey service's), or the gateway derives
-    /// keys no host was given.
+    /// with the rates of `config`; `now_ns` picks the first DRKey epoch of `schedule`, which
+    /// must be the AS's (its DRKey service's), or the gateway derives keys no host was given.
+    /// Other ASes' keys and the topology's links go into [`Gateway::path_keys_mut`].
     pub fn new(
         ia: IsdAsn,
         secret: &RotatingSecret,
