@@ -150,6 +150,9 @@ mod tests {
             s.key_rotation.unwrap().keep_until_ns(EpochSchedule::SCION_DEFAULT),
             (2 * 86400 + 5) * 1_000_000_000
         );
+        // The AS's epochs, not a day: three-day epochs keep the secret three times as long.
+        let three_days = EpochSchedule::new(3 * 86400, 5).unwrap();
+        assert_eq!(s.key_rotation.unwrap().keep_until_ns(three_days), (6 * 86400 + 5) * 1_000_000_000);
         let dir = std::env::temp_dir().join(format!("aviary-runtime-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = state_file(&dir.join("router.toml"));
