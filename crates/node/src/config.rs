@@ -104,6 +104,46 @@ pub struct RouterConfig {
     /// docs/performance.md, "Workers".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workers: Option<usize>,
+    /// The AS's DRKey epochs, which the Z-Lane and pathval keys and the previous master
+    /// secret's lifetime follow; must be the control service's `[drkey]` ones.
+    #[serde(default)]
+    pub drkey_epochs: DrkeyEpochs,
+}
+
+/// The AS's DRKey epochs as a process that derives the AS's DRKey keys from its master
+/// secret states them: the `[drkey_epochs]` table of the router and the Z-Lane gateway, with
+/// the fields (and defaults) of the control service's `[drkey]`. Every such process of an AS
+/// must state the same epochs as its DRKey service, or it derives keys nobody was given;
+/// `aviary run` writes one `[as.drkey]` of the topology into all of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DrkeyEpochs {
+    /// Length of the AS's epochs, aligned to multiples of it since the Unix epoch.
+    pub epoch_duration_s: u32,
+    /// How long into an epoch the previous epoch's keys are still accepted.
+    pub grace_s: u32,
+}
+
+impl Default for DrkeyEpochs {
+    /// SCION's: one-day epochs, 5 s grace.
+    fn default() -> Self {
+        Self { epoch_duration_s: default_epoch_duration(), grace_s: default_grace() }
+    }
+}
+
+impl DrkeyEpochs {
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// The schedule, or an error naming `file` and the field of `table` at fault.
+    pub fn schedule(&self, file: &str, table: &str) -> Result<aviary_scion::drkey::EpochSchedule, ConfigError> {
+        if self.epoch_duration_s == 0 {
+            return Err(ConfigError::new(file, format!("{table}.epoch_duration_s"), "must be positive"));
+        }
+        aviary_scion::drkey::EpochSchedule::new(self.epoch_duration_s, self.grace_s)
+            .map_err(|e| ConfigError::new(file, format!("{table}.grace_s"), e.to_string()))
+    }
 }
 
 /// The router's budget for SCMP errors: a token bucket over the whole router, so that a flood
@@ -181,10 +221,14 @@ fn default_grace() -> u32 {
 }
 
 impl DrkeyConfig {
+    /// The AS's epochs as the control service states them.
+    pub fn epochs(&self) -> DrkeyEpochs {
+        DrkeyEpochs { epoch_duration_s: self.epoch_duration_s, grace_s: self.grace_s }
+    }
+
     /// The epoch schedule of the config; an error names the offending field.
     pub fn schedule(&self, file: &str) -> Result<aviary_scion::drkey::EpochSchedule, ConfigError> {
-        aviary_scion::drkey::EpochSchedule::new(self.epoch_duration_s, self.grace_s)
-            .map_err(|e| ConfigError::new(file, "drkey.grace_s", e.to_string()))
+        self.epochs().schedule(file, "drkey")
     }
 }
 
@@ -324,6 +368,7 @@ impl RouterConfig {
                 return Err(ConfigError::new(file, field("delay_ms"), "must be between 0 and 10000"));
             }
         }
+        self.drkey_epochs.schedule(file, "drkey_epochs")?;
         if self.workers.is_some_and(|n| !(1..=MAX_WORKERS).contains(&n)) {
             return Err(ConfigError::new(file, "workers", format!("must be between 1 and {MAX_WORKERS}")));
         }
@@ -437,9 +482,6 @@ impl ControlConfig {
             d.key_file = resolve(&base, &d.key_file);
             for r in &mut d.trust_roots {
                 r.cert_file = resolve(&base, &r.cert_file);
-            }
-            if d.epoch_duration_s == 0 {
-                return Err(ConfigError::new(&file, "drkey.epoch_duration_s", "must be positive"));
             }
             d.schedule(&file)?;
             if d.trust_roots.is_empty() {
@@ -589,6 +631,40 @@ capacity_bps = 1000000
         assert!(e.to_string().contains("workers"), "{e}");
         assert_eq!(load_router(&router_toml("workers = 3\n")).unwrap().worker_count(), 3);
         assert!(load_router(&router_toml("")).unwrap().worker_count() >= 1);
+    }
+
+    #[test]
+    fn drkey_epochs_default_to_scions_and_errors_name_file_and_field() {
+        use aviary_scion::drkey::EpochSchedule;
+        let c = load_router(&router_toml("")).unwrap();
+        assert_eq!(c.drkey_epochs.schedule("f", "drkey_epochs").unwrap(), EpochSchedule::SCION_DEFAULT);
+        let c = load_router(&router_toml("[drkey_epochs]\nepoch_duration_s = 3600\n")).unwrap();
+        assert_eq!(c.drkey_epochs.schedule("f", "drkey_epochs").unwrap(), EpochSchedule::new(3600, 5).unwrap());
+        let cases = [
+            ("[drkey_epochs]\nepoch_duration_s = 0\n", "drkey_epochs.epoch_duration_s"),
+            ("[drkey_epochs]\nepoch_duration_s = 3600\ngrace_s = 3600\n", "drkey_epochs.grace_s"),
+            // Parse errors name the key by its line.
+            ("[drkey_epochs]\nepoch_duration_s = -1\n", "`epoch_duration_s`"),
+            // A misspelt field is not a silent default.
+            ("[drkey_epochs]\nepoch_duration = 3600\n", "epoch_duration"),
+        ];
+        for (text, field) in cases {
+            let e = load_router(&router_toml(text)).unwrap_err();
+            assert!(e.file.ends_with("router.toml"), "{text}: {e}");
+            assert!(e.field.contains(field) || e.message.contains(field), "{text}: {e}");
+        }
+        // The control service's `[drkey]` checks its fields by the same rule.
+        let d = |epoch_duration_s, grace_s| DrkeyConfig {
+            listen: "127.0.0.1:1".parse().unwrap(),
+            cert_file: "c".into(),
+            key_file: "k".into(),
+            trust_roots: Vec::new(),
+            epoch_duration_s,
+            grace_s,
+        };
+        assert_eq!(d(0, 0).schedule("control.toml").unwrap_err().field, "drkey.epoch_duration_s");
+        assert_eq!(d(60, 60).schedule("control.toml").unwrap_err().field, "drkey.grace_s");
+        assert_eq!(d(3600, 5).epochs(), DrkeyEpochs { epoch_duration_s: 3600, grace_s: 5 });
     }
 
     #[test]

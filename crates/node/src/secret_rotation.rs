@@ -62,10 +62,9 @@ pub fn recorded_instant(master_secret_file: &Path, previous: &[u8], next: &[u8])
 }
 
 /// Until when (Unix ns) the previous secret of a rotation at `rotated_at_s` is needed by the
-/// DRKey keys of one-day epochs (the routers' and the Z-Lane gateway's; a control service with
-/// longer epochs needs it longer, see docs/operations.md).
-pub fn drkey_needs_previous_until_ns(rotated_at_s: u64) -> u64 {
-    RotatingSecret::previous_needed_until_s(rotated_at_s, EpochSchedule::SCION_DEFAULT).saturating_mul(1_000_000_000)
+/// DRKey keys of the AS's epochs `schedule` (every process of the AS states the same).
+pub fn drkey_needs_previous_until_ns(rotated_at_s: u64, schedule: EpochSchedule) -> u64 {
+    RotatingSecret::previous_needed_until_s(rotated_at_s, schedule).saturating_mul(1_000_000_000)
 }
 
 /// The AS master secret of `master_secret_file` (the config `config`'s `field`) with the

@@ -33,6 +33,10 @@
 //! EPIC packets to it. The AS's router must be a Z-Lane router. A `prefix` of its
 //! `[[as.zlane_gateway.hosts]]` may name a host of the AS (`prefix = "protected"`), which the
 //! runner replaces with the address it gives that host.
+//!
+//! `[as.drkey]` (`epoch_duration_s`, `grace_s`; default SCION's one day and 5 s) are the AS's
+//! DRKey epochs: the runner writes them into the AS's control service (`[drkey]`), router and
+//! Z-Lane gateway (`[drkey_epochs]`), which must all derive the AS's keys in the same epochs.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -46,6 +50,7 @@ use aviary_pathval::{PathvalConfig, PlanAs, TrustedPlan};
 use aviary_scion::IsdAsn;
 use serde::{Deserialize, Serialize};
 
+use crate::config::DrkeyEpochs;
 use crate::control::glwp::config::GlwpConfig;
 use crate::router::classes::ClassTableConfig;
 
@@ -147,6 +152,9 @@ pub struct AsEntry {
     /// `listen`, which the runner assigns).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub glwp: Option<GlwpConfig>,
+    /// The AS's DRKey epochs, one statement for all its processes (see the module doc).
+    #[serde(default, skip_serializing_if = "DrkeyEpochs::is_default")]
+    pub drkey: DrkeyEpochs,
 }
 
 /// The per-mechanism tables and the traffic classes of one AS's router, as a topology states
@@ -257,6 +265,7 @@ impl Topology {
             if cores.insert(a.ia, a.core).is_some() {
                 return Err(err(format!("as[{i}].ia"), format!("{} is listed twice", a.ia)));
             }
+            a.drkey.schedule(file, &format!("as[{i}].drkey"))?;
         }
         let mut used = BTreeSet::new();
         for (i, l) in self.links.iter().enumerate() {
@@ -478,6 +487,25 @@ capacity_bps = 1000
             let e = parse(&text).unwrap_err();
             assert_eq!(e.field, field, "{e}");
         }
+    }
+
+    #[test]
+    fn an_ass_drkey_epochs_are_checked_and_default_to_scions() {
+        use aviary_scion::drkey::EpochSchedule;
+        // `[as.drkey]` after AS 1-ff00:0:111's entry belongs to it.
+        let with = |table: &str| {
+            BASE.replace("ia = \"1-ff00:0:111\"\n", &format!("ia = \"1-ff00:0:111\"\n[as.drkey]\n{table}\n"))
+        };
+        let t = parse(&with("epoch_duration_s = 3600")).unwrap();
+        assert_eq!(t.ases[0].drkey, DrkeyEpochs::default());
+        assert_eq!(t.ases[1].drkey.schedule("t", "drkey").unwrap(), EpochSchedule::new(3600, 5).unwrap());
+        assert_eq!(t.ases[0].drkey.schedule("t", "drkey").unwrap(), EpochSchedule::SCION_DEFAULT);
+        let e = parse(&with("epoch_duration_s = 0")).unwrap_err();
+        assert_eq!((e.file.as_str(), e.field.as_str()), ("t.toml", "as[1].drkey.epoch_duration_s"), "{e}");
+        let e = parse(&with("epoch_duration_s = 600\ngrace_s = 600")).unwrap_err();
+        assert_eq!(e.field, "as[1].drkey.grace_s", "{e}");
+        let e = parse(&with("duration_s = 600")).unwrap_err();
+        assert!(e.message.contains("duration_s"), "an unknown field is refused: {e}");
     }
 
     #[test]

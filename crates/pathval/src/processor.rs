@@ -23,7 +23,7 @@
 use std::collections::HashMap;
 
 use aviary_qos::{Claim, Context, ControlError, Processor, Verdict as QosVerdict};
-use aviary_scion::drkey::{EpochSchedule, HostAddr as KeyHost, Level1Key, RotatingSecret};
+use aviary_scion::drkey::{Epoch, HostAddr as KeyHost, Level1Key, RotatingSecret};
 use aviary_scion::wire::header::{path_type, HostAddr};
 use aviary_scion::{IsdAsn, ScionView};
 
@@ -92,8 +92,10 @@ pub struct PathvalProcessor {
 
 impl PathvalProcessor {
     /// The processor of `ia`'s router with `interfaces`, keyed from the AS's master secret
-    /// `drkey` (for the DRKey epoch of `now_ns`, from the secret it picks for that epoch) and the Level-1 keys `level1` other ASes issued to
-    /// it in that epoch; `sampling` is the router's own EpSampling key (random per start).
+    /// `drkey` for the DRKey epoch `epoch` (from the secret it picks for that epoch) and the
+    /// Level-1 keys `level1` other ASes issued to it in that epoch; `sampling` is the router's
+    /// own EpSampling key (random per start). `epoch` must be one of the AS's schedule (its
+    /// DRKey service's): in any other the router derives keys no host or AS was given.
     pub fn new(
         ia: IsdAsn,
         interfaces: &[u16],
@@ -101,7 +103,7 @@ impl PathvalProcessor {
         drkey: &RotatingSecret,
         level1: Vec<(IsdAsn, Level1Key)>,
         sampling: [u8; 16],
-        now_ns: u64,
+        epoch: Epoch,
     ) -> Result<Self, PathvalConfigError> {
         let hops = NextHops::new(&config.routes, interfaces)?;
         let freshness = Freshness { max_age_s: config.max_age_s, max_future_s: config.max_future_s };
@@ -110,7 +112,6 @@ impl PathvalProcessor {
                 if config.attack.is_some() {
                     return Err(field_err("attack", "only an untrusted router attacks"));
                 }
-                let epoch = EpochSchedule::SCION_DEFAULT.epoch_at(now_ns / NS_PER_S)?;
                 let issuer = PathvalIssuer::with_secret(drkey, epoch)?;
                 let upstream = config.upstream.iter().map(|u| (u.ingress, issuer.link_key_from(u.node))).collect();
                 let mut next = Vec::new();

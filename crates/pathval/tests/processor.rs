@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use aviary_pathval::{plan, Chain, PathvalConfig, PathvalIssuer, PathvalProcessor, PlanAs, Policy, Role, Route};
 use aviary_qos::{Context, DropReason, LinkState, Processor, SeededRandom, Verdict};
-use aviary_scion::drkey::{EpochSchedule, RotatingSecret};
+use aviary_scion::drkey::{Epoch, EpochSchedule, RotatingSecret};
 use aviary_scion::IsdAsn;
 
 const NOW_NS: u64 = 1_750_000_000_000_000_000;
@@ -43,6 +43,14 @@ struct Net {
 
 impl Net {
     fn new() -> Self {
+        let epoch = EpochSchedule::SCION_DEFAULT.epoch_at(NOW_NS / 1_000_000_000).unwrap();
+        Self::with_epochs(epoch, |_| epoch)
+    }
+
+    /// The diamond with the Level-1 keys every AS's DRKey service issued in `issued`, and
+    /// each AS's router deriving its own keys in `held(AS)`.
+    fn with_epochs(issued: Epoch, held: impl Fn(IsdAsn) -> Epoch) -> Self {
+        let epoch = issued;
         let net = network();
         let planned = plan(
             &net.iter()
@@ -50,7 +58,6 @@ impl Net {
                 .collect::<Vec<_>>(),
         )
         .unwrap();
-        let epoch = EpochSchedule::SCION_DEFAULT.epoch_at(NOW_NS / 1_000_000_000).unwrap();
         let mut routers = BTreeMap::new();
         let mut links = BTreeMap::new();
         for (a, role, routes, ls) in &net {
@@ -80,7 +87,7 @@ impl Net {
                     &RotatingSecret::new(&secret(*a)).unwrap(),
                     level1,
                     [9; 16],
-                    NOW_NS,
+                    held(*a),
                 )
                 .unwrap(),
             );
@@ -182,6 +189,28 @@ fn counter(p: &PathvalProcessor, name: &str) -> u64 {
         }
     });
     v
+}
+
+/// Every AS's DRKey service with one-hour epochs: routers keyed in the same epochs accept
+/// every honest packet; a router keyed in SCION's default day (as the routers had hard-coded
+/// whatever the control service's `[drkey]` said) holds other keys, and the packets fail.
+#[test]
+fn routers_must_derive_in_their_ass_drkey_epochs() {
+    let now_s = NOW_NS / 1_000_000_000;
+    let hour = EpochSchedule::new(3600, 5).unwrap().epoch_at(now_s).unwrap();
+    let day = EpochSchedule::SCION_DEFAULT.epoch_at(now_s).unwrap();
+    assert_ne!(hour, day);
+    let mut net = Net::with_epochs(hour, |_| hour);
+    for i in 0..4 {
+        let (crossed, v) = net.send(packet(i));
+        assert_eq!(v, Verdict::Deliver, "packet {i} over {crossed:?}");
+    }
+    // The source's first trusted router downstream (T) on the default schedule.
+    let mut net = Net::with_epochs(hour, |a| if a == ia(1) { day } else { hour });
+    for i in 0..4 {
+        let (crossed, v) = net.send(packet(i));
+        assert!(matches!(v, Verdict::Drop(_)), "packet {i} over {crossed:?}: {v:?}");
+    }
 }
 
 #[test]

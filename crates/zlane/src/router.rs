@@ -54,10 +54,12 @@ impl ZlaneRouter {
     /// The processor of the router of `fwd`'s AS, keyed from the AS's master secret `drkey`
     /// (EPIC's DRKey keys and the duplicate filter's hash key), with the guarantees of `config` on the
     /// links given as their id and their guaranteed class's bound (μ_G); `now_ns` picks the
-    /// first DRKey epoch.
+    /// first DRKey epoch of `schedule`, which must be the AS's (its DRKey service's): with
+    /// another one the router derives keys no host was given, and every packet fails.
     pub fn new(
         fwd: AsForwarding,
         drkey: &RotatingSecret,
+        schedule: EpochSchedule,
         config: ZlaneConfig,
         links: impl IntoIterator<Item = (u16, RateBound)>,
         now_ns: u64,
@@ -65,8 +67,7 @@ impl ZlaneRouter {
         let own_isd = fwd.local_ia.isd();
         let plan = config.plan(own_isd)?;
         let protocol = Protocol(config.drkey_protocol);
-        let keyring =
-            IssuerKeyring::with_secret(drkey.clone(), protocol, EpochSchedule::SCION_DEFAULT, now_ns / NS_PER_S)?;
+        let keyring = IssuerKeyring::with_secret(drkey.clone(), protocol, schedule, now_ns / NS_PER_S)?;
         // The filter's hash key: a Level-1 key to an ISD-AS no AS has, so it is secret and
         // never a key the AS hands out.
         let dup_key = *keyring.current().level1(IsdAsn::new(0, 0)).as_bytes();
@@ -78,6 +79,11 @@ impl ZlaneRouter {
 
     pub fn guarantees(&self) -> &Guarantees {
         &self.guarantees
+    }
+
+    /// The AS's DRKey keys the router verifies with: its schedule, protocol and current epoch.
+    pub fn keyring(&self) -> &IssuerKeyring {
+        &self.keyring
     }
 
     /// The class of a packet the forwarder admitted as authenticated.

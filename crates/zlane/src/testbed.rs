@@ -48,24 +48,31 @@ pub struct Net {
     /// Per hop field: its AS and its full CMAC σ.
     hops: Vec<(usize, [u8; 16])>,
     counter: u32,
+    /// The DRKey epochs of every AS of the net.
+    schedule: EpochSchedule,
 }
 
 impl Net {
     /// `n ≥ 2` ASes on one segment, hop fields made an hour before `now_ns`, DRKey keys of the
     /// epoch of `now_ns` (packets must be sent in it).
     pub fn new(n: usize, now_ns: u64) -> Self {
-        Self::build(n, now_ns, false)
+        Self::build(n, now_ns, false, EpochSchedule::SCION_DEFAULT)
+    }
+
+    /// [`Net::new`] whose ASes' DRKey epochs follow `schedule` instead of SCION's default.
+    pub fn with_schedule(n: usize, now_ns: u64, schedule: EpochSchedule) -> Self {
+        Self::build(n, now_ns, false, schedule)
     }
 
     /// `n ≥ 3` ASes, up to AS 1 and down from it.
     pub fn with_crossover(n: usize, now_ns: u64) -> Self {
         assert!(n >= 3, "a crossover needs three ASes");
-        Self::build(n, now_ns, true)
+        Self::build(n, now_ns, true, EpochSchedule::SCION_DEFAULT)
     }
 
-    fn build(n: usize, now_ns: u64, crossover: bool) -> Self {
+    fn build(n: usize, now_ns: u64, crossover: bool, schedule: EpochSchedule) -> Self {
         assert!((2..=60).contains(&n), "chain of {n} ASes");
-        let epoch = EpochSchedule::SCION_DEFAULT.epoch_at(now_ns / S).expect("epoch");
+        let epoch = schedule.epoch_at(now_ns / S).expect("epoch");
         let ases: Vec<NetAs> = (0..n)
             .map(|i| {
                 let mut master_secret = [0u8; 16];
@@ -107,7 +114,7 @@ impl Net {
                 hops.push((i, ases[i].mac_key.cmac_block(&block)));
             }
         }
-        Self { ases, path, hops, counter: 0 }
+        Self { ases, path, hops, counter: 0, schedule }
     }
 
     pub fn src_ia(&self) -> IsdAsn {
@@ -139,6 +146,7 @@ impl Net {
         let mut gw = Gateway::with_max_host_slots(
             self.src_ia(),
             &RotatingSecret::new(&self.ases[0].master_secret)?,
+            self.schedule,
             config,
             now_ns,
             max_slots,

@@ -190,6 +190,7 @@ pub(super) fn router_row(effort: Effort) -> Row {
         let mut router = ZlaneRouter::new(
             fwd,
             &aviary_scion::drkey::RotatingSecret::new(&src.master_secret).expect("secret"),
+            aviary_scion::drkey::EpochSchedule::SCION_DEFAULT,
             zlane.clone(),
             bound,
             t0(),

@@ -215,6 +215,7 @@ fn router_config(bed: &Testbed, ports: &Ports, dir: &Path, workers: usize) -> an
         ],
         scmp: Default::default(),
         workers: Some(workers),
+        drkey_epochs: Default::default(),
     };
     let path = dir.join(format!("router-w{workers}.toml"));
     aviary_node::config::write_toml(&path, &cfg)?;

@@ -69,7 +69,14 @@ pub fn topology() -> anyhow::Result<Topology> {
     let congested: IsdAsn = CONGESTED_AS.parse()?;
     for (ia, core, ifid) in ADDED_ASES {
         let ia: IsdAsn = ia.parse()?;
-        t.ases.push(AsEntry { ia, core, router: RouterSettings::default(), zlane_gateway: None, glwp: None });
+        t.ases.push(AsEntry {
+            ia,
+            core,
+            router: RouterSettings::default(),
+            zlane_gateway: None,
+            glwp: None,
+            drkey: Default::default(),
+        });
         t.links.push(Link {
             a: IfRef { ia: congested, ifid },
             b: IfRef { ia, ifid: 1 },

@@ -11,6 +11,9 @@
 //! control = "127.0.0.2:30002"             # the AS's control service (Level-1 keys)
 //! operator_token_file = "operator.token"  # what the control service asks of infrastructure
 //! topology = "../topology.toml"           # links, to tell which AS owns each hop field
+//! [drkey_epochs]                          # the AS's, as its control service's [drkey]
+//! epoch_duration_s = 86400
+//! grace_s = 5
 //! [zlane_gateway]
 //! guarantee_bps = 2000000
 //! drkey_protocol = 42
@@ -26,10 +29,10 @@ use aviary_scion::IsdAsn;
 use aviary_zlane::gateway::GatewayConfig;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{base_dir, resolve, ConfigError};
+use crate::config::{base_dir, resolve, ConfigError, DrkeyEpochs};
 use crate::secret_rotation;
 use crate::topology::{read_toml, Topology};
-use aviary_scion::drkey::RotatingSecret;
+use aviary_scion::drkey::{EpochSchedule, RotatingSecret};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -49,6 +52,10 @@ pub struct ZlaneGatewayConfig {
     pub operator_token_file: PathBuf,
     /// The topology file: its links tell which AS each hop field of a path belongs to.
     pub topology: PathBuf,
+    /// The AS's DRKey epochs, which the gateway's own keys follow and its Level-1 keys are
+    /// fetched for; must be the control service's `[drkey]` ones (checked against its replies).
+    #[serde(default)]
+    pub drkey_epochs: DrkeyEpochs,
     pub zlane_gateway: GatewayConfig,
 }
 
@@ -58,6 +65,8 @@ pub struct LoadedGateway {
     /// The AS master secret with the record of its last rotation (the gateway derives DRKey
     /// keys).
     pub master_secret: RotatingSecret,
+    /// The schedule of `drkey_epochs`.
+    pub schedule: EpochSchedule,
     pub operator_token: String,
     pub topology: Topology,
 }
@@ -74,6 +83,7 @@ impl ZlaneGatewayConfig {
         c.zlane_gateway
             .plan()
             .map_err(|e| ConfigError::new(&file, format!("zlane_gateway.{}", e.field()), e.to_string()))?;
+        let schedule = c.drkey_epochs.schedule(&file, "drkey_epochs")?;
         let master_secret = secret_rotation::load(path, "master_secret_file", &c.master_secret_file)?;
         let operator_token = std::fs::read_to_string(&c.operator_token_file)
             .map_err(|e| {
@@ -94,6 +104,6 @@ impl ZlaneGatewayConfig {
                 format!("{} is not in the topology {}", c.ia, c.topology.display()),
             ));
         }
-        Ok(LoadedGateway { config: c, master_secret, operator_token, topology })
+        Ok(LoadedGateway { config: c, master_secret, schedule, operator_token, topology })
     }
 }

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use aviary_scion::drkey::{EpochSchedule, Level1Key};
+use aviary_scion::drkey::{Epoch, EpochSchedule, Level1Key};
 use aviary_scion::IsdAsn;
 use aviary_zlane::gateway::Gateway;
 
@@ -41,6 +41,9 @@ pub struct KeyCache {
     /// Failed fetches (one per AS and attempt).
     pub errors: Arc<AtomicU64>,
     schedule: EpochSchedule,
+    /// Set when the control service's epochs of the gateway's own AS are not `schedule`'s.
+    mismatch: Arc<Mutex<Option<String>>>,
+    mismatched: Arc<AtomicBool>,
 }
 
 /// What the packet loop installed last: the epoch and the cache's version.
@@ -62,7 +65,43 @@ pub struct KeySource {
 
 impl KeyCache {
     pub fn new(schedule: EpochSchedule) -> Self {
-        Self { fetched: Arc::default(), errors: Arc::default(), schedule }
+        Self {
+            fetched: Arc::default(),
+            errors: Arc::default(),
+            schedule,
+            mismatch: Arc::default(),
+            mismatched: Arc::default(),
+        }
+    }
+
+    /// Why the gateway must not run on: the AS's control service derives the AS's keys in
+    /// other epochs than the gateway's `[drkey_epochs]`, so every key the gateway derives
+    /// itself differs from the one the DRKey service hands out.
+    pub fn schedule_mismatch(&self) -> Option<String> {
+        if !self.mismatched.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.mismatch.lock().expect("poisoned").clone()
+    }
+
+    /// Records that the control service served the gateway's own AS's key for `served`
+    /// where the gateway's schedule has `expected`.
+    fn mismatched(&self, control: SocketAddr, served: &crate::api::EpochWire, expected: Epoch) {
+        let why = format!(
+            "drkey_epochs: the AS's control service ({control}) serves its keys in the epoch [{}, {}) ({} s long), \
+             but epoch_duration_s = {} and grace_s = {} here give [{}, {}): the control service's \
+             [drkey] epoch_duration_s and grace_s must be this table's",
+            served.begin,
+            served.end,
+            served.end.saturating_sub(served.begin),
+            self.schedule.duration_s(),
+            self.schedule.grace_s(),
+            expected.begin_s,
+            expected.end_s,
+        );
+        tracing::error!("zlane gateway: {why}");
+        *self.mismatch.lock().expect("poisoned") = Some(why);
+        self.mismatched.store(true, Ordering::Relaxed);
     }
 
     /// Starts the fetching thread; it ends when `stop` is set.
@@ -81,7 +120,7 @@ impl KeyCache {
     }
 
     /// Asks for every missing key of the current and the next epoch; whether none is missing.
-    fn fetch_round(&self, s: &KeySource) -> bool {
+    pub(super) fn fetch_round(&self, s: &KeySource) -> bool {
         let now = unix_s();
         let Ok(current) = self.schedule.epoch_at(now) else { return false };
         let Ok(next) = self.schedule.next(current) else { return false };
@@ -94,7 +133,12 @@ impl KeyCache {
             };
             for issuer in missing {
                 match fetch_infrastructure_level1(s.control, &s.token, issuer, s.protocol, at) {
-                    Ok(r) if r.epoch.begin == epoch.begin_s && r.subject == s.subject && r.issuer == issuer => {
+                    Ok(r)
+                        if r.epoch.begin == epoch.begin_s
+                            && (issuer != s.subject || r.epoch.end == epoch.end_s)
+                            && r.subject == s.subject
+                            && r.issuer == issuer =>
+                    {
                         let Some(key) = hex::decode(&r.key).ok().and_then(|k| <[u8; 16]>::try_from(k).ok()) else {
                             self.failed(&format!("Level-1 key of {issuer}: not 16 bytes of hex"));
                             complete = false;
@@ -103,6 +147,15 @@ impl KeyCache {
                         let mut f = self.fetched.lock().expect("poisoned");
                         f.epochs.entry(epoch.begin_s).or_default().insert(issuer, Level1Key::from_bytes(key));
                         f.version += 1;
+                    }
+                    Ok(r)
+                        if issuer == s.subject
+                            && r.issuer == issuer
+                            && r.subject == s.subject
+                            && (r.epoch.begin, r.epoch.end) != (epoch.begin_s, epoch.end_s) =>
+                    {
+                        self.mismatched(s.control, &r.epoch, epoch);
+                        complete = false;
                     }
                     Ok(r) => {
                         self.failed(&format!(
@@ -165,6 +218,7 @@ mod tests {
         Gateway::new(
             IsdAsn::new(1, 0x111),
             &aviary_scion::drkey::RotatingSecret::new(&[9; 16]).unwrap(),
+            EpochSchedule::SCION_DEFAULT,
             &config,
             now_s * 1_000_000_000,
         )

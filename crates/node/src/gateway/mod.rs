@@ -22,7 +22,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context;
-use aviary_scion::drkey::EpochSchedule;
 use aviary_zlane::gateway::{Gateway, GatewayVerdict};
 
 use crate::clock::unix_ns;
@@ -41,14 +40,14 @@ pub fn run(cfg_path: &Path) -> anyhow::Result<()> {
     let loaded = ZlaneGatewayConfig::load(cfg_path)?;
     let cfg = &loaded.config;
     let now = unix_ns();
-    let mut gw = Gateway::new(cfg.ia, &loaded.master_secret, &cfg.zlane_gateway, now)
+    let mut gw = Gateway::new(cfg.ia, &loaded.master_secret, loaded.schedule, &cfg.zlane_gateway, now)
         .with_context(|| format!("{}: zlane_gateway", cfg_path.display()))?;
     for link in &loaded.topology.links {
         gw.path_keys_mut().add_link(link.a.ia, link.a.ifid, link.b.ia);
         gw.path_keys_mut().add_link(link.b.ia, link.b.ifid, link.a.ia);
     }
     let stop = crate::signals::stop_flag();
-    let keys = KeyCache::new(EpochSchedule::SCION_DEFAULT);
+    let keys = KeyCache::new(loaded.schedule);
     keys.spawn_fetcher(
         KeySource {
             control: cfg.control,
@@ -72,6 +71,9 @@ pub fn run(cfg_path: &Path) -> anyhow::Result<()> {
     while !stop.load(Ordering::Relaxed) {
         wait_readable(&[&sock], Some(MAX_SLEEP), &mut ready)?;
         let now = unix_ns();
+        if let Some(why) = keys.schedule_mismatch() {
+            anyhow::bail!("{}: {why}", cfg_path.display());
+        }
         let mut st = state.lock().expect("poisoned");
         keys.install(&mut st.gateway, now / 1_000_000_000, &mut installed);
         if !ready[0] {

@@ -101,7 +101,9 @@ impl Forwarder {
         if self.commands.is_none() {
             return;
         }
-        if self.runtime.key_rotation.is_some_and(|r| now >= r.keep_until_ns()) {
+        // Validated when the config was loaded; were it not, keeping the secret is the safe side.
+        let Ok(schedule) = self.cfg.drkey_epochs.schedule("router config", "drkey_epochs") else { return };
+        if self.runtime.key_rotation.is_some_and(|r| now >= r.keep_until_ns(schedule)) {
             if let Err(e) = end_overlap(&mut self.runtime, &self.runtime_file, &self.cfg.master_secret_file) {
                 tracing::error!("previous secret of the key rotation no longer needed, but not removed: {e}");
             }

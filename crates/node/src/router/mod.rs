@@ -42,7 +42,7 @@ use anyhow::{anyhow, Context as _};
 use aviary_hummingbird::{Router as HbirdRouter, SecretValue};
 use aviary_pathval::PathvalProcessor;
 use aviary_qos::{EgressScheduler, LinkParams, Processor, RandomSource};
-use aviary_scion::drkey::RotatingSecret;
+use aviary_scion::drkey::{Epoch, RotatingSecret};
 use aviary_scion::wire::scmp::{self as scmp_wire, ScmpView, PROTOCOL_SCMP};
 use aviary_scion::{AsForwarding, HopMacKey, HostAddr, IsdAsn, ScionView, StandardForwarder};
 use aviary_zlane::router::ZlaneRouter;
@@ -86,10 +86,12 @@ pub fn processors(
     now_ns: u64,
 ) -> anyhow::Result<Pipeline> {
     let fwd = AsForwarding::new(ia, HopMacKey::from_master_secret(secret), ids.iter().copied());
+    let schedule = cfg.drkey_epochs.schedule("router config", "drkey_epochs")?;
     let scion: Box<dyn Processor> = match &cfg.zlane {
         Some(z) => {
             let links = cfg.guaranteed_bounds("router config")?;
-            Box::new(ZlaneRouter::new(fwd.clone(), drkey, z.clone(), links, now_ns).map_err(|e| anyhow!("zlane: {e}"))?)
+            let zlane = ZlaneRouter::new(fwd.clone(), drkey, schedule, z.clone(), links, now_ns);
+            Box::new(zlane.map_err(|e| anyhow!("zlane: {e}"))?)
         }
         None => Box::new(StandardForwarder::standard(fwd.clone())),
     };
@@ -97,7 +99,8 @@ pub fn processors(
         .map_err(|e| anyhow!("hummingbird: {e}"))?;
     let mut mechanisms: Vec<Box<dyn Processor>> = vec![scion, Box::new(hummingbird)];
     if let Some(p) = &cfg.pathval {
-        mechanisms.push(Box::new(pathval_processor(ia, drkey, ids, p, sampling, now_ns)?));
+        let epoch = schedule.epoch_at(now_ns / 1_000_000_000).map_err(|e| anyhow!("pathval: {e}"))?;
+        mechanisms.push(Box::new(pathval_processor(ia, drkey, ids, p, sampling, epoch, now_ns)?));
     }
     if let Some(g) = &cfg.glwp {
         mechanisms.push(Box::new(glwp::processor(ia, secret, g)?));
@@ -105,21 +108,23 @@ pub fn processors(
     Ok(Pipeline::new(mechanisms)?)
 }
 
-/// The pathval processor of `[pathval]`: keys from the AS secret and the Level-1 keys file,
-/// and the router's EpSampling key, fresh at every start.
+/// The pathval processor of `[pathval]`: keys of the AS's DRKey epoch `epoch` (the one of
+/// `now_ns`) from the AS secret and the Level-1 keys file, and the router's EpSampling key,
+/// fresh at every start.
 fn pathval_processor(
     ia: IsdAsn,
     drkey: &RotatingSecret,
     ids: &[u16],
     p: &aviary_pathval::PathvalConfig,
     sampling: [u8; 16],
+    epoch: Epoch,
     now_ns: u64,
 ) -> anyhow::Result<PathvalProcessor> {
     let level1 = match &p.level1_keys_file {
         Some(f) => crate::config::Level1KeysFile::load_at(f, now_ns / 1_000_000_000)?,
         None => Vec::new(),
     };
-    PathvalProcessor::new(ia, ids, p.clone(), drkey, level1, sampling, now_ns).map_err(|e| match &p.level1_keys_file {
+    PathvalProcessor::new(ia, ids, p.clone(), drkey, level1, sampling, epoch).map_err(|e| match &p.level1_keys_file {
         Some(f) => anyhow!("pathval.{e} (Level-1 keys of this DRKey epoch from {})", f.display()),
         None => anyhow!("pathval.{e}"),
     })
@@ -170,6 +175,7 @@ pub fn start(
 ) -> anyhow::Result<(Vec<Forwarder>, Sender<CommandMsg>, Arc<StatusBoard>)> {
     let file = cfg_path.display().to_string();
     let n = cfg.worker_count();
+    let schedule = cfg.drkey_epochs.schedule(&file, "drkey_epochs")?;
     let secret = read_secret(cfg_path, "master_secret_file", &cfg.master_secret_file)?;
     // The operator's changes of an earlier run; a file that cannot be used stops the router
     // before it takes any socket.
@@ -183,7 +189,7 @@ pub fn start(
     // current one, as they did before the restart; DRKey epochs derive from the one each
     // takes under the recorded rotation.
     let previous = match runtime.key_rotation {
-        Some(r) if unix_ns() < r.keep_until_ns() => {
+        Some(r) if unix_ns() < r.keep_until_ns(schedule) => {
             let previous_file = secret_rotation::previous_secret_file(&cfg.master_secret_file);
             let field = format!("key_rotation (previous secret {})", previous_file.display());
             Some((read_secret(&runtime_file, &field, &previous_file)?, r))

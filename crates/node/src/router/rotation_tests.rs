@@ -154,7 +154,7 @@ fn the_previous_secret_leaves_the_disk_when_the_overlap_ends_while_running() {
     // keys from the previous secret.
     fwd.retire_previous_secret(until);
     assert!(previous.exists());
-    let drkey_until = drkey_needs_previous_until_ns(at);
+    let drkey_until = drkey_needs_previous_until_ns(at, cfg.drkey_epochs.schedule("test", "drkey_epochs").unwrap());
     assert!(drkey_until > until);
     fwd.retire_previous_secret(drkey_until - 1);
     assert!(previous.exists());

@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use aviary_scion::drkey::EpochSchedule;
 use serde::{Deserialize, Serialize};
 
 use super::management::Command;
@@ -59,9 +60,10 @@ pub struct KeyRotation {
 
 impl KeyRotation {
     /// Until when (Unix ns) the previous secret is kept: the overlap, or longer while DRKey
-    /// epochs derive from it.
-    pub fn keep_until_ns(&self) -> u64 {
-        let drkey = self.rotated_at_s.map_or(0, crate::secret_rotation::drkey_needs_previous_until_ns);
+    /// epochs of the AS's `schedule` derive from it.
+    pub fn keep_until_ns(&self, schedule: EpochSchedule) -> u64 {
+        let drkey =
+            self.rotated_at_s.map_or(0, |at| crate::secret_rotation::drkey_needs_previous_until_ns(at, schedule));
         self.previous_until_ns.max(drkey)
     }
 }
@@ -144,7 +146,13 @@ mod tests {
         assert_eq!(s.links[&2], LinkChange { capacity_bps: Some(0), delay_ms: Some(5.0) });
         assert_eq!(s.key_rotation, Some(KeyRotation { previous_until_ns: 7, rotated_at_s: Some(3) }));
         // One-day DRKey epochs: the epoch of the rotation and the next one take the previous secret.
-        assert_eq!(s.key_rotation.unwrap().keep_until_ns(), (2 * 86400 + 5) * 1_000_000_000);
+        assert_eq!(
+            s.key_rotation.unwrap().keep_until_ns(EpochSchedule::SCION_DEFAULT),
+            (2 * 86400 + 5) * 1_000_000_000
+        );
+        // The AS's epochs, not a day: three-day epochs keep the secret three times as long.
+        let three_days = EpochSchedule::new(3 * 86400, 5).unwrap();
+        assert_eq!(s.key_rotation.unwrap().keep_until_ns(three_days), (6 * 86400 + 5) * 1_000_000_000);
         let dir = std::env::temp_dir().join(format!("aviary-runtime-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = state_file(&dir.join("router.toml"));

@@ -248,6 +248,7 @@ impl RunLayout {
                 interfaces,
                 scmp: Default::default(),
                 workers: None,
+                drkey_epochs: a.drkey,
             };
             // A topology that asks for a router config that cannot start stops the run here,
             // naming the AS in the topology file.
@@ -269,8 +270,9 @@ impl RunLayout {
                     cert_file: pki::CS_CERT_FILE.into(),
                     key_file: pki::CS_KEY_FILE.into(),
                     trust_roots: trust_roots.clone(),
-                    epoch_duration_s: aviary_scion::drkey::EpochSchedule::DEFAULT_DURATION_S,
-                    grace_s: aviary_scion::drkey::EpochSchedule::GRACE_PERIOD_S,
+                    // The one statement of the AS's epochs, as the router's and gateway's.
+                    epoch_duration_s: a.drkey.epoch_duration_s,
+                    grace_s: a.drkey.grace_s,
                 }),
                 glwp: a
                     .glwp
@@ -404,14 +406,14 @@ const PATHVAL_LEVEL1: &str = "pathval-level1.toml";
 /// in for the Level-1 exchange with each issuer's DRKey service that a deployment runs.
 fn write_pathval_level1(dir: &Path, topology: &Topology, ia: IsdAsn, file: &Path) -> anyhow::Result<()> {
     use aviary_pathval::{PathvalIssuer, Role};
-    use aviary_scion::drkey::EpochSchedule;
-    let schedule = EpochSchedule::SCION_DEFAULT;
     let now = crate::clock::unix_s();
-    let current = schedule.epoch_at(now)?;
-    let epochs = [current, schedule.next(current)?];
     let mut out = Level1KeysFile::default();
     let issuers = topology.ases.iter().filter(|a| a.ia != ia);
     for a in issuers.filter(|a| a.router.pathval.as_ref().is_some_and(|p| p.role == Role::Trusted)) {
+        // The issuer's epochs: its keys are derived in them.
+        let schedule = a.drkey.schedule(&file.display().to_string(), "drkey")?;
+        let current = schedule.epoch_at(now)?;
+        let epochs = [current, schedule.next(current)?];
         let secret = crate::config::read_secret(file, "master.key", &dir.join(ia_dir(a.ia)).join("master.key"))?;
         for e in epochs {
             out.keys.push(Level1KeyEntry {

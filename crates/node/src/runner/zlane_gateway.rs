@@ -54,6 +54,7 @@ pub fn gateway_config(
         control: addrs.control,
         operator_token_file: "operator.token".into(),
         topology: "../topology.toml".into(),
+        drkey_epochs: a.drkey,
         zlane_gateway: table,
     }))
 }
@@ -90,6 +91,39 @@ mod tests {
         for other in ["1-ff00:0:110", "1-ff00:0:112"] {
             assert!(layout.ases[&other.parse().unwrap()].zlane_gateway.is_none());
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_ass_drkey_epochs_reach_its_control_service_router_and_gateway_alike() {
+        use crate::config::{ControlConfig, RouterConfig};
+        use aviary_scion::drkey::EpochSchedule;
+        let text = std::fs::read_to_string(topology_dir().join("zlane-gateway.toml")).unwrap();
+        let text = text.replacen(
+            "ia = \"1-ff00:0:111\"\n",
+            "ia = \"1-ff00:0:111\"\n\n[as.drkey]\nepoch_duration_s = 3600\ngrace_s = 10\n",
+            1,
+        );
+        let dir = std::env::temp_dir().join(format!("aviary-gw-epochs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let topo = dir.join("topology-in.toml");
+        std::fs::write(&topo, text).unwrap();
+        let layout = RunLayout::write(&topo, &dir.join("run"), 21000).unwrap();
+        let hourly = EpochSchedule::new(3600, 10).unwrap();
+        for (ia, want) in [("1-ff00:0:111", hourly), ("1-ff00:0:110", EpochSchedule::SCION_DEFAULT)] {
+            let a = &layout.ases[&ia.parse().unwrap()];
+            // What the processes read back from the files the runner wrote.
+            let control = ControlConfig::load(&a.dir.join("control.toml")).unwrap();
+            assert_eq!(control.drkey.unwrap().schedule("control.toml").unwrap(), want, "{ia} control");
+            let router = RouterConfig::load(&a.dir.join("router.toml")).unwrap();
+            assert_eq!(router.drkey_epochs.schedule("router.toml", "drkey_epochs").unwrap(), want, "{ia} router");
+            if a.zlane_gateway.is_some() {
+                let g = crate::gateway::config::ZlaneGatewayConfig::load(&a.dir.join(CONFIG_FILE)).unwrap();
+                assert_eq!(g.schedule, want, "{ia} gateway");
+            }
+        }
+        assert!(layout.ases[&"1-ff00:0:111".parse().unwrap()].zlane_gateway.is_some());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

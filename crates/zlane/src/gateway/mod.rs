@@ -175,10 +175,17 @@ impl Gateway {
     /// The gateway of AS `ia`, keyed from the AS's master secret `secret` (its hop-field key
     /// from the current secret; DRKey secret value, to verify sources, and its own Level-1
     /// key, for its own hop fields, from the secret `secret` picks for the epoch),
-    /// with the rates of `config`; `now_ns` picks the first DRKey epoch. Other ASes' keys and
-    /// the topology's links go into [`Gateway::path_keys_mut`].
-    pub fn new(ia: IsdAsn, secret: &RotatingSecret, config: &GatewayConfig, now_ns: u64) -> Result<Self, GatewayError> {
-        Self::with_max_host_slots(ia, secret, config, now_ns, MAX_HOST_SLOTS)
+    /// with the rates of `config`; `now_ns` picks the first DRKey epoch of `schedule`, which
+    /// must be the AS's (its DRKey service's), or the gateway derives keys no host was given.
+    /// Other ASes' keys and the topology's links go into [`Gateway::path_keys_mut`].
+    pub fn new(
+        ia: IsdAsn,
+        secret: &RotatingSecret,
+        schedule: EpochSchedule,
+        config: &GatewayConfig,
+        now_ns: u64,
+    ) -> Result<Self, GatewayError> {
+        Self::with_max_host_slots(ia, secret, schedule, config, now_ns, MAX_HOST_SLOTS)
     }
 
     /// [`Gateway::new`] with a host table of at most `max_slots` slots (a power of two from
@@ -186,14 +193,14 @@ impl Gateway {
     pub fn with_max_host_slots(
         ia: IsdAsn,
         secret: &RotatingSecret,
+        schedule: EpochSchedule,
         config: &GatewayConfig,
         now_ns: u64,
         max_slots: usize,
     ) -> Result<Self, GatewayError> {
         let plan = config.plan()?;
         let protocol = Protocol(config.drkey_protocol);
-        let keyring =
-            IssuerKeyring::with_secret(secret.clone(), protocol, EpochSchedule::SCION_DEFAULT, now_ns / NS_PER_S)?;
+        let keyring = IssuerKeyring::with_secret(secret.clone(), protocol, schedule, now_ns / NS_PER_S)?;
         // The filter's hash key: a Level-1 key to an ISD-AS no AS has, as the routers'.
         let dup_key = *keyring.current().level1(IsdAsn::new(0, 0)).as_bytes();
         let duplicates = config

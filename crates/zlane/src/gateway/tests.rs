@@ -85,7 +85,8 @@ pub(super) fn source_as_router(net: &Net, rates: BTreeMap<String, RateConfig>) -
     };
     let fwd = AsForwarding::new(a.ia, a.mac_key.clone(), [IF_NEXT]);
     let secret = RotatingSecret::new(&a.master_secret).unwrap();
-    ZlaneRouter::new(fwd, &secret, zcfg, [(IF_NEXT, RateBound::Ppm(500_000))], NOW).unwrap()
+    ZlaneRouter::new(fwd, &secret, EpochSchedule::SCION_DEFAULT, zcfg, [(IF_NEXT, RateBound::Ppm(500_000))], NOW)
+        .unwrap()
 }
 
 #[test]
@@ -209,8 +210,8 @@ fn over_rate_packets_leave_unflagged_or_are_dropped_by_policy() {
 fn a_path_through_an_as_without_a_key_is_not_authorized() {
     let mut net = Net::with_crossover(3, NOW);
     let cfg = config(&[("10.0.0.1", None)], 1_000_000, OverRatePolicy::Unflagged);
-    let mut gw =
-        Gateway::new(net.src_ia(), &RotatingSecret::new(&net.ases[0].master_secret).unwrap(), &cfg, NOW).unwrap();
+    let secret = RotatingSecret::new(&net.ases[0].master_secret).unwrap();
+    let mut gw = Gateway::new(net.src_ia(), &secret, EpochSchedule::SCION_DEFAULT, &cfg, NOW).unwrap();
     gw.path_keys_mut().add_link(net.ases[0].ia, IF_NEXT, net.ases[1].ia);
     let mut pkt = net.packet(host(1), PAYLOAD, NOW);
     assert_eq!(one(&mut gw, &mut pkt, NOW), GatewayVerdict::Unflagged);
