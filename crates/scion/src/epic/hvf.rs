@@ -65,11 +65,13 @@ impl MacInput {
     /// [`MacInput::new`] of a checked packet, its fields copied as they are on the wire
     /// instead of decoded and encoded again: the header `view`, the first info field's
     /// timestamp and the packet ID.
+    #[inline]
     pub fn from_wire(view: &ScionView<&[u8]>, info_ts: [u8; 4], pkt_id: [u8; 8]) -> Self {
         let host = view.src_host_bytes();
         Self::from_fields(view.src_type_len(), info_ts, pkt_id, view.src_ia_bytes(), host, view.payload_len())
     }
 
+    #[inline]
     fn from_fields(
         type_len: u8,
         info_ts: [u8; 4],
@@ -104,9 +106,14 @@ impl MacInput {
     /// The input with an authenticator appended as one more block.
     pub fn with_authenticator(&self, sigma: &[u8; 16]) -> Self {
         let mut out = *self;
-        out.buf[self.len..self.len + BLOCK].copy_from_slice(sigma);
-        out.len += BLOCK;
+        out.append_authenticator(sigma);
         out
+    }
+
+    /// Appends an authenticator as one more block, in place (not copying the input).
+    pub fn append_authenticator(&mut self, sigma: &[u8; 16]) {
+        self.buf[self.len..self.len + BLOCK].copy_from_slice(sigma);
+        self.len += BLOCK;
     }
 
     pub fn as_bytes(&self) -> &[u8] {
@@ -117,6 +124,7 @@ impl MacInput {
 /// The hop-field MAC input block ([`crate::mac::mac_input`]) of hop field `hop` under info
 /// field `info` of a checked path, copied from their bytes as they are on the wire: SegID and
 /// Timestamp follow each other in the info field, ExpTime and both interfaces in the hop field.
+#[inline]
 pub fn hop_mac_block(path: &StandardPathView<&[u8]>, info: usize, hop: usize) -> [u8; 16] {
     let b = path.bytes();
     let (i, h) = (path.info_offset(info), path.hop_offset(hop));

@@ -316,7 +316,7 @@ impl Gateway {
         self.mac_key.macs(&mut sigmas[..n]);
         // 3. V_0 of every packet under its host's key, the chains side by side.
         for (input, sigma) in inputs[..n].iter_mut().zip(sigmas.iter()) {
-            *input = input.with_authenticator(sigma);
+            input.append_authenticator(sigma);
         }
         hop_validations(&keys[..n], &inputs[..n], &mut v0[..n]);
         // 4. Compare, charge and authorize, packet by packet.
