@@ -36,5 +36,8 @@ fn main() {
             case.run_in(&mut gw, &mut pkts, batch)
         })
         .fold(f64::INFINITY, f64::min);
-    println!("{}: {hosts} hosts, {packets} packets in batches of {batch}: {best:.1} ns per packet (best of {runs})", case.name);
+    println!(
+        "{}: {hosts} hosts, {packets} packets in batches of {batch}: {best:.1} ns per packet (best of {runs})",
+        case.name
+    );
 }

@@ -131,7 +131,8 @@ pub fn hop_mac_block(path: &StandardPathView<&[u8]>, info: usize, hop: usize) ->
     let info_part = path_field::info::SEG_ID.start..path_field::info::TIMESTAMP.end;
     let hop_part = path_field::hop::EXP_TIME..path_field::hop::CONS_EGRESS.end;
     let mut block = [0u8; 16];
-    block[mac_block::SEG_ID.start..mac_block::TIMESTAMP.end].copy_from_slice(&b[i + info_part.start..i + info_part.end]);
+    block[mac_block::SEG_ID.start..mac_block::TIMESTAMP.end]
+        .copy_from_slice(&b[i + info_part.start..i + info_part.end]);
     block[mac_block::HOP_PART].copy_from_slice(&b[h + hop_part.start..h + hop_part.end]);
     block
 }
