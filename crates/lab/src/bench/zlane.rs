@@ -134,8 +134,10 @@ impl GatewayCase {
         self.run_in(gw, pkts, BATCH)
     }
 
-    /// [`GatewayCase::run`] in batches of `batch` packets (1: one packet at a time).
+    /// [`GatewayCase::run`] in batches of `batch` packets (1: one packet at a time; 0 is
+    /// taken as 1).
     pub fn run_in(&self, gw: &mut Gateway, pkts: &mut [Vec<u8>], batch: usize) -> f64 {
+        let batch = batch.max(1);
         let mut verdicts = vec![self.want; pkts.len()];
         let first = t0() + self.warm_up.len() as u64 * GAP_NS;
         let n = pkts.len();
