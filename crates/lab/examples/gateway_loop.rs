@@ -12,13 +12,13 @@
 //! packets cancels the warm-up (one packet per host, also through `process_batch`).
 //!
 //! Arguments: `compliant|dedup|over-rate`, ASes on the path (2 to 60), hosts (1 to 65 535),
-//! packets, runs.
+//! packets, runs, and optionally the batch size (32 unless given; 1 for one packet at a time).
 
 use aviary_lab::bench::zlane::GatewayCase;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: gateway_loop compliant|dedup|over-rate ASES HOSTS PACKETS RUNS";
+    let usage = "usage: gateway_loop compliant|dedup|over-rate ASES HOSTS PACKETS RUNS [BATCH]";
     let (compliant, dedup) = match args.get(1).map(String::as_str) {
         Some("compliant") => (true, false),
         Some("dedup") => (true, true),
@@ -27,13 +27,17 @@ fn main() {
     };
     let num = |i: usize| -> u64 { args.get(i).and_then(|a| a.parse().ok()).expect(usage) };
     let (ases, hosts, packets, runs) = (num(2) as usize, num(3) as u16, num(4), num(5));
+    let batch = if args.len() > 6 { num(6) as usize } else { 32 };
     let case = GatewayCase::new(ases, compliant, dedup, hosts, packets);
     let best = (0..runs)
         .map(|_| {
             let mut gw = case.warm_gateway();
             let mut pkts = case.templates().to_vec();
-            case.run(&mut gw, &mut pkts)
+            case.run_in(&mut gw, &mut pkts, batch)
         })
         .fold(f64::INFINITY, f64::min);
-    println!("{}: {hosts} hosts, {packets} packets: {best:.1} ns per packet (best of {runs})", case.name);
+    println!(
+        "{}: {hosts} hosts, {packets} packets in batches of {batch}: {best:.1} ns per packet (best of {runs})",
+        case.name
+    );
 }

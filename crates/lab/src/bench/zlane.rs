@@ -131,17 +131,24 @@ impl GatewayCase {
     /// Runs `pkts` (copies of the templates) through `gw` in batches: ns per packet. Panics
     /// if a packet was not processed as intended.
     pub fn run(&self, gw: &mut Gateway, pkts: &mut [Vec<u8>]) -> f64 {
+        self.run_in(gw, pkts, BATCH)
+    }
+
+    /// [`GatewayCase::run`] in batches of `batch` packets (1: one packet at a time; 0 is
+    /// taken as 1).
+    pub fn run_in(&self, gw: &mut Gateway, pkts: &mut [Vec<u8>], batch: usize) -> f64 {
+        let batch = batch.max(1);
         let mut verdicts = vec![self.want; pkts.len()];
         let first = t0() + self.warm_up.len() as u64 * GAP_NS;
         let n = pkts.len();
         // The batches' lists of packets are made before the clock starts: a receive loop
         // reuses its list, and the row measures the gateway's work alone.
         let mut batches: Vec<Vec<&mut [u8]>> =
-            pkts.chunks_mut(BATCH).map(|chunk| chunk.iter_mut().map(|p| p.as_mut_slice()).collect()).collect();
+            pkts.chunks_mut(batch).map(|chunk| chunk.iter_mut().map(|p| p.as_mut_slice()).collect()).collect();
         let t = Instant::now();
-        for (i, (batch, out)) in batches.iter_mut().zip(verdicts.chunks_mut(BATCH)).enumerate() {
-            let now = first + ((i + 1) * BATCH) as u64 * GAP_NS;
-            gw.process_batch(batch, now, out);
+        for (i, (pkts, out)) in batches.iter_mut().zip(verdicts.chunks_mut(batch)).enumerate() {
+            let now = first + ((i + 1) * batch) as u64 * GAP_NS;
+            gw.process_batch(pkts, now, out);
         }
         let ns = t.elapsed().as_nanos() as f64 / n as f64;
         assert!(verdicts.iter().all(|v| *v == self.want), "benchmark packets not processed as intended");

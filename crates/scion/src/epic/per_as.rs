@@ -38,22 +38,39 @@ const LANES: usize = 8;
 pub fn hop_validations(keys: &[AsHostKey], inputs: &[MacInput], out: &mut [[u8; 16]]) {
     let n = keys.len().min(inputs.len()).min(out.len());
     for start in (0..n).step_by(LANES) {
-        let m = (n - start).min(LANES);
-        let lane = |j: usize| start + j.min(m - 1);
-        // The keys differ per packet (each host's own), so their schedules are expanded
-        // here, side by side; storing them per host would cost three cache lines a host.
-        let ciphers = Aes128::new_each::<LANES>(&std::array::from_fn(|j| *keys[lane(j)].as_bytes()));
-        let mut state = [[0u8; 16]; LANES];
-        let blocks = (0..m).map(|j| inputs[start + j].as_bytes().len() / 16).max().unwrap_or(0);
-        for r in 0..blocks {
-            for (j, (st, c)) in state.iter_mut().zip(&ciphers).enumerate().take(m) {
-                let Some(block) = inputs[start + j].as_bytes().get(16 * r..16 * (r + 1)) else { continue };
-                st.iter_mut().zip(block).for_each(|(s, b)| *s ^= b);
-                *st = c.encrypt(st);
-            }
+        let r = start..(start + LANES).min(n);
+        let (keys, inputs, out) = (&keys[r.clone()], &inputs[r.clone()], &mut out[r]);
+        // As many lanes as there are packets, rounded up to a schedule's group of four (or
+        // one alone): a lane expands its key whether it has a packet or not, and a lone
+        // packet (a batch of one) would pay for eight schedules.
+        match keys.len() {
+            1 => chains::<1>(keys, inputs, out),
+            2..=4 => chains::<4>(keys, inputs, out),
+            _ => chains::<LANES>(keys, inputs, out),
         }
-        out[start..start + m].copy_from_slice(&state[..m]);
     }
+}
+
+/// The CBC-MACs of 1 to `L` packets, `L` key schedules expanded side by side (the lanes
+/// beyond the packets repeat the last key, and are not run).
+#[inline(always)]
+fn chains<const L: usize>(keys: &[AsHostKey], inputs: &[MacInput], out: &mut [[u8; 16]]) {
+    let m = keys.len();
+    debug_assert!((1..=L).contains(&m) && inputs.len() == m && out.len() == m);
+    let lane = |j: usize| j.min(m - 1);
+    // The keys differ per packet (each host's own), so their schedules are expanded here,
+    // side by side; storing them per host would cost three cache lines a host.
+    let ciphers = Aes128::new_each::<L>(&std::array::from_fn(|j| *keys[lane(j)].as_bytes()));
+    let mut state = [[0u8; 16]; L];
+    let blocks = inputs.iter().map(|i| i.as_bytes().len() / 16).max().unwrap_or(0);
+    for r in 0..blocks {
+        for ((st, c), input) in state.iter_mut().zip(&ciphers).zip(inputs) {
+            let Some(block) = input.as_bytes().get(16 * r..16 * (r + 1)) else { continue };
+            st.iter_mut().zip(block).for_each(|(s, b)| *s ^= b);
+            *st = c.encrypt(st);
+        }
+    }
+    out.copy_from_slice(&state[..m]);
 }
 
 /// The field a source writes: `V_i[0:4]`.
@@ -173,7 +190,7 @@ mod tests {
         use crate::wire::epic::PktId;
         use crate::wire::header::HostAddr;
         use std::net::{Ipv4Addr, Ipv6Addr};
-        for n in [0, 1, 7, 8, 9, 20] {
+        for n in [0, 1, 2, 3, 4, 5, 7, 8, 9, 11, 20] {
             let keys: Vec<_> = (0..n).map(|j| AsHostKey::from_bytes([j as u8 * 13 + 1; 16])).collect();
             let inputs: Vec<_> = (0..n)
                 .map(|j| {

@@ -156,6 +156,10 @@ impl<T: AsRef<[u8]>> PerAsPathView<T> {
     pub fn hvfs(&self) -> &[u8] {
         &self.b()[self.hvf_offset(0)..self.hvf_offset(self.num_hvfs())]
     }
+    /// The raw packet ID, as it enters the MAC input.
+    pub fn pkt_id_bytes(&self) -> [u8; 8] {
+        self.b()[field::PKT_ID].try_into().expect("8 bytes")
+    }
     pub fn dvf(&self) -> [u8; HVF_LEN] {
         self.field_at(self.hvf_offset(self.num_hvfs()))
     }
@@ -180,6 +184,12 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> PerAsPathView<T> {
         assert!(i < self.num_hvfs(), "HVF {i} of {}", self.num_hvfs());
         let off = self.hvf_offset(i);
         self.b_mut()[off..off + HVF_LEN].copy_from_slice(&hvf);
+    }
+    /// Every HVF, in hop-field order, [`HVF_LEN`] bytes each: one slice to rewrite them all
+    /// without an offset and a bounds check per field.
+    pub fn hvfs_mut(&mut self) -> &mut [u8] {
+        let range = self.hvf_offset(0)..self.hvf_offset(self.num_hvfs());
+        &mut self.b_mut()[range]
     }
     pub fn set_dvf(&mut self, dvf: [u8; HVF_LEN]) {
         let off = self.hvf_offset(self.num_hvfs());

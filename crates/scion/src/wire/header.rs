@@ -314,6 +314,20 @@ impl<T: AsRef<[u8]>> ScionView<T> {
     pub fn src_host(&self) -> HostAddr {
         HostAddr::parse(self.b()[field::ADDR_TYPES] & 0xf, &self.b()[field::DST_HOST + self.dst_len()..])
     }
+    /// The source's 4-bit type/length code.
+    pub fn src_type_len(&self) -> u8 {
+        self.b()[field::ADDR_TYPES] & 0xf
+    }
+    /// The raw SrcISD|SrcAS bytes.
+    pub fn src_ia_bytes(&self) -> [u8; 8] {
+        self.b()[field::SRC_IA].try_into().expect("8 bytes")
+    }
+    /// The source address's bytes as on the wire (4 or 16): the last of the address header,
+    /// just before the path.
+    pub fn src_host_bytes(&self) -> &[u8] {
+        let len = host_len(self.src_type_len()).expect("checked by new_checked");
+        &self.b()[self.path_offset - len..self.path_offset]
+    }
     /// Byte range of the path header within the packet.
     pub fn path_range(&self) -> std::ops::Range<usize> {
         self.path_offset..self.hdr_len

@@ -37,11 +37,12 @@ use aviary_qos::{mechanism_drops, DuplicateFilterConfigError, KeyHash};
 use aviary_scion::drkey::{
     prf, AsHostKey, DrkeyError, EpochSchedule, HostAddr as DrkeyHost, IssuerKeyring, Protocol, RotatingSecret,
 };
-use aviary_scion::epic::hvf::{hvf_eq, MacInput};
+use aviary_scion::epic::hvf::{hop_mac_block, hvf_eq, MacInput};
 use aviary_scion::epic::per_as::{hop_validations, source_hvf};
 use aviary_scion::epic::timestamp::{verify_timestamp, StaleTimestamp};
 use aviary_scion::epic::EpicDuplicates;
-use aviary_scion::mac::{mac_input, HopMacKey};
+use aviary_scion::mac::HopMacKey;
+use aviary_scion::wire::epic::HVF_LEN;
 use aviary_scion::wire::epic_per_as::{PerAsLayout, PerAsPathView};
 use aviary_scion::{path_type, HostAddr, IsdAsn, ScionLayout, ScionView};
 use thiserror::Error;
@@ -322,7 +323,7 @@ impl Gateway {
         self.mac_key.macs(&mut sigmas[..n]);
         // 3. V_0 of every packet under its host's key, the chains side by side.
         for (input, sigma) in inputs[..n].iter_mut().zip(sigmas.iter()) {
-            *input = input.with_authenticator(sigma);
+            input.append_authenticator(sigma);
         }
         hop_validations(&keys[..n], &inputs[..n], &mut v0[..n]);
         // 4. Compare, charge and authorize, packet by packet.
@@ -363,11 +364,11 @@ impl Gateway {
         if meta.curr_hf != 0 || meta.curr_inf != 0 {
             return Err(GatewayDrop::NotFirstHop);
         }
-        let (info, hop) = (standard.info(0), standard.hop(0));
-        let id = path.pkt_id();
+        let (info, id) = (standard.info(0), path.pkt_id());
         verify_timestamp(info.timestamp, id.epic_ts, now_ns)?;
-        *input = MacInput::new(info.timestamp, id, src_ia, &src_host, view.payload_len());
-        *sigma_input = mac_input(info.seg_id, info.timestamp, hop.exp_time, hop.cons_ingress, hop.cons_egress);
+        // Both inputs copied from the packet's bytes, not encoded again from decoded fields.
+        *input = MacInput::from_wire(&view, info.timestamp.to_be_bytes(), path.pkt_id_bytes());
+        *sigma_input = hop_mac_block(&standard, 0, 0);
         Ok(Parsed {
             header: Some((view.layout(), path.layout())),
             hash: self.hosts.prefetch(&src_host),
@@ -432,10 +433,11 @@ impl Gateway {
         };
         counters.compliant_packets += 1;
         counters.compliant_bytes += pkt_len as u64;
-        // One key per hop field, and one HVF per hop field.
-        for (i, key) in keys.iter().enumerate() {
-            let field = key.hvf(&path.hvf(i));
-            path.set_hvf(i, field);
+        // One key per hop field, and one HVF per hop field, rewritten through one slice of
+        // them all (its bounds checked once, not per field).
+        for (key, field) in keys.iter().zip(path.hvfs_mut().chunks_exact_mut(HVF_LEN)) {
+            let hvf: &mut [u8; HVF_LEN] = field.try_into().expect("chunks of HVF_LEN");
+            *hvf = key.hvf(hvf);
         }
         path.set_qos(true);
         Ok(GatewayVerdict::Authorized)

@@ -50,6 +50,9 @@ struct Walk {
     /// Each hop field's [`INTERFACES`] as on the wire (0 beyond the path).
     interfaces: [u32; CACHED_HOPS],
     ases: [AsIndex; CACHED_HOPS],
+    /// The [`PathKeys::key_generation`] at which every AS of the walk was found keyed (0:
+    /// not yet), so that a remembered walk is not checked hop by hop for every packet.
+    keyed_at: u64,
 }
 
 /// The segment lengths of `path` and, in the high byte, one bit per segment: whether it is in
@@ -89,6 +92,9 @@ pub struct PathKeys {
     /// (AS, egress interface) → the AS at the other end.
     links: HashMap<(AsIndex, u16), AsIndex, RandomState>,
     walks: Box<[Walk; CACHED_WALKS]>,
+    /// Counts the changes to `keys` and `keyed`: a walk checked at another count is checked
+    /// again (a key withdrawn by [`PathKeys::clear_keys`] takes effect at once). From 1.
+    key_generation: u64,
     /// The ASes of the last path too long to remember.
     long_walk: Box<[AsIndex; MAX_HOPS]>,
     /// The index of the last source looked up: a gateway's paths all leave its own AS, so
@@ -100,7 +106,7 @@ impl Default for PathKeys {
     fn default() -> Self {
         let (index, keys, keyed, links) = Default::default();
         let (walks, long_walk) = (Box::new([Walk::default(); CACHED_WALKS]), Box::new([0; MAX_HOPS]));
-        Self { index, keys, keyed, links, walks, long_walk, last_src: None }
+        Self { index, keys, keyed, links, walks, long_walk, key_generation: 1, last_src: None }
     }
 }
 
@@ -140,6 +146,7 @@ impl PathKeys {
         let i = self.intern(ia);
         self.keys[i as usize] = GatewayKey::new(key);
         self.keyed[i as usize] = true;
+        self.key_generation += 1;
     }
 
     /// Forgets every AS's key (the links stay): at a DRKey epoch change, so that a path
@@ -147,6 +154,7 @@ impl PathKeys {
     /// under last epoch's key, which its routers would drop.
     pub fn clear_keys(&mut self) {
         self.keyed.fill(false);
+        self.key_generation += 1;
     }
 
     /// Number of ASes with a key.
@@ -161,20 +169,28 @@ impl PathKeys {
     /// The key of every hop field of `path` (leaving `src`, at its first hop field).
     pub fn resolve(&mut self, src: IsdAsn, path: &StandardPathView<&[u8]>) -> Result<HopKeys<'_>, PathKeyError> {
         let n = path.num_hops();
-        let ases = if n > CACHED_HOPS {
+        if n > CACHED_HOPS {
             let mut egress = [0u16; MAX_HOPS];
             travel_egresses(path, &mut egress);
             let mut ases = [0; MAX_HOPS];
             self.walk(src, &egress[..n], &mut ases)?;
             *self.long_walk = ases;
-            &self.long_walk[..n]
-        } else {
-            let slot = self.walk_cached(src, path)?;
-            &self.walks[slot].ases[..n]
-        };
+            self.all_keyed(&self.long_walk[..n])?;
+            return Ok(HopKeys { keys: &self.keys, ases: &self.long_walk[..n] });
+        }
+        let slot = self.walk_cached(src, path)?;
+        if self.walks[slot].keyed_at != self.key_generation {
+            self.all_keyed(&self.walks[slot].ases[..n])?;
+            self.walks[slot].keyed_at = self.key_generation;
+        }
+        Ok(HopKeys { keys: &self.keys, ases: &self.walks[slot].ases[..n] })
+    }
+
+    /// Whether every AS of `ases` has a key.
+    fn all_keyed(&self, ases: &[AsIndex]) -> Result<(), PathKeyError> {
         match ases.iter().find(|at| !self.keyed[**at as usize]) {
             Some(at) => Err(PathKeyError::NoKey(self.ia_of(*at))),
-            None => Ok(HopKeys { keys: &self.keys, ases }),
+            None => Ok(()),
         }
     }
 
@@ -214,7 +230,7 @@ impl PathKeys {
         let (mut egress, mut ases) = ([0u16; MAX_HOPS], [0; MAX_HOPS]);
         travel_egresses(path, &mut egress);
         self.walk(src, &egress[..n], &mut ases)?;
-        let mut walk = Walk { shape, src: at, interfaces, ases: [0; CACHED_HOPS] };
+        let mut walk = Walk { shape, src: at, interfaces, ases: [0; CACHED_HOPS], keyed_at: 0 };
         walk.ases.copy_from_slice(&ases[..CACHED_HOPS]);
         self.walks[slot] = walk;
         Ok(slot)
