@@ -300,10 +300,16 @@ impl<E: HopExtension> StagedForwarder<E> {
         ingress: u16,
         now_ns: u64,
     ) -> Verdict {
-        match finished.and_then(|e| Ok((e, self.ext.admit(path, w, auth, ingress, now_ns)?))) {
-            Err(r) => Verdict::Drop(r),
-            Ok((Some(egress), admission)) => Verdict::forward(egress, admission),
-            Ok((None, _)) => Verdict::Deliver,
+        // Matched step by step, not through `and_then`: the closure became a function of its own
+        // that every packet called with its captures spilled to the stack.
+        let egress = match finished {
+            Ok(egress) => egress,
+            Err(r) => return Verdict::Drop(r),
+        };
+        match (egress, self.ext.admit(path, w, auth, ingress, now_ns)) {
+            (_, Err(r)) => Verdict::Drop(r),
+            (Some(egress), Ok(admission)) => Verdict::forward(egress, admission),
+            (None, Ok(_)) => Verdict::Deliver,
         }
     }
 
