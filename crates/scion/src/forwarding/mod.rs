@@ -123,7 +123,7 @@ impl AsForwarding {
         HopAuth {
             current: pick(b1, &w.mac),
             // SAFETY: `layout` is proven for `w`, whose offsets it holds.
-            next: b2.zip(w.next).map(|(b, n)| pick(b, &unsafe { mac_at(layout, n.hop_off) })),
+            next: b2.zip(w.next()).map(|(b, n)| pick(b, &unsafe { mac_at(layout, n.hop_off) })),
         }
     }
 
@@ -173,6 +173,10 @@ impl AsForwarding {
     /// updates SegID and CurrINF/CurrHF in place. `layout` is the hop layout `w` was prepared
     /// from, its bytes as they were then. `Ok(None)`: deliver locally; `Ok(Some(egress))`:
     /// forward.
+    // Inlined into the batch loop (forced: LLVM kept it apart when asked with `#[inline]`):
+    // called, it saved and restored six registers and returned its `Result` through memory
+    // for every packet (callgrind, 2026-11-26: -24 instructions a standard packet).
+    #[inline(always)]
     pub(crate) fn finish(
         &self,
         layout: &mut [u8],
@@ -192,7 +196,7 @@ impl AsForwarding {
         }
         // The hop field whose MAC the SegID is chained with after verification, and its
         // info field: at a crossover the next segment's.
-        let (info_off, seg_id, cons_dir, chained_mac) = match (w.next, next_mac) {
+        let (info_off, seg_id, cons_dir, chained_mac) = match (w.next(), next_mac) {
             (Some(n), Some(m)) => {
                 // SAFETY: as above.
                 let (ninfo, nhop, nmac) =
@@ -284,6 +288,12 @@ pub struct NextHop {
     hop_off: u16,
 }
 
+impl NextHop {
+    /// No crossover. Offset 0 is the meta header's, never a hop field's: the record needs no
+    /// `Option` (and no tag to store) for the crossover's offsets.
+    const NONE: Self = Self { info_off: 0, hop_off: 0 };
+}
+
 /// What an AS verifies for one packet, whatever the path type, once the checks that need
 /// no cryptography have passed: where the current hop field (and at a crossover the next
 /// one) and their info fields are in the hop layout, and the few values derived from them
@@ -306,7 +316,9 @@ pub struct HopWork {
     /// The hop field's ingress interface in the direction of travel.
     hop_ingress: u16,
     egress: u16,
-    next: Option<NextHop>,
+    /// At a crossover, the next segment's first hop field; else [`NextHop::NONE`] (read
+    /// through [`Self::next`]).
+    next: NextHop,
     /// The current info field's ConsDir flag.
     cons_dir: bool,
     /// Against construction direction the SegID is chained before verification (not at
@@ -370,7 +382,13 @@ impl HopWork {
     /// Whether this AS verifies a second hop field: the next segment's first, at a crossover.
     #[inline]
     pub fn at_crossover(&self) -> bool {
-        self.next.is_some()
+        self.next.hop_off != NextHop::NONE.hop_off
+    }
+
+    /// The next segment's first hop field, at a crossover.
+    #[inline(always)]
+    fn next(&self) -> Option<NextHop> {
+        self.at_crossover().then_some(self.next)
     }
 
     /// MAC input blocks of the current hop field and of the crossover's next one, read from
@@ -380,7 +398,7 @@ impl HopWork {
         let layout = self.proven(layout);
         // SAFETY: `layout` is proven for this work, whose offsets these are.
         let b1 = unsafe { mac_block(self.seg_id, info_at(layout, self.info_off), hop_at(layout, self.hop_off)) };
-        let b2 = self.next.map(|n| {
+        let b2 = self.next().map(|n| {
             // SAFETY: as above.
             let info = unsafe { info_at(layout, n.info_off) };
             mac_block(info.seg_id(), info, unsafe { hop_at(layout, n.hop_off) })

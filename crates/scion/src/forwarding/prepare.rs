@@ -111,7 +111,7 @@ impl AsForwarding {
         self.check_src_dst(src, dst, ingress, PathEnds { first_hop: ch == 0, last_hop: ch + width == units })?;
         let deliver = dst == self.local_ia;
 
-        let mut next = None;
+        let mut next = NextHop::NONE;
         let mut advanced = ch + width;
         let mut end = hop_off + HOP_LEN;
         if !deliver && advanced == seg_end(ci) && ci + 1 < path.num_info_fields() && !peering {
@@ -123,7 +123,8 @@ impl AsForwarding {
             let (ninfo, nhop) = unsafe { (InfoWord(raw::be_u64(b, ninfo_off)), HopWord(raw::be_u64(b, nhop_off))) };
             egress = nhop.travel_interfaces(ninfo.cons_dir()).1;
             // Offsets within the path, which ends before byte 1020.
-            next = Some(NextHop { info_off: ninfo_off as u16, hop_off: nhop_off as u16 });
+            debug_assert!(nhop_off > ninfo_off, "a hop field at offset 0 would read as no crossover");
+            next = NextHop { info_off: ninfo_off as u16, hop_off: nhop_off as u16 };
             advanced += nwidth;
             end = end.max(nhop_off + HOP_LEN);
         }
@@ -271,7 +272,7 @@ impl AsForwarding {
         self.check_src_dst(src, dst, ingress, PathEnds { first_hop: ch == 0, last_hop: ch + 1 == num_hops })?;
         let deliver = dst == self.local_ia;
 
-        let mut next = None;
+        let mut next = NextHop::NONE;
         let mut advanced = ch + 1;
         let mut end = hop_off + HOP_LEN;
         if !deliver && advanced == seg_end && ci + 1 < num_inf && !peering {
@@ -284,7 +285,7 @@ impl AsForwarding {
             let (ninfo, nhop) =
                 unsafe { (InfoWord(raw::be_u64(path, ninfo_off)), HopWord(raw::be_u64(path, nhop_off))) };
             egress = nhop.travel_interfaces(ninfo.cons_dir()).1;
-            next = Some(NextHop { info_off: ninfo_off as u16, hop_off: nhop_off as u16 });
+            next = NextHop { info_off: ninfo_off as u16, hop_off: nhop_off as u16 };
             advanced += 1;
             end = nhop_off + HOP_LEN;
         }

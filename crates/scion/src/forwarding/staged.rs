@@ -51,7 +51,32 @@ impl<W> Staged<W> {
     /// The hop layout of `pkt`, the packet this was prepared from.
     #[inline]
     pub fn layout<'p>(&self, pkt: &'p [u8]) -> &'p [u8] {
-        &pkt[usize::from(self.path_start) + usize::from(self.layout_offset)..]
+        let (start, end) = self.proven_span(pkt.len());
+        debug_assert!(start + end <= pkt.len());
+        // SAFETY: `start + end <= pkt.len()` (just checked).
+        unsafe { pkt.get_unchecked(start..) }
+    }
+
+    /// The path header of `pkt`, the packet this was prepared from, checked to hold the hop
+    /// layout (at `layout_offset`) and every field the work points at.
+    #[inline]
+    fn path_mut<'p>(&self, pkt: &'p mut [u8]) -> &'p mut [u8] {
+        let (start, end) = self.proven_span(pkt.len());
+        debug_assert!(start + end <= pkt.len());
+        // SAFETY: `path_start <= start <= pkt.len()` (just checked).
+        unsafe { pkt.get_unchecked_mut(usize::from(self.path_start)..) }
+    }
+
+    /// Where the hop layout starts in the packet and how far into it the fields of the work
+    /// reach, checked once against the packet's length `len`: one compare instead of one per
+    /// slicing and [`HopWork`]'s own (which then folds away). As there, a shorter packet is a
+    /// mix-up of packets in the code.
+    #[inline(always)]
+    fn proven_span(&self, len: usize) -> (usize, usize) {
+        let start = usize::from(self.path_start) + usize::from(self.layout_offset);
+        let end = usize::from(self.hop.end);
+        assert!(start + end <= len, "staged work applied to a shorter packet");
+        (start, end)
     }
 }
 
@@ -274,14 +299,14 @@ impl<E: HopExtension> StagedForwarder<E> {
             // from its first block; `i < n <= N`.
             let auth = unsafe { auths.get_unchecked(i).assume_init_ref() };
             let (mac, next_mac) = auth.macs();
-            let path = &mut pkts[i][usize::from(w.path_start)..];
-            verdicts[i] =
-                match self.fwd.finish(&mut path[usize::from(w.layout_offset)..], &w.hop, mac, next_mac, now_ns) {
-                    Err(DropReason::BadMac) if self.in_overlap(now_ns) => {
-                        self.verify_previous(pkts[i], ingress, now_ns)
-                    }
-                    result => self.conclude(path, w, auth, result, ingress, now_ns),
-                };
+            let path = w.path_mut(pkts[i]);
+            debug_assert!(usize::from(w.layout_offset) <= path.len());
+            // SAFETY: `path_mut` proved the layout within the path.
+            let layout = unsafe { path.get_unchecked_mut(usize::from(w.layout_offset)..) };
+            verdicts[i] = match self.fwd.finish(layout, &w.hop, mac, next_mac, now_ns) {
+                Err(DropReason::BadMac) if self.in_overlap(now_ns) => self.verify_previous(pkts[i], ingress, now_ns),
+                result => self.conclude(path, w, auth, result, ingress, now_ns),
+            };
         }
     }
 
@@ -300,10 +325,16 @@ impl<E: HopExtension> StagedForwarder<E> {
         ingress: u16,
         now_ns: u64,
     ) -> Verdict {
-        match finished.and_then(|e| Ok((e, self.ext.admit(path, w, auth, ingress, now_ns)?))) {
-            Err(r) => Verdict::Drop(r),
-            Ok((Some(egress), admission)) => Verdict::forward(egress, admission),
-            Ok((None, _)) => Verdict::Deliver,
+        // Matched step by step, not through `and_then`: the closure became a function of its own
+        // that every packet called with its captures spilled to the stack.
+        let egress = match finished {
+            Ok(egress) => egress,
+            Err(r) => return Verdict::Drop(r),
+        };
+        match (egress, self.ext.admit(path, w, auth, ingress, now_ns)) {
+            (_, Err(r)) => Verdict::Drop(r),
+            (Some(egress), Ok(admission)) => Verdict::forward(egress, admission),
+            (None, Ok(_)) => Verdict::Deliver,
         }
     }
 
