@@ -63,14 +63,19 @@ pub enum PolicedLength {
     Payload,
 }
 
-/// How the policer computes a packet's transmission time.
+/// How the policer computes a packet's transmission time. Both give the same cost, so the same
+/// verdicts: the table is exact ([`aviary_qos::InverseRateTable`]). They also cost the same
+/// number of instructions (docs/performance.md, 2026-11-26); the table has no 64-bit division
+/// in its dependency chain.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PolicingMode {
-    /// `PktLen / BW`, one division per packet (Alg. 1 as written).
+    /// `PktLen / BW`, the bandwidth code decoded and one division per packet (Alg. 1 as
+    /// written; the reference the table is tested against).
     #[default]
     Division,
-    /// A 1024-entry table of inverse bandwidths, no division.
+    /// A 1024-entry table per codec of exact reciprocals: a multiplication and a shift, no
+    /// division and no decoding of the bandwidth code.
     Table,
 }
 
