@@ -66,7 +66,11 @@ impl ReservationPolicer {
     /// Alg. 1 with the division: `rate_bps` is the decoded reserved bandwidth in bit/s.
     /// Returns whether the packet stays within the reservation (priority). A ResID beyond
     /// the array or a zero rate is never within a reservation.
-    #[inline]
+    ///
+    /// This, [`admit_table`](Self::admit_table) and what they call are forced inline: a
+    /// router's admission calls them once per flyover packet, and with `#[inline]` alone they
+    /// stayed calls (≈ 20 instructions a packet of calls and spills, docs/performance.md).
+    #[inline(always)]
     pub fn admit(&mut self, res_id: u32, pkt_len: u16, rate_bps: u64, now_ns: u64) -> bool {
         match cost_exact(pkt_len, rate_bps) {
             Some(cost) => self.charge(res_id, pkt_len, cost, now_ns),
@@ -76,7 +80,7 @@ impl ReservationPolicer {
 
     /// Alg. 1 without a division: the cost comes from a precomputed inverse-rate table
     /// indexed by the packet's 10-bit bandwidth code.
-    #[inline]
+    #[inline(always)]
     pub fn admit_table(
         &mut self,
         res_id: u32,
@@ -91,7 +95,7 @@ impl ReservationPolicer {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn charge(&mut self, res_id: u32, pkt_len: u16, cost_ns: u64, now_ns: u64) -> bool {
         let max_pkt_len = self.max_pkt_len;
         let burst_ns = self.burst_ns;
@@ -182,7 +186,7 @@ impl InverseRateTable {
 
     /// Transmission time in ns of `pkt_len` bytes at the rate of `bw_code`; `None` for a
     /// zero rate.
-    #[inline]
+    #[inline(always)]
     fn cost(&self, pkt_len: u16, bw_code: u16) -> Option<u64> {
         let (m, shift) = self.entries[usize::from(bw_code & 0x3ff)];
         if m == 0 {
