@@ -63,14 +63,19 @@ pub enum PolicedLength {
     Payload,
 }
 
-/// How the policer computes a packet's transmission time.
+/// How the policer computes a packet's transmission time. Both give the same cost, so the same
+/// verdicts: the table is exact ([`aviary_qos::InverseRateTable`]). The table is the default of
+/// both profiles: a few instructions fewer and no 64-bit division in a flyover's dependency
+/// chain (docs/performance.md, 2026-11-26).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PolicingMode {
-    /// `PktLen / BW`, one division per packet (Alg. 1 as written).
-    #[default]
+    /// `PktLen / BW`, the bandwidth code decoded and one division per packet (Alg. 1 as
+    /// written; the reference the table is tested against).
     Division,
-    /// A 1024-entry table of inverse bandwidths, no division.
+    /// A 1024-entry table per codec of exact reciprocals: a multiplication and a shift, no
+    /// division and no decoding of the bandwidth code.
+    #[default]
     Table,
 }
 
@@ -119,7 +124,7 @@ impl Profile {
             codec: BwCodec::Paper,
             start: StartBound::Inclusive,
             policed_length: PolicedLength::Packet,
-            policing: PolicingMode::Division,
+            policing: PolicingMode::Table,
             duplicate_suppression: false,
             duplicates_per_window: DEFAULT_DUPLICATES_PER_WINDOW,
         };

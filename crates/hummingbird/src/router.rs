@@ -305,11 +305,10 @@ impl Flyovers {
             return Admission::UNAUTHENTICATED;
         }
         let start_ns = u64::from(res.start) * NS;
-        let started = match params.start {
-            StartBound::Inclusive => now_ns >= start_ns,
-            StartBound::Strict => now_ns > start_ns,
-        };
-        if !started || now_ns >= start_ns + u64::from(res.duration) * NS {
+        // `now > start` is `now >= start + 1`: one compare for both bounds (no overflow:
+        // `start_ns < 2^32 · 10^9`).
+        let first_ns = start_ns + u64::from(params.start == StartBound::Strict);
+        if now_ns < first_ns || now_ns >= start_ns + u64::from(res.duration) * NS {
             self.counters.inactive += 1;
             return Admission::UNAUTHENTICATED;
         }

@@ -213,6 +213,28 @@ fn traffic_above_the_reservation_gets_best_effort_beyond_the_burst() {
     }
 }
 
+/// Table policing is Alg. 1 as written, not an approximation: over a reservation's rate,
+/// with packet lengths and gaps that put the virtual clock on and around the burst's edge,
+/// both modes give every packet the same verdict.
+#[test]
+fn table_and_division_policing_give_the_same_verdicts() {
+    for bw in [160, 192, 208] {
+        let s = setup(bw, T0 - 10, 600);
+        let mut routers = [PolicingMode::Division, PolicingMode::Table]
+            .map(|policing| s.chain.router(AS, RouterParams { policing, ..Default::default() }));
+        let mut src = s.source(NOW);
+        let (mut now, mut both) = (NOW, [0u32; 2]);
+        for k in 0..600u64 {
+            now += (k * 7919 % 13) * MS / 2;
+            let pkt = s.packet_at(now, (k * 104_729 % 1400) as usize, &mut src);
+            let [a, b] = [0, 1].map(|i| at(now, &mut routers[i], &pkt));
+            assert_eq!(a, b, "BW code {bw}, packet {k}");
+            both[usize::from(is_priority(a))] += 1;
+        }
+        assert!(both[0] > 50 && both[1] > 50, "BW code {bw}: {both:?} (best effort, priority)");
+    }
+}
+
 #[test]
 fn traffic_within_the_reservation_always_gets_priority() {
     let s = setup(160, T0 - 10, 600); // 64 kB/s

@@ -30,7 +30,7 @@ pub use class::{
     ShareError,
 };
 pub use duplicates::{DuplicateFilter, DuplicateFilterConfig, DuplicateFilterConfigError, KeyHash};
-pub use policer::{InverseRateTable, PolicerConfigError, ReservationPolicer, INV_SHIFT};
+pub use policer::{InverseRateTable, PolicerConfigError, ReservationPolicer};
 pub use prefetch::prefetch;
 pub use processor::{drop_label, Claim, Context, ControlError, LinkState, Processor, RandomSource, SeededRandom};
 pub use scheduler::{ClassStats, EgressScheduler, LinkParams, SchedulerStats};
