@@ -159,13 +159,19 @@ impl AsForwarding {
     /// without building either view: what the checks prove is kept in a few integers.
     /// Returns the path's offset in the packet and the work of the hop. A packet of another
     /// path type is [`DropReason::UnsupportedPathType`] once its header has passed.
+    ///
+    /// Validity and diagnosis are apart: this tests, in three groups (each must pass before
+    /// the next group's words can be read), whether every check passes, merging checks where
+    /// one compare decides several; only a packet that fails goes to
+    /// [`Self::scion_drop_reason`], which runs the checks one by one in the views' order to
+    /// name the reason.
     #[inline(always)]
     pub fn prepare_scion(&self, pkt: &[u8], ingress: u16) -> Result<(u16, HopWork), DropReason> {
         use field::meta::{CURR_HF_MASK, CURR_HF_SHIFT, CURR_INF_MASK, CURR_INF_SHIFT, SEG_LENS, SEG_LEN_MASK, SEG_LEN_SHIFT};
 
-        // The common and address header, as `ScionView::new_checked` checks them.
+        // Group 1, the common and address header.
         if pkt.len() < hdr::DST_HOST {
-            return Err(DropReason::Truncated);
+            return Err(self.scion_drop_reason(pkt, ingress));
         }
         // SAFETY: `pkt` reaches DST_HOST, and every field read here ends before it (the
         // assertion at the top of the module).
@@ -178,69 +184,63 @@ impl AsForwarding {
                 raw::byte(pkt, hdr::ADDR_TYPES),
             )
         };
-        if header::version_of(first) != 0 {
-            return Err(DropReason::BadVersion);
-        }
-        let (dl, sl) = header::host_lens(addr_types).ok_or(DropReason::BadAddressType)?;
-        let path_start = hdr::DST_HOST + dl + sl;
+        // An unsupported address type gives a path start no header reaches, so the one
+        // compare of HdrLen against the path's start covers the address types, the host
+        // addresses' length and the meta header's (`path_len >= META_LEN`). The packet
+        // reaching the path's start (Truncated in the views) follows from HdrLen + PayloadLen
+        // being its length.
+        let path_start = header::path_start_of(addr_types);
         let hdr_len = usize::from(hdr_units) * 4;
-        if hdr_len < path_start || pkt.len() < path_start {
-            return Err(DropReason::Truncated);
-        }
-        if hdr_len + usize::from(payload_len) != pkt.len() {
-            return Err(DropReason::LengthMismatch);
-        }
-        if ptype != path_type::SCION {
-            return Err(DropReason::UnsupportedPathType);
+        if (header::version_of(first) | (ptype ^ path_type::SCION)) != 0
+            || hdr_len < path_start + META_LEN
+            || hdr_len + usize::from(payload_len) != pkt.len()
+        {
+            return Err(self.scion_drop_reason(pkt, ingress));
         }
 
-        // The path's meta header, as `StandardPathView::new_checked` checks it (every error
-        // but the indices' is a malformed path).
+        // Group 2, the path's meta header and indices.
         let path_len = hdr_len - path_start;
-        if path_len < META_LEN {
-            return Err(DropReason::MalformedPath);
-        }
-        debug_assert!(path_start + path_len <= pkt.len());
+        debug_assert!(META_LEN <= path_len && path_start + path_len <= pkt.len());
         // SAFETY: the path, `path_start..hdr_len`, lies within `pkt`: `hdr_len + PayloadLen`
         // is its length.
         let path = unsafe { pkt.get_unchecked(path_start..hdr_len) };
-        // SAFETY: the path holds at least META_LEN bytes (just checked).
+        // SAFETY: the path holds at least META_LEN bytes (group 1).
         let meta = unsafe { raw::be_u32(path, field::meta::WORD.start) };
         let seg = |i: usize| ((meta >> SEG_LEN_SHIFT[i]) & SEG_LEN_MASK) as usize;
         let (s0, s1, s2) = (seg(0), seg(1), seg(2));
-        // A path without a first segment, or with a gap, is malformed.
-        if s0 == 0 || (s1 == 0 && s2 != 0) {
-            return Err(DropReason::MalformedPath);
-        }
         let num_inf = 1 + usize::from(s1 != 0) + usize::from(s2 != 0);
-        // Where segments 0 and 1 end and the path's hop fields do.
         let (end0, end1) = (s0, s0 + s1);
         let num_hops = end1 + s2;
         let hops_at = META_LEN + INFO_LEN * num_inf;
-        if num_hops > MAX_HOPS || path_len != hops_at + HOP_LEN * num_hops {
-            return Err(DropReason::MalformedPath);
-        }
         let ci = ((meta >> CURR_INF_SHIFT) & CURR_INF_MASK) as usize;
         let ch = ((meta >> CURR_HF_SHIFT) & CURR_HF_MASK) as usize;
-        // CurrHF within CurrINF's segment (so within the path, and CurrINF names a segment
-        // that is not empty).
-        let (seg_start, seg_end) = match ci {
-            0 => (0, end0),
-            1 => (end0, end1),
-            2 => (end1, num_hops),
-            _ => return Err(DropReason::PathIndexOutOfRange),
+        // CurrHF within CurrINF's segment is one unsigned compare against the segment's
+        // length; CurrINF 3 names no segment and reads length 0 (`seg_len_at`), so it fails
+        // the same compare.
+        let seg_start = match ci {
+            0 => 0,
+            1 => end0,
+            _ => end1,
         };
-        if ch < seg_start || ch >= seg_end {
-            return Err(DropReason::PathIndexOutOfRange);
+        let in_segment = ch.wrapping_sub(seg_start) < seg_len_at(meta, ci);
+        if !in_segment
+            // A path without a first segment, or with a gap, is malformed.
+            || (s0 == 0) | ((s1 == 0) & (s2 != 0))
+            || num_hops > MAX_HOPS
+            || path_len != hops_at + HOP_LEN * num_hops
+        {
+            return Err(self.scion_drop_reason(pkt, ingress));
         }
+        // CurrHF lies in CurrINF's segment, which is therefore not empty: with no gap,
+        // CurrINF < num_inf.
         debug_assert!(ci < num_inf && ch < num_hops);
 
-        // The hop, as `prepare_hop` checks it (one hop field wide).
+        // Group 3, the hop (one hop field wide), as `prepare_hop` checks it.
         let info_off = META_LEN + INFO_LEN * ci;
         let hop_off = hops_at + HOP_LEN * ch;
         debug_assert!(info_off + INFO_LEN <= hops_at && hop_off + HOP_LEN <= path.len());
         // SAFETY: the path is exactly the meta header, `num_inf` info fields and `num_hops`
-        // hop fields long (checked), and ci < num_inf, ch < num_hops.
+        // hop fields long (group 2), and ci < num_inf, ch < num_hops.
         let (info, hop, mac) = unsafe {
             (
                 InfoWord(raw::be_u64(path, info_off)),
@@ -248,34 +248,34 @@ impl AsForwarding {
                 raw::bytes::<MAC_LEN>(path, hop_off + field::hop::MAC.start),
             )
         };
-        let peering = info.peering() && {
-            if s1 == 0 || s2 != 0 {
-                // A peering path has exactly two segments.
-                return Err(DropReason::MalformedPath);
-            }
-            // The last hop field of segment 0 or the first of segment 1.
-            ch + 1 == end0 || ch == end0
-        };
         let cons_dir = info.cons_dir();
         let (hop_in, mut egress) = hop.travel_interfaces(cons_dir);
-        if ingress != 0 && ingress != hop_in {
-            return Err(DropReason::BadIngress);
-        }
-        // Read where they are needed, not kept in registers across the path's checks.
-        // SAFETY: `pkt` reaches DST_HOST (checked first), which both ISD-ASes end before.
+        // SAFETY: `pkt` reaches DST_HOST (group 1), which both ISD-ASes end before.
         let (dst, src) = unsafe {
             (
                 IsdAsn::from_u64(raw::be_u64(pkt, hdr::DST_IA.start)),
                 IsdAsn::from_u64(raw::be_u64(pkt, hdr::SRC_IA.start)),
             )
         };
-        self.check_src_dst(src, dst, ingress, PathEnds { first_hop: ch == 0, last_hop: ch + 1 == num_hops })?;
-        let deliver = dst == self.local_ia;
+        let (src_local, dst_local) = (src == self.local_ia, dst == self.local_ia);
+        // A peering path has exactly two segments: with a first segment and no gap (group 2),
+        // that is `num_inf == 2`. Ingress, source and destination as `check_src_dst`.
+        let bad_hop = if ingress == 0 {
+            (ch == 0 && !src_local) | dst_local
+        } else {
+            (ingress != hop_in) | src_local | ((ch + 1 == num_hops) != dst_local)
+        };
+        if bad_hop || (info.peering() && num_inf != 2) {
+            return Err(self.scion_drop_reason(pkt, ingress));
+        }
+        // The last hop field of segment 0 or the first of segment 1.
+        let peering = info.peering() && (ch + 1 == end0 || ch == end0);
+        let deliver = dst_local;
 
         let mut next = NextHop::NONE;
         let mut advanced = ch + 1;
         let mut end = hop_off + HOP_LEN;
-        if !deliver && advanced == seg_end && ci + 1 < num_inf && !peering {
+        if !deliver && advanced == seg_start + seg_len_at(meta, ci) && ci + 1 < num_inf && !peering {
             // Segment crossover: the next segment's first hop field is this AS's too. It
             // exists: segment ci + 1 < num_inf is not empty.
             let ninfo_off = info_off + INFO_LEN;
@@ -321,7 +321,141 @@ impl AsForwarding {
             },
         ))
     }
+
+    /// Why [`Self::prepare_scion`] drops a packet its fast checks rejected: the checks one by
+    /// one, in the order of the views' route (`ScionView::new_checked`,
+    /// `StandardPathView::new_checked`, `prepare_hop`), the first that fails naming the
+    /// reason. Only rejected packets come here.
+    #[cold]
+    #[inline(never)]
+    fn scion_drop_reason(&self, pkt: &[u8], ingress: u16) -> DropReason {
+        match self.scion_checks_in_order(pkt, ingress) {
+            Err(reason) => reason,
+            Ok(()) => {
+                // The fast checks are exact, so this is a mix-up in them; the packet is not
+                // forwarded all the same (a test build says so).
+                debug_assert!(false, "the fast checks rejected a packet the ordered checks pass");
+                DropReason::MalformedPath
+            }
+        }
+    }
+
+    /// The checks of [`Self::prepare_scion`] one at a time, in the views' order.
+    fn scion_checks_in_order(&self, pkt: &[u8], ingress: u16) -> Result<(), DropReason> {
+        use field::meta::{CURR_HF_MASK, CURR_HF_SHIFT, CURR_INF_MASK, CURR_INF_SHIFT, SEG_LEN_MASK, SEG_LEN_SHIFT};
+
+        // The common and address header, as `ScionView::new_checked` checks them.
+        if pkt.len() < hdr::DST_HOST {
+            return Err(DropReason::Truncated);
+        }
+        // SAFETY: `pkt` reaches DST_HOST, and every field read here ends before it (the
+        // assertion at the top of the module).
+        let (first, hdr_units, payload_len, ptype, addr_types) = unsafe {
+            (
+                raw::byte(pkt, hdr::VERSION_TC),
+                raw::byte(pkt, hdr::HDR_LEN),
+                raw::be_u16(pkt, hdr::PAYLOAD_LEN.start),
+                raw::byte(pkt, hdr::PATH_TYPE),
+                raw::byte(pkt, hdr::ADDR_TYPES),
+            )
+        };
+        if header::version_of(first) != 0 {
+            return Err(DropReason::BadVersion);
+        }
+        let (dl, sl) = header::host_lens(addr_types).ok_or(DropReason::BadAddressType)?;
+        let path_start = hdr::DST_HOST + dl + sl;
+        let hdr_len = usize::from(hdr_units) * 4;
+        if hdr_len < path_start || pkt.len() < path_start {
+            return Err(DropReason::Truncated);
+        }
+        if hdr_len + usize::from(payload_len) != pkt.len() {
+            return Err(DropReason::LengthMismatch);
+        }
+        if ptype != path_type::SCION {
+            return Err(DropReason::UnsupportedPathType);
+        }
+
+        // The path's meta header, as `StandardPathView::new_checked` checks it (every error
+        // but the indices' is a malformed path).
+        let path_len = hdr_len - path_start;
+        if path_len < META_LEN {
+            return Err(DropReason::MalformedPath);
+        }
+        // SAFETY: the path, `path_start..hdr_len`, lies within `pkt`: `hdr_len + PayloadLen`
+        // is its length.
+        let path = unsafe { pkt.get_unchecked(path_start..hdr_len) };
+        // SAFETY: the path holds at least META_LEN bytes (just checked).
+        let meta = unsafe { raw::be_u32(path, field::meta::WORD.start) };
+        let seg = |i: usize| ((meta >> SEG_LEN_SHIFT[i]) & SEG_LEN_MASK) as usize;
+        let (s0, s1, s2) = (seg(0), seg(1), seg(2));
+        if s0 == 0 || (s1 == 0 && s2 != 0) {
+            return Err(DropReason::MalformedPath);
+        }
+        let num_inf = 1 + usize::from(s1 != 0) + usize::from(s2 != 0);
+        let (end0, end1) = (s0, s0 + s1);
+        let num_hops = end1 + s2;
+        let hops_at = META_LEN + INFO_LEN * num_inf;
+        if num_hops > MAX_HOPS || path_len != hops_at + HOP_LEN * num_hops {
+            return Err(DropReason::MalformedPath);
+        }
+        let ci = ((meta >> CURR_INF_SHIFT) & CURR_INF_MASK) as usize;
+        let ch = ((meta >> CURR_HF_SHIFT) & CURR_HF_MASK) as usize;
+        let (seg_start, seg_end) = match ci {
+            0 => (0, end0),
+            1 => (end0, end1),
+            2 => (end1, num_hops),
+            _ => return Err(DropReason::PathIndexOutOfRange),
+        };
+        if ch < seg_start || ch >= seg_end {
+            return Err(DropReason::PathIndexOutOfRange);
+        }
+
+        // The hop, as `prepare_hop` checks it.
+        let info_off = META_LEN + INFO_LEN * ci;
+        let hop_off = hops_at + HOP_LEN * ch;
+        debug_assert!(info_off + INFO_LEN <= hops_at && hop_off + HOP_LEN <= path.len());
+        // SAFETY: the path is exactly the meta header, `num_inf` info fields and `num_hops`
+        // hop fields long (checked), and ci < num_inf, ch < num_hops.
+        let (info, hop) = unsafe { (InfoWord(raw::be_u64(path, info_off)), HopWord(raw::be_u64(path, hop_off))) };
+        if info.peering() && (s1 == 0 || s2 != 0) {
+            return Err(DropReason::MalformedPath);
+        }
+        let (hop_in, _) = hop.travel_interfaces(info.cons_dir());
+        if ingress != 0 && ingress != hop_in {
+            return Err(DropReason::BadIngress);
+        }
+        // SAFETY: `pkt` reaches DST_HOST (checked first), which both ISD-ASes end before.
+        let (dst, src) = unsafe {
+            (
+                IsdAsn::from_u64(raw::be_u64(pkt, hdr::DST_IA.start)),
+                IsdAsn::from_u64(raw::be_u64(pkt, hdr::SRC_IA.start)),
+            )
+        };
+        self.check_src_dst(src, dst, ingress, PathEnds { first_hop: ch == 0, last_hop: ch + 1 == num_hops })
+    }
 }
+
+/// The length of segment `ci` from the meta word, 0 for CurrINF 3 (which names no segment):
+/// the word moved up by one field's width, so that field `ci` of the table sits
+/// `SEG_LEN_STEP` higher, and field "3" would sit in the zero bits shifted in.
+#[inline(always)]
+fn seg_len_at(meta: u32, ci: usize) -> usize {
+    use field::meta::{SEG_LEN_MASK, SEG_LEN_SHIFT};
+    debug_assert!(ci <= 3);
+    let shift = SEG_LEN_SHIFT[0] + SEG_LEN_STEP - SEG_LEN_STEP * ci as u32;
+    (((u64::from(meta) << SEG_LEN_STEP) >> shift) & u64::from(SEG_LEN_MASK)) as usize
+}
+
+/// The distance of consecutive SegLen fields: `seg_len_at` rests on them being evenly spaced,
+/// SegLen 2 at the bottom, each no wider than the spacing.
+const SEG_LEN_STEP: u32 = field::meta::SEG_LEN_SHIFT[0] - field::meta::SEG_LEN_SHIFT[1];
+const _: () = {
+    use field::meta::{SEG_LEN_MASK, SEG_LEN_SHIFT};
+    assert!(SEG_LEN_SHIFT[1] == SEG_LEN_SHIFT[0] - SEG_LEN_STEP);
+    assert!(SEG_LEN_SHIFT[2] == SEG_LEN_SHIFT[1] - SEG_LEN_STEP);
+    assert!(SEG_LEN_SHIFT[2] == 0 && SEG_LEN_MASK < 1 << SEG_LEN_STEP);
+    assert!(SEG_LEN_SHIFT[0] + SEG_LEN_STEP < 32);
+};
 
 // SAFETY: `bytes()` is exactly the meta header, `num_info_fields()` info fields and
 // `num_hops()` hop fields long (or panics), and the checked constructor made sure that

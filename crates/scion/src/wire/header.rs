@@ -157,6 +157,34 @@ pub(crate) fn host_lens(addr_types: u8) -> Option<(usize, usize)> {
     }
 }
 
+/// Where the path starts for an address types byte: the end of the host addresses, or
+/// [`NO_PATH_START`] if either type is unsupported. One load for stage 1's fast check, which
+/// tests only that the header reaches past the path's start (so an unsupported type fails the
+/// same compare as a short header; naming which is the slow path's job).
+#[inline(always)]
+pub(crate) fn path_start_of(addr_types: u8) -> usize {
+    usize::from(PATH_START[usize::from(addr_types)])
+}
+
+/// Larger than any header HdrLen can describe, so that no header reaches past it.
+pub(crate) const NO_PATH_START: u16 = 0xffff;
+const _: () = assert!(NO_PATH_START as usize > MAX_HDR_LEN);
+
+/// [`path_start_of`]'s table, derived from [`host_lens`]'s.
+static PATH_START: [u16; 256] = {
+    let mut table = [NO_PATH_START; 256];
+    let mut types = 0;
+    while types < 256 {
+        let d = ((HOST_UNITS >> (4 * (types >> 4))) & 0xf) as usize;
+        let s = ((HOST_UNITS >> (4 * (types & 0xf))) & 0xf) as usize;
+        if d != 0 && s != 0 {
+            table[types] = (field::DST_HOST + 4 * d + 4 * s) as u16;
+        }
+        types += 1;
+    }
+    table
+};
+
 /// [`host_len`] as a table: the length in 4-byte units of each type/length code, one nibble
 /// per code (0: unsupported).
 const HOST_UNITS: u64 = {
