@@ -509,3 +509,42 @@ unsafe impl HopLayout for StandardPathView<&[u8]> {
         m.encode()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::HopMacKey;
+
+    /// A packet with the standard path of the given SegLens (CurrINF 0, CurrHF 0, every info
+    /// field in construction direction), sent by `src` (the forwarder's AS) to another AS.
+    fn packet(seg_lens: [usize; 3], src: IsdAsn) -> Vec<u8> {
+        use field::meta::SEG_LEN_SHIFT;
+        let num_inf = seg_lens.iter().filter(|l| **l != 0).count();
+        let path_start = header::path_start_of(0);
+        let hdr_len = path_start + META_LEN + INFO_LEN * num_inf + HOP_LEN * seg_lens.iter().sum::<usize>();
+        let mut p = vec![0; hdr_len];
+        p[hdr::HDR_LEN] = (hdr_len / 4) as u8;
+        p[hdr::PATH_TYPE] = path_type::SCION;
+        p[hdr::DST_IA].copy_from_slice(&IsdAsn::new(1, 99).to_u64().to_be_bytes());
+        p[hdr::SRC_IA].copy_from_slice(&src.to_u64().to_be_bytes());
+        let meta = (0..3).fold(0, |m, i| m | (seg_lens[i] as u32) << SEG_LEN_SHIFT[i]);
+        p[path_start..path_start + META_LEN].copy_from_slice(&meta.to_be_bytes());
+        for i in 0..num_inf {
+            p[path_start + META_LEN + INFO_LEN * i + field::info::FLAGS] = field::info::CONS_DIR;
+        }
+        p
+    }
+
+    /// The fast checks must reject what only one of the ordered checks catches: a path of more
+    /// hop fields than CurrHF can point at, its length otherwise exact (the property test's
+    /// packets never have one).
+    #[test]
+    fn more_than_max_hops_is_malformed() {
+        let local = IsdAsn::new(1, 1);
+        let fwd = AsForwarding::new(local, HopMacKey::new(&[7; 16]), [1, 2]);
+        let (a, b) = (MAX_HOPS / 2, MAX_HOPS - MAX_HOPS / 2);
+        assert!(fwd.prepare_scion(&packet([a, b, 0], local), 0).is_ok());
+        assert_eq!(fwd.prepare_scion(&packet([a, b + 1, 0], local), 0), Err(DropReason::MalformedPath));
+        assert_eq!(fwd.prepare_scion(&packet([a, b, 1], local), 0), Err(DropReason::MalformedPath));
+    }
+}
