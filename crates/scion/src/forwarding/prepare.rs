@@ -214,16 +214,13 @@ impl AsForwarding {
         let hops_at = META_LEN + INFO_LEN * num_inf;
         let ci = ((meta >> CURR_INF_SHIFT) & CURR_INF_MASK) as usize;
         let ch = ((meta >> CURR_HF_SHIFT) & CURR_HF_MASK) as usize;
-        // CurrHF within CurrINF's segment is one unsigned compare against the segment's
-        // length; CurrINF 3 names no segment and reads length 0 (`seg_len_at`), so it fails
-        // the same compare.
-        let seg_start = match ci {
-            0 => 0,
-            1 => end0,
-            _ => end1,
-        };
-        let in_segment = ch.wrapping_sub(seg_start) < seg_len_at(meta, ci);
-        if !in_segment
+        // The segment position `pos` lies in, if the segments are as group 2 requires (a
+        // first one, no gap): the number of segment ends at or below it.
+        let segment_of = |pos: usize| usize::from(pos >= end0) + usize::from(pos >= end1);
+        // CurrHF within CurrINF's segment: with a first segment and no gap, every segment
+        // below `num_inf` is not empty and each position below `num_hops` lies in exactly
+        // one of them, the one `segment_of` names; CurrINF 3 is never named.
+        if (segment_of(ch) != ci) | (ch >= num_hops)
             // A path without a first segment, or with a gap, is malformed.
             || (s0 == 0) | ((s1 == 0) & (s2 != 0))
             || num_hops > MAX_HOPS
@@ -275,9 +272,10 @@ impl AsForwarding {
         let mut next = NextHop::NONE;
         let mut advanced = ch + 1;
         let mut end = hop_off + HOP_LEN;
-        if !deliver && advanced == seg_start + seg_len_at(meta, ci) && ci + 1 < num_inf && !peering {
-            // Segment crossover: the next segment's first hop field is this AS's too. It
-            // exists: segment ci + 1 < num_inf is not empty.
+        // Segment crossover: the next segment's first hop field is this AS's too. The next
+        // position lies in another segment exactly when it is the end of CurrINF's; below
+        // `num_hops`, that segment (ci + 1 < num_inf) exists and is not empty.
+        if !deliver && segment_of(advanced) != ci && advanced < num_hops && !peering {
             let ninfo_off = info_off + INFO_LEN;
             let nhop_off = hop_off + HOP_LEN;
             debug_assert!(advanced < num_hops && ninfo_off + INFO_LEN <= hops_at && nhop_off + HOP_LEN <= path.len());
@@ -295,8 +293,7 @@ impl AsForwarding {
         let seg_id = if chain { chain_seg_id(info.seg_id(), &mac) } else { info.seg_id() };
         // `advanced <= num_hops <= MAX_HOPS`: CurrHF can hold it; SegLens stay, the reserved
         // bits are written as zero.
-        let segment = usize::from(advanced >= end0) + usize::from(advanced >= end1);
-        let advanced_meta = ((segment as u32) << CURR_INF_SHIFT)
+        let advanced_meta = ((segment_of(advanced) as u32) << CURR_INF_SHIFT)
             | ((advanced as u32) << CURR_HF_SHIFT)
             | (meta & SEG_LENS);
         Ok((
@@ -434,28 +431,6 @@ impl AsForwarding {
         self.check_src_dst(src, dst, ingress, PathEnds { first_hop: ch == 0, last_hop: ch + 1 == num_hops })
     }
 }
-
-/// The length of segment `ci` from the meta word, 0 for CurrINF 3 (which names no segment):
-/// the word moved up by one field's width, so that field `ci` of the table sits
-/// `SEG_LEN_STEP` higher, and field "3" would sit in the zero bits shifted in.
-#[inline(always)]
-fn seg_len_at(meta: u32, ci: usize) -> usize {
-    use field::meta::{SEG_LEN_MASK, SEG_LEN_SHIFT};
-    debug_assert!(ci <= 3);
-    let shift = SEG_LEN_SHIFT[0] + SEG_LEN_STEP - SEG_LEN_STEP * ci as u32;
-    (((u64::from(meta) << SEG_LEN_STEP) >> shift) & u64::from(SEG_LEN_MASK)) as usize
-}
-
-/// The distance of consecutive SegLen fields: `seg_len_at` rests on them being evenly spaced,
-/// SegLen 2 at the bottom, each no wider than the spacing.
-const SEG_LEN_STEP: u32 = field::meta::SEG_LEN_SHIFT[0] - field::meta::SEG_LEN_SHIFT[1];
-const _: () = {
-    use field::meta::{SEG_LEN_MASK, SEG_LEN_SHIFT};
-    assert!(SEG_LEN_SHIFT[1] == SEG_LEN_SHIFT[0] - SEG_LEN_STEP);
-    assert!(SEG_LEN_SHIFT[2] == SEG_LEN_SHIFT[1] - SEG_LEN_STEP);
-    assert!(SEG_LEN_SHIFT[2] == 0 && SEG_LEN_MASK < 1 << SEG_LEN_STEP);
-    assert!(SEG_LEN_SHIFT[0] + SEG_LEN_STEP < 32);
-};
 
 // SAFETY: `bytes()` is exactly the meta header, `num_info_fields()` info fields and
 // `num_hops()` hop fields long (or panics), and the checked constructor made sure that
