@@ -194,54 +194,38 @@ impl Router {
                 bytes::<8>(pkt, scion::SRC_IA.start),
             )
         };
-        if version_tc >> 4 != 0 {
-            return Err(DropReason::BadVersion);
-        }
+        // What a valid header must meet, checked in fewer compares than the checks of
+        // [`header_drop`], which name the reason of a packet that fails: their others follow from
+        // these (`len >= at` from `hdr_len >= at` and the length, `path >= header_len(λ)` from
+        // `path == path_len(λ)`, `HP <= λ` from `HP < λ`).
         // The path (the GLWP header and its padding) is `at..hdr_len`.
         let at = usize::from(PATH_AT[usize::from(addr_types)]);
-        if at == 0 {
-            return Err(DropReason::BadAddressType);
-        }
         let hdr_len = usize::from(hdr_len) * 4;
-        if hdr_len < at || len < at {
-            return Err(DropReason::Truncated);
+        if version_tc >> 4 != 0
+            || at == 0
+            || hdr_len < at
+            || hdr_len + usize::from(payload_len) != len
+            || path_type != PATH_TYPE
+            || hdr_len - at <= field::HOP_POINTER
+        {
+            return Err(header_drop(pkt));
         }
-        if hdr_len + usize::from(payload_len) != len {
-            return Err(DropReason::LengthMismatch);
-        }
-        if path_type != PATH_TYPE {
-            return Err(DropReason::UnsupportedPathType);
-        }
-        // From here `at <= hdr_len <= len`.
+        // From here `at <= hdr_len == len - PayloadLen`.
         let path = hdr_len - at;
-        if path <= field::HOP_POINTER {
-            return Err(DropReason::Truncated);
-        }
         // SAFETY: `at + HOP_POINTER < hdr_len <= len`, and LAMBDA < HOP_POINTER.
         let (lambda, hp) = unsafe { (byte(pkt, at + field::LAMBDA), byte(pkt, at + field::HOP_POINTER)) };
-        if lambda == 0 {
-            return Err(DropReason::MalformedPath);
+        if lambda == 0 || hp >= lambda || path != path_len(lambda) {
+            return Err(header_drop(pkt));
         }
-        if path < header_len(lambda) {
-            return Err(DropReason::Truncated);
-        }
-        if hp > lambda {
-            return Err(DropReason::PathIndexOutOfRange);
-        }
-        if path != path_len(lambda) {
-            return Err(DropReason::MalformedPath);
-        }
-        // The whole header lies within the packet: `at + header_len(λ) <= hdr_len <= len`. Every
-        // read below is of a field of the header (π's pair k ≤ λ, HA_k with 1 ≤ k ≤ λ).
+        // The whole header lies within the packet: `at + header_len(λ) <= at + path_len(λ) ==
+        // hdr_len <= len`. Every read below is of a field of the header (π's pair k ≤ λ, HA_k
+        // with 1 ≤ k ≤ λ).
         debug_assert!(at + header_len(lambda) <= len);
         // SAFETY: SRC lies within the header.
         let src = unsafe { bytes::<8>(pkt, at + field::SRC.start) };
+        let Ok(pkt_len) = u16::try_from(len) else { return Err(header_drop(pkt)) };
         if src != src_ia {
-            return Err(DropReason::BadSrcIa);
-        }
-        let Ok(pkt_len) = u16::try_from(len) else { return Err(DropReason::PktLenOverflow) };
-        if hp >= lambda {
-            return Err(GlwpDrop::PathComplete.reason());
+            return Err(header_drop(pkt));
         }
         let after = at + after_path(lambda);
         // SAFETY: the fields after π lie within the header (they end at HA, before its λ hop
@@ -375,6 +359,78 @@ impl Router {
         self.stats.previous_key_packets += u64::from(made);
         made
     }
+}
+
+/// Why stage 1 drops `pkt`, whose SCION or GLWP header failed one of its compares: the checks
+/// of `ScionView::new_checked`, `Header::new_checked` and [`crate::packet::locate_header`], in
+/// their order and with their drop reasons, on the raw bytes. Kept apart (and cold) so that stage
+/// 1 makes only the compares a valid header needs.
+#[cold]
+#[inline(never)]
+fn header_drop(pkt: &[u8]) -> DropReason {
+    let len = pkt.len();
+    if len < scion::DST_HOST {
+        return DropReason::Truncated;
+    }
+    // SAFETY: every field read here ends at or before DST_HOST, and `len >= DST_HOST`.
+    let (version_tc, hdr_len, payload_len, path_type, addr_types, src_ia) = unsafe {
+        (
+            byte(pkt, scion::VERSION_TC),
+            byte(pkt, scion::HDR_LEN),
+            be_u16(pkt, scion::PAYLOAD_LEN.start),
+            byte(pkt, scion::PATH_TYPE),
+            byte(pkt, scion::ADDR_TYPES),
+            bytes::<8>(pkt, scion::SRC_IA.start),
+        )
+    };
+    if version_tc >> 4 != 0 {
+        return DropReason::BadVersion;
+    }
+    let at = usize::from(PATH_AT[usize::from(addr_types)]);
+    if at == 0 {
+        return DropReason::BadAddressType;
+    }
+    let hdr_len = usize::from(hdr_len) * 4;
+    if hdr_len < at || len < at {
+        return DropReason::Truncated;
+    }
+    if hdr_len + usize::from(payload_len) != len {
+        return DropReason::LengthMismatch;
+    }
+    if path_type != PATH_TYPE {
+        return DropReason::UnsupportedPathType;
+    }
+    // From here `at <= hdr_len <= len`.
+    let path = hdr_len - at;
+    if path <= field::HOP_POINTER {
+        return DropReason::Truncated;
+    }
+    // SAFETY: `at + HOP_POINTER < hdr_len <= len`, and LAMBDA < HOP_POINTER.
+    let (lambda, hp) = unsafe { (byte(pkt, at + field::LAMBDA), byte(pkt, at + field::HOP_POINTER)) };
+    if lambda == 0 {
+        return DropReason::MalformedPath;
+    }
+    if path < header_len(lambda) {
+        return DropReason::Truncated;
+    }
+    if hp > lambda {
+        return DropReason::PathIndexOutOfRange;
+    }
+    if path != path_len(lambda) {
+        return DropReason::MalformedPath;
+    }
+    debug_assert!(at + header_len(lambda) <= len);
+    // SAFETY: SRC lies within the header (`at + header_len(λ) <= hdr_len <= len`).
+    let src = unsafe { bytes::<8>(pkt, at + field::SRC.start) };
+    if src != src_ia {
+        return DropReason::BadSrcIa;
+    }
+    if u16::try_from(len).is_err() {
+        return DropReason::PktLenOverflow;
+    }
+    // HP == λ: stage 1 asks only about packets that failed one of its compares.
+    debug_assert!(hp >= lambda);
+    GlwpDrop::PathComplete.reason()
 }
 
 /// Whether a received hop authenticator equals the recomputed one, in constant time: one
