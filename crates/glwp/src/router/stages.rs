@@ -283,8 +283,14 @@ impl Router {
             // Below N ≤ 32, so never SOURCE_AS.
             (slot as u8, admitted)
         };
-        self.freshness.check_packet(ts_pkt_ns, now_ns).map_err(GlwpDrop::reason)?;
-        self.freshness.check_allocation(ts_exp_s, now_ns).map_err(GlwpDrop::reason)?;
+        // A batch compares with bounds worked out once for all its packets (the compiler keeps
+        // them out of its loop: 692 → 687 instructions per packet); for one packet alone they
+        // cost more than they save (844 → 849), so it, and a packet outside the bounds, go
+        // through the checks themselves, which name the reason.
+        if N == 1 || !self.freshness.window(now_ns).admits(ts_pkt_ns, ts_exp_s) {
+            self.freshness.check_packet(ts_pkt_ns, now_ns).map_err(GlwpDrop::reason)?;
+            self.freshness.check_allocation(ts_exp_s, now_ns).map_err(GlwpDrop::reason)?;
+        }
         inputs.len += usize::from(slot != SOURCE_AS);
         // Read for a packet of this AS's own host too, which has no use for it (its HP is 0 <
         // λ, so HA_1 is there): one load instead of a branch and a copy through the stack.
