@@ -168,7 +168,9 @@ impl Router {
     /// drop reasons, in the same order) of `ScionView::new_checked`, `Header::new_checked` and
     /// [`crate::packet::locate_header`] written as compares on the values read, and no typed
     /// view built. A packet at an on-path AS gets the next slot of `inputs`, a packet that passes
-    /// the next of `duplicate_keys`.
+    /// the next of `duplicate_keys`. The caller's promise, which the key's push relies on: `index
+    /// < N`, with at most one key pushed per packet before it (the push's capacity check and panic
+    /// path cost ≈ 8 instructions per packet in a batch).
     #[inline(always)]
     fn check<const N: usize>(
         &self,
@@ -300,7 +302,10 @@ impl Router {
         let mut duplicate_key = [0u8; 16];
         duplicate_key[..8].copy_from_slice(&src);
         duplicate_key[8..].copy_from_slice(&ts_pkt);
-        duplicate_keys.push(duplicate_key);
+        debug_assert!(duplicate_keys.len() <= index && index < N);
+        // SAFETY: one key per packet before this one at most, so `duplicate_keys.len() <= index`,
+        // and the caller's `index < N` (run: `index < n <= N`; a test: 0 < 1).
+        unsafe { duplicate_keys.push_unchecked(duplicate_key) };
         Ok(Passed {
             aid: u64::from_be_bytes(aid),
             beta: u32::from_be_bytes(beta),
