@@ -144,7 +144,11 @@ impl Router {
         };
         let (mut forwarded, mut delivered) = (0, 0);
         for (p, h) in passed.iter().zip(&duplicate_hashes) {
-            let verdict = match self.admit(pkts[usize::from(p.index)], p, *h, &macs, now_ns) {
+            let index = usize::from(p.index);
+            debug_assert!(index < n && n <= pkts.len() && n <= verdicts.len());
+            // SAFETY: stage 1 recorded `index < n`, and `n` is at most both lengths.
+            let pkt = unsafe { pkts.get_unchecked_mut(index) };
+            let verdict = match self.admit(pkt, p, *h, &macs, now_ns) {
                 Ok(v) => {
                     match v {
                         Verdict::Deliver => delivered += 1,
@@ -157,7 +161,8 @@ impl Router {
                     Verdict::Drop(reason)
                 }
             };
-            verdicts[usize::from(p.index)] = verdict;
+            // SAFETY: as above.
+            unsafe { *verdicts.get_unchecked_mut(index) = verdict };
         }
         self.stats.forwarded += forwarded;
         self.stats.delivered += delivered;
