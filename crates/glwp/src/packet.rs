@@ -15,7 +15,9 @@ pub const PATH_TYPE: u8 = path_type::GLWP;
 
 /// Length of the SCION path for λ on-path ASes: the header rounded up to 4 bytes.
 pub const fn path_len(lambda: u8) -> usize {
-    header_len(lambda).next_multiple_of(4)
+    // Rounded with a mask (two instructions where `next_multiple_of` compiled to five in the
+    // router's stage 1); at most 38 + 7 · 255 bytes, far from overflowing.
+    (header_len(lambda) + 3) & !3
 }
 
 /// Why a SCION packet does not carry a well-formed GLWP header.

@@ -100,6 +100,40 @@ impl Freshness {
     }
 }
 
+/// The ts_pkt and ts_exp that pass lines 11 and 12 at one time ([`Freshness::window`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Window {
+    earliest_ns: u64,
+    /// `latest − earliest`, the accepted ts_pkt being `earliest..=latest`.
+    span_ns: u64,
+    min_ts_exp_s: u64,
+}
+
+impl Window {
+    /// Whether a packet passes both [`Freshness::check_packet`] and
+    /// [`Freshness::check_allocation`]: two compares, the first of the offset into the window
+    /// (below `earliest`, the offset wraps around to a large value).
+    #[inline(always)]
+    pub(crate) fn admits(self, ts_pkt_ns: u64, ts_exp_s: u32) -> bool {
+        ts_pkt_ns.wrapping_sub(self.earliest_ns) <= self.span_ns && u64::from(ts_exp_s) >= self.min_ts_exp_s
+    }
+}
+
+impl Freshness {
+    /// Lines 11 and 12 at `now_ns` as bounds: the router's stage 1 works them out from the
+    /// batch's time (the compiler keeps them out of its loop), so that a packet costs two
+    /// compares, where the checks themselves cost eight instructions and a multiplication.
+    #[inline(always)]
+    pub(crate) fn window(self, now_ns: u64) -> Window {
+        let latest = now_ns.saturating_add(self.skew_ns);
+        let earliest = now_ns.saturating_sub(self.lifetime_ns.saturating_add(self.skew_ns));
+        let deadline = now_ns.saturating_add(self.lifetime_ns).saturating_add(self.skew_ns);
+        // `ts_exp · 10⁹ ≥ deadline` (the product of a u32 and 10⁹ never saturates) is
+        // `ts_exp ≥ ⌈deadline / 10⁹⌉`.
+        Window { earliest_ns: earliest, span_ns: latest - earliest, min_ts_exp_s: deadline.div_ceil(1_000_000_000) }
+    }
+}
+
 /// What a router counts beyond its drops.
 #[derive(Clone, Debug, Default)]
 pub struct RouterStats {
@@ -227,5 +261,26 @@ mod tests {
         assert_eq!(f.check_packet(now - 3 * S - 1, now), Err(GlwpDrop::TimestampExpired));
         assert!(f.check_allocation(103, now).is_ok());
         assert_eq!(f.check_allocation(102, now), Err(GlwpDrop::AllocationExpired));
+    }
+
+    /// The window's two compares admit what both checks admit, at and around every bound, for
+    /// times near 0 (where the bounds saturate) and near u64::MAX.
+    #[test]
+    fn window_matches_the_checks() {
+        const S: u64 = 1_000_000_000;
+        for f in [Freshness { lifetime_ns: S, skew_ns: 2 * S }, Freshness { lifetime_ns: S / 3, skew_ns: 7 }] {
+            for now in [0, 5, 3 * S - 1, 3 * S, 100 * S + 17, u64::from(u32::MAX) * S, u64::MAX - S, u64::MAX] {
+                let w = f.window(now);
+                let late = now.saturating_sub(f.lifetime_ns + f.skew_ns);
+                let early = now.saturating_add(f.skew_ns);
+                let deadline_s = (now.saturating_add(f.lifetime_ns + f.skew_ns) / S) as u32;
+                for ts in [0, 1, late.saturating_sub(1), late, late + 1, now, early - 1, early, early.saturating_add(1)] {
+                    for exp in [0, deadline_s.saturating_sub(1), deadline_s, deadline_s.saturating_add(1), u32::MAX] {
+                        let both = f.check_packet(ts, now).is_ok() && f.check_allocation(exp, now).is_ok();
+                        assert_eq!(w.admits(ts, exp), both, "{f:?} now {now} ts {ts} exp {exp}");
+                    }
+                }
+            }
+        }
     }
 }
