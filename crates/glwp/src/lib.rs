@@ -24,7 +24,6 @@ pub mod hop_key;
 pub mod matrix;
 pub mod monitor;
 pub mod packet;
-mod raw;
 pub mod router;
 pub mod schedule;
 pub mod testbed;

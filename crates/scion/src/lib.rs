@@ -11,6 +11,7 @@ pub mod drkey;
 pub mod epic;
 pub mod forwarding;
 pub mod mac;
+pub mod raw;
 pub mod segment;
 pub mod wire;
 

@@ -25,7 +25,7 @@ use arrayvec::ArrayVec;
 use aviary_qos::{Admission, DropReason, KeyHash, Verdict};
 use aviary_scion::cmac::mac_two_blocks_fresh_keys;
 
-use aviary_scion::wire::header::{field as scion, host_len};
+use aviary_scion::wire::header::{field as scion, path_start_of, NO_PATH_START};
 use aviary_scion::IsdAsn;
 
 use super::{GlwpDrop, Router};
@@ -35,7 +35,7 @@ use crate::hop_key::truncate;
 use crate::matrix::LOCAL_INTERFACE;
 use crate::monitor::MonitorVerdict;
 use crate::packet::{path_len, PATH_TYPE};
-use crate::raw::{be_u16, byte, bytes};
+use aviary_scion::raw::{be_u16, byte, bytes};
 
 /// Packets that go through the stages together.
 pub const BATCH: usize = 32;
@@ -64,22 +64,6 @@ struct Passed {
     /// packet of this AS's own host).
     carried: [u8; HA_LEN],
 }
-
-/// Where the path starts for each value of the SCION header's address types byte (DT/DL and
-/// ST/SL), 0 for an unsupported type: `host_len` of both nibbles, tabulated once so that stage
-/// 1 looks the offset up instead of decoding two nibbles.
-const PATH_AT: [u8; 256] = {
-    let mut table = [0u8; 256];
-    let mut types = 0;
-    while types < 256 {
-        if let (Some(dl), Some(sl)) = (host_len((types >> 4) as u8), host_len((types & 0xf) as u8)) {
-            // At most 28 + 16 + 16.
-            table[types] = (scion::DST_HOST + dl + sl) as u8;
-        }
-        types += 1;
-    }
-    table
-};
 
 /// [`Passed::slot`] of a packet of this AS's own host.
 const SOURCE_AS: u8 = u8::MAX;
@@ -206,10 +190,10 @@ impl Router {
         // these (`len >= at` from `hdr_len >= at` and the length, `path >= header_len(λ)` from
         // `path == path_len(λ)`, `HP <= λ` from `HP < λ`).
         // The path (the GLWP header and its padding) is `at..hdr_len`.
-        let at = usize::from(PATH_AT[usize::from(addr_types)]);
+        // An unsupported address type's start lies past every header (`hdr_len < at`).
+        let at = path_start_of(addr_types);
         let hdr_len = usize::from(hdr_len) * 4;
         if version_tc >> 4 != 0
-            || at == 0
             || hdr_len < at
             || hdr_len + usize::from(payload_len) != len
             || path_type != PATH_TYPE
@@ -402,8 +386,8 @@ fn header_drop(pkt: &[u8]) -> DropReason {
     if version_tc >> 4 != 0 {
         return DropReason::BadVersion;
     }
-    let at = usize::from(PATH_AT[usize::from(addr_types)]);
-    if at == 0 {
+    let at = path_start_of(addr_types);
+    if at == usize::from(NO_PATH_START) {
         return DropReason::BadAddressType;
     }
     let hdr_len = usize::from(hdr_len) * 4;
@@ -449,18 +433,10 @@ fn header_drop(pkt: &[u8]) -> DropReason {
     GlwpDrop::PathComplete.reason()
 }
 
-/// Whether a received hop authenticator equals the recomputed one, in constant time: one
-/// compare of the two as words. (OR-ing the bytes' differences, as before, compiled to three
-/// compares with an exit at the first differing byte, which would time how many leading bytes
-/// a forgery got right.)
+/// Whether a received hop authenticator equals the recomputed one, in constant time.
 #[inline(always)]
 fn ha_eq(got: &[u8; HA_LEN], want: &[u8; HA_LEN]) -> bool {
-    let word = |ha: &[u8; HA_LEN]| {
-        let mut w = [0u8; 4];
-        w[..HA_LEN].copy_from_slice(ha);
-        u32::from_ne_bytes(w)
-    };
-    word(got) ^ word(want) == 0
+    aviary_scion::mac::short_tags_match(got, want)
 }
 
 #[cfg(test)]

@@ -1,60 +1,8 @@
-//! Big-endian loads of the path's words at offsets a checked view has already proven to lie
-//! within the buffer, without checking them again, and where each field sits in such a word.
-//! Every caller states the proof (`// SAFETY:`); a debug build checks it as well.
+//! Where each field of the path sits in a word read with [`crate::raw`]'s unchecked loads
+//! (re-exported here for the forwarder's stages).
 
+pub(crate) use crate::raw::{be_u16, be_u32, be_u64, byte, bytes, put};
 use crate::wire::path::field;
-
-/// Reads `N` bytes at `off`.
-///
-/// # Safety
-/// `off + N <= b.len()`.
-#[inline(always)]
-pub(crate) unsafe fn bytes<const N: usize>(b: &[u8], off: usize) -> [u8; N] {
-    debug_assert!(off + N <= b.len(), "{N} bytes at {off} of {}", b.len());
-    // SAFETY: the caller proves `off..off + N` within `b`; `[u8; N]` has alignment 1.
-    unsafe { b.as_ptr().add(off).cast::<[u8; N]>().read_unaligned() }
-}
-
-/// The big-endian `u64` at `off`.
-///
-/// # Safety
-/// `off + 8 <= b.len()`.
-#[inline(always)]
-pub(crate) unsafe fn be_u64(b: &[u8], off: usize) -> u64 {
-    // SAFETY: passed on from the caller.
-    u64::from_be_bytes(unsafe { bytes(b, off) })
-}
-
-/// The big-endian `u32` at `off`.
-///
-/// # Safety
-/// `off + 4 <= b.len()`.
-#[inline(always)]
-pub(crate) unsafe fn be_u32(b: &[u8], off: usize) -> u32 {
-    // SAFETY: passed on from the caller.
-    u32::from_be_bytes(unsafe { bytes(b, off) })
-}
-
-/// The big-endian `u16` at `off`.
-///
-/// # Safety
-/// `off + 2 <= b.len()`.
-#[inline(always)]
-pub(crate) unsafe fn be_u16(b: &[u8], off: usize) -> u16 {
-    // SAFETY: passed on from the caller.
-    u16::from_be_bytes(unsafe { bytes(b, off) })
-}
-
-/// The byte at `off`.
-///
-/// # Safety
-/// `off < b.len()`.
-#[inline(always)]
-pub(crate) unsafe fn byte(b: &[u8], off: usize) -> u8 {
-    debug_assert!(off < b.len(), "byte {off} of {}", b.len());
-    // SAFETY: passed on from the caller.
-    unsafe { *b.get_unchecked(off) }
-}
 
 /// The shift that brings the big-endian field ending at byte `end` of an 8-byte word to the
 /// low bits.
@@ -122,15 +70,4 @@ impl HopWord {
         let bits = 8 * (field::hop::CONS_EGRESS.end - field::hop::EXP_TIME);
         (self.0 >> shift(field::hop::CONS_EGRESS.end)) & ((1 << bits) - 1)
     }
-}
-
-/// Writes `v` at `off`.
-///
-/// # Safety
-/// `off + N <= b.len()`.
-#[inline(always)]
-pub(crate) unsafe fn put<const N: usize>(b: &mut [u8], off: usize, v: [u8; N]) {
-    debug_assert!(off + N <= b.len(), "{N} bytes at {off} of {}", b.len());
-    // SAFETY: the caller proves `off..off + N` within `b`; `[u8; N]` has alignment 1.
-    unsafe { b.as_mut_ptr().add(off).cast::<[u8; N]>().write_unaligned(v) }
 }

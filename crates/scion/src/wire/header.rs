@@ -162,12 +162,12 @@ pub(crate) fn host_lens(addr_types: u8) -> Option<(usize, usize)> {
 /// tests only that the header reaches past the path's start (so an unsupported type fails the
 /// same compare as a short header; naming which is the slow path's job).
 #[inline(always)]
-pub(crate) fn path_start_of(addr_types: u8) -> usize {
+pub fn path_start_of(addr_types: u8) -> usize {
     usize::from(PATH_START[usize::from(addr_types)])
 }
 
 /// Larger than any header HdrLen can describe, so that no header reaches past it.
-pub(crate) const NO_PATH_START: u16 = 0xffff;
+pub const NO_PATH_START: u16 = 0xffff;
 const _: () = assert!(NO_PATH_START as usize > MAX_HDR_LEN);
 
 /// [`path_start_of`]'s table, derived from [`host_lens`]'s.
@@ -201,8 +201,8 @@ const HOST_UNITS: u64 = {
 };
 
 /// Host address length in bytes for a type/length code (a nibble of the address types
-/// byte), if supported: for routers that check the address header over raw bytes.
-pub const fn host_len(type_len: u8) -> Option<usize> {
+/// byte), if supported.
+const fn host_len(type_len: u8) -> Option<usize> {
     match type_len {
         0x0 | 0x4 => Some(4),
         0x3 => Some(16),
