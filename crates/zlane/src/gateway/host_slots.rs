@@ -16,7 +16,7 @@
 #[path = "host_slots_tests.rs"]
 mod tests;
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use aviary_qos::prefetch;
 use aviary_scion::aes::Aes128;
@@ -29,9 +29,10 @@ pub const MAX_PROBE: usize = 32;
 const MIN_SLOTS: usize = 64;
 
 /// A host address in the slot's form: its 16 bytes (IPv4 in the low 4, a service in the low
-/// 2) and which kind of address it is (0: a free slot).
+/// 2) and which kind of address it is (0: a free slot). The gateway makes it once per packet,
+/// at parse, for the hash, the lookup and the charge.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Tag {
+pub struct Tag {
     addr: [u8; 16],
     kind: u8,
 }
@@ -40,7 +41,7 @@ impl Tag {
     const FREE: u8 = 0;
     const KINDS: usize = 4;
 
-    fn of(host: &HostAddr) -> Self {
+    pub fn of(host: &HostAddr) -> Self {
         let mut addr = [0u8; 16];
         let kind = match host {
             HostAddr::V4(a) => {
@@ -59,7 +60,37 @@ impl Tag {
         Self { addr, kind }
     }
 
-    fn host(&self) -> HostAddr {
+    /// [`Tag::of`] the address of type/length code `type_len` whose bytes on a checked
+    /// header are `b` (its 4 or 16), without decoding the address first.
+    pub fn from_wire(type_len: u8, b: &[u8]) -> Self {
+        const V4: u8 = HostAddr::V4(Ipv4Addr::UNSPECIFIED).type_len();
+        const V6: u8 = HostAddr::V6(Ipv6Addr::UNSPECIFIED).type_len();
+        let mut addr = [0u8; 16];
+        // The same bytes `HostAddr`'s parse reads for each code (a service: the first 2).
+        let kind = match type_len {
+            V4 => {
+                if let Some(a) = b.get(..4) {
+                    addr[12..].copy_from_slice(a);
+                }
+                1
+            }
+            V6 => {
+                if let Ok(a) = b.try_into() {
+                    addr = a;
+                }
+                2
+            }
+            _ => {
+                if let Some(a) = b.get(..2) {
+                    addr[14..].copy_from_slice(a);
+                }
+                3
+            }
+        };
+        Self { addr, kind }
+    }
+
+    pub fn host(&self) -> HostAddr {
         let a = &self.addr;
         match self.kind {
             1 => HostAddr::V4(Ipv4Addr::new(a[12], a[13], a[14], a[15])),
@@ -111,6 +142,9 @@ pub struct SlotTable<C> {
     /// The longest probe any host in the table needs: lookups of absent hosts stop there.
     longest_probe: usize,
     max_slots: usize,
+    /// How many times the table grew: a slot found at the same count still holds its host
+    /// (hosts are never removed, and only growing moves them).
+    grows: u32,
 }
 
 impl<C: Clone + Default> SlotTable<C> {
@@ -127,14 +161,10 @@ impl<C: Clone + Default> SlotTable<C> {
             word(&hasher.encrypt(&block))
         });
         let (slots, cold) = (vec![Slot::FREE; n], vec![C::default(); n]);
-        Self { hasher, kind_masks, slots, cold, len: 0, longest_probe: 0, max_slots }
+        Self { hasher, kind_masks, slots, cold, len: 0, longest_probe: 0, max_slots, grows: 0 }
     }
 
-    pub fn hash(&self, host: &HostAddr) -> HostHash {
-        self.hash_tag(&Tag::of(host))
-    }
-
-    fn hash_tag(&self, tag: &Tag) -> HostHash {
+    pub fn hash(&self, tag: &Tag) -> HostHash {
         HostHash(word(&self.hasher.encrypt(&tag.addr)) ^ self.kind_masks[usize::from(tag.kind) % Tag::KINDS])
     }
 
@@ -155,9 +185,9 @@ impl<C: Clone + Default> SlotTable<C> {
         }
     }
 
-    /// The slot of `host` (whose hash is `hash`), if it is in the table.
-    pub fn find(&self, host: &HostAddr, hash: HostHash) -> Option<u32> {
-        let tag = Tag::of(host);
+    /// The slot of the host of `tag` (whose hash is `hash`), if it is in the table.
+    pub fn find(&self, tag: &Tag, hash: HostHash) -> Option<u32> {
+        let tag = *tag;
         let mask = self.slots.len() - 1;
         let home = self.home(hash);
         for i in 0..self.longest_probe {
@@ -171,9 +201,14 @@ impl<C: Clone + Default> SlotTable<C> {
         None
     }
 
-    /// Whether `slot` holds `host` (slots move when the table grows).
-    pub fn holds(&self, slot: u32, host: &HostAddr) -> bool {
-        self.slots.get(slot as usize).is_some_and(|s| s.tag == Tag::of(host))
+    /// How many times the table grew so far; see [`SlotTable::grows`].
+    pub fn grows(&self) -> u32 {
+        self.grows
+    }
+
+    /// Whether `slot` holds the host of `tag` (slots move when the table grows).
+    pub fn holds(&self, slot: u32, tag: &Tag) -> bool {
+        self.slots.get(slot as usize).is_some_and(|s| s.tag == *tag)
     }
 
     pub fn entry(&self, slot: u32) -> &HostEntry {
@@ -192,16 +227,16 @@ impl<C: Clone + Default> SlotTable<C> {
         &mut self.cold[slot as usize]
     }
 
-    /// Enters `host`, not yet in the table, with `entry`: its slot, or `None` if the table is
+    /// Enters the host of `tag`, not yet in the table, with `entry`: its slot, or `None` if the table is
     /// at its maximum size and has no room for it within [`MAX_PROBE`] slots of its home or
     /// within its load bound.
-    pub fn insert(&mut self, host: &HostAddr, entry: HostEntry) -> Option<u32> {
-        let hash = self.hash(host);
+    pub fn insert(&mut self, tag: &Tag, entry: HostEntry) -> Option<u32> {
+        let hash = self.hash(tag);
         loop {
             let room = 2 * (self.len + 1) <= self.slots.len();
             if let Some(probe) = room.then(|| self.free_probe(hash)).flatten() {
                 let at = (self.home(hash) + probe) & (self.slots.len() - 1);
-                self.slots[at] = Slot { tag: Tag::of(host), entry };
+                self.slots[at] = Slot { tag: *tag, entry };
                 self.len += 1;
                 self.longest_probe = self.longest_probe.max(probe + 1);
                 return Some(at as u32);
@@ -227,13 +262,14 @@ impl<C: Clone + Default> SlotTable<C> {
         let (mut slots, mut cold) = (vec![Slot::FREE; n], vec![C::default(); n]);
         self.longest_probe = 0;
         for (slot, c) in self.slots.iter().zip(&self.cold).filter(|(s, _)| s.tag.kind != Tag::FREE) {
-            let home = self.hash_tag(&slot.tag).0 as usize;
+            let home = self.hash(&slot.tag).0 as usize;
             let probe = (0..n).find(|i| slots[(home + i) & (n - 1)].tag.kind == Tag::FREE).unwrap_or_default();
             let at = (home + probe) & (n - 1);
             (slots[at], cold[at]) = (*slot, c.clone());
             self.longest_probe = self.longest_probe.max(probe + 1);
         }
         (self.slots, self.cold) = (slots, cold);
+        self.grows = self.grows.wrapping_add(1);
     }
 
     /// Every host in the table, with its `C`.

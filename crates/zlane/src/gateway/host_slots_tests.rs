@@ -29,11 +29,11 @@ fn host(kind: u8, n: u16) -> HostAddr {
 fn agrees(t: &SlotTable<u64>, model: &HashMap<HostAddr, (HostEntry, u64)>, absent: &[HostAddr]) {
     assert_eq!(t.len(), model.len());
     for (h, (e, c)) in model {
-        let slot = t.find(h, t.hash(h)).unwrap_or_else(|| panic!("{h:?} lost"));
+        let slot = t.find(&Tag::of(h), t.hash(&Tag::of(h))).unwrap_or_else(|| panic!("{h:?} lost"));
         assert_eq!((t.entry(slot), t.cold(slot)), (e, c));
     }
     for h in absent.iter().filter(|h| !model.contains_key(h)) {
-        assert_eq!(t.find(h, t.hash(h)), None, "{h:?} found but never entered");
+        assert_eq!(t.find(&Tag::of(h), t.hash(&Tag::of(h))), None, "{h:?} found but never entered");
     }
     let mut listed: Vec<_> = t.iter().map(|(h, c)| (h, *c)).collect();
     let mut want: Vec<_> = model.iter().map(|(h, (_, c))| (*h, *c)).collect();
@@ -59,18 +59,18 @@ proptest! {
             let h = host(kind, n);
             seen.push(h);
             if !enter {
-                prop_assert_eq!(t.find(&h, t.hash(&h)).is_some(), model.contains_key(&h));
+                prop_assert_eq!(t.find(&Tag::of(&h), t.hash(&Tag::of(&h))).is_some(), model.contains_key(&h));
                 continue;
             }
             let e = entry(i as u32);
-            match t.find(&h, t.hash(&h)) {
+            match t.find(&Tag::of(&h), t.hash(&Tag::of(&h))) {
                 Some(slot) => {
                     *t.entry_mut(slot) = e;
                     *t.cold_mut(slot) += 1;
                     let m = model.get_mut(&h).expect("found, so in the model");
                     (m.0, m.1) = (e, m.1 + 1);
                 }
-                None => match t.insert(&h, e) {
+                None => match t.insert(&Tag::of(&h), e) {
                     Some(slot) => {
                         *t.cold_mut(slot) += 1;
                         prop_assert!(model.insert(h, (e, 1)).is_none());
@@ -88,7 +88,7 @@ proptest! {
 fn colliding(t: &SlotTable<u64>, slots: usize, n: usize) -> Vec<HostAddr> {
     (0u32..)
         .map(|i| HostAddr::V4(Ipv4Addr::from(0x0a00_0000 | i)))
-        .filter(|h| (t.hash(h).0 as usize).is_multiple_of(slots))
+        .filter(|h| (t.hash(&Tag::of(h)).0 as usize).is_multiple_of(slots))
         .take(n)
         .collect()
 }
@@ -99,7 +99,7 @@ fn colliding_hosts_fill_a_full_table_up_to_the_probe_bound_and_no_further() {
     let hosts = colliding(&t, 64, 40);
     let mut model = HashMap::new();
     for (i, h) in hosts.iter().enumerate() {
-        match t.insert(h, entry(i as u32)) {
+        match t.insert(&Tag::of(h), entry(i as u32)) {
             Some(_) => assert!(model.insert(*h, (entry(i as u32), 0)).is_none()),
             None => assert!(i >= 32, "host {i} refused with room for it"),
         }
@@ -115,12 +115,12 @@ fn colliding_hosts_make_a_table_below_its_maximum_grow_apart() {
     let hosts = colliding(&t, 64, 40);
     let model: HashMap<_, _> = hosts.iter().enumerate().map(|(i, h)| (*h, (entry(i as u32), 0))).collect();
     for (i, h) in hosts.iter().enumerate() {
-        assert!(t.insert(h, entry(i as u32)).is_some(), "host {i} refused below the maximum");
+        assert!(t.insert(&Tag::of(h), entry(i as u32)).is_some(), "host {i} refused below the maximum");
     }
     agrees(&t, &model, &hosts);
     // Under another key the same addresses do not collide: the home slot is secret.
     let other: SlotTable<u64> = SlotTable::new(0, 64, b"another hash key");
-    let homes: std::collections::HashSet<_> = hosts.iter().map(|h| other.hash(h).0 % 64).collect();
+    let homes: std::collections::HashSet<_> = hosts.iter().map(|h| other.hash(&Tag::of(h)).0 % 64).collect();
     assert!(homes.len() > 10, "{} home slots", homes.len());
 }
 
@@ -128,4 +128,16 @@ fn colliding_hosts_make_a_table_below_its_maximum_grow_apart() {
 fn a_slot_is_one_cache_line() {
     assert_eq!(std::mem::size_of::<Slot>(), 64);
     assert_eq!(std::mem::align_of::<Slot>(), 64);
+}
+
+proptest! {
+    /// The tag made from a header's bytes is the tag of the address the header's parse gives.
+    #[test]
+    fn tags_from_the_wire_are_tags_of_the_parsed_addresses(v4: u32, v6: u128, svc: u16) {
+        let hosts = [HostAddr::V4(Ipv4Addr::from(v4)), HostAddr::V6(Ipv6Addr::from(v6)), HostAddr::Svc(svc)];
+        for h in hosts {
+            let (wire, len) = h.to_wire();
+            prop_assert_eq!(Tag::from_wire(h.type_len(), &wire[..len]), Tag::of(&h));
+        }
+    }
 }

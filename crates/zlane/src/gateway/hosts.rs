@@ -17,7 +17,7 @@ use aviary_scion::HostAddr;
 use foldhash::fast::RandomState;
 
 use super::config::{Prefix, RatePlan};
-use super::host_slots::{HostEntry, HostHash, SlotTable};
+use super::host_slots::{HostEntry, HostHash, SlotTable, Tag};
 
 /// The most slots of the host table: 32 MiB, for up to 262 144 hosts.
 pub const MAX_HOST_SLOTS: usize = 1 << 19;
@@ -50,9 +50,13 @@ pub(super) struct HostTable {
 }
 
 /// Where a known host's entry is: looked up once per packet, when its key is needed, and used
-/// again when its packet is charged.
+/// again when its packet is charged; with the table's count of growths when it was found, which
+/// tells whether it still holds the host without comparing its address again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct HostSlot(u32);
+pub(super) struct HostSlot {
+    slot: u32,
+    grows: u32,
+}
 
 impl HostTable {
     /// The table of `plan`'s groups, whose hosts' home slots are hashed under `hash_key`
@@ -75,47 +79,51 @@ impl HostTable {
         Self { single, prefixes, buckets, known, untracked: HostCounters::default() }
     }
 
-    /// The hash of `host`'s slot, and a prefetch of that slot: at parse, so that the lookups
-    /// of a stage's packets find their slots in the cache.
-    pub fn prefetch(&self, host: &HostAddr) -> HostHash {
-        let hash = self.known.hash(host);
+    /// The hash of the slot of `tag`'s host, and a prefetch of that slot: at parse, so that
+    /// the lookups of a stage's packets find their slots in the cache.
+    pub fn prefetch(&self, tag: &Tag) -> HostHash {
+        let hash = self.known.hash(tag);
         self.known.prefetch(hash);
         hash
     }
 
     /// The slot of a known host (`hash` from [`HostTable::prefetch`]); prefetches its bucket
     /// and counters, which its charge reads.
-    pub fn find(&self, host: &HostAddr, hash: HostHash) -> Option<HostSlot> {
-        let slot = self.known.find(host, hash)?;
+    pub fn find(&self, tag: &Tag, hash: HostHash) -> Option<HostSlot> {
+        let slot = self.known.find(tag, hash)?;
         if let Some(g) = self.known.entry(slot).group {
             self.buckets.prefetch(g as usize);
         }
         self.known.prefetch_cold(slot);
-        Some(HostSlot(slot))
+        Some(HostSlot { slot, grows: self.known.grows() })
     }
 
     /// The key of the host in `slot` for the epoch starting at `epoch_begin_s`.
     pub fn key(&self, slot: HostSlot, epoch_begin_s: u32) -> Option<AsHostKey> {
-        let key = self.known.entry(slot.0).key;
+        let key = self.known.entry(slot.slot).key;
         (key.0 == epoch_begin_s).then_some(key.1)
     }
 
-    /// Charges `len` bytes of `host` (in `slot`, if it was known when its packet was parsed),
+    /// Charges `len` bytes of the host of `tag` (in `slot`, if it was known when its packet was parsed),
     /// whose packet verified under `key`, at `now_ns` to its group's bucket: whether they are
     /// within the rate, and the host's counters (its entry is made on its first packet).
     pub fn charge(
         &mut self,
-        (host, slot): (HostAddr, Option<HostSlot>),
+        (tag, slot): (&Tag, Option<HostSlot>),
         key: (u32, AsHostKey),
         len: usize,
         now_ns: u64,
     ) -> (bool, &mut HostCounters) {
         // A host entered by an earlier packet of the same stage has a slot by now; one that
-        // had a slot may have moved since, if such an entry made the table grow.
-        let slot = slot
-            .map(|s| s.0)
-            .filter(|s| self.known.holds(*s, &host))
-            .or_else(|| self.known.find(&host, self.known.hash(&host)));
+        // had a slot may have moved since, if such an entry made the table grow (and only
+        // then: hosts are never removed).
+        let slot = match slot {
+            Some(s) if s.grows == self.known.grows() => {
+                debug_assert!(self.known.holds(s.slot, tag), "a slot found since the last growth");
+                Some(s.slot)
+            }
+            _ => self.known.find(tag, self.known.hash(tag)),
+        };
         let (group, counters) = match slot {
             Some(s) => {
                 let entry = self.known.entry_mut(s);
@@ -123,8 +131,8 @@ impl HostTable {
                 (entry.group, self.known.cold_mut(s))
             }
             None => {
-                let group = self.group_of(&host);
-                match self.known.insert(&host, HostEntry { group, key }) {
+                let group = self.group_of(&tag.host());
+                match self.known.insert(tag, HostEntry { group, key }) {
                     Some(s) => (group, self.known.cold_mut(s)),
                     None => (group, &mut self.untracked),
                 }
@@ -146,7 +154,8 @@ impl HostTable {
     }
 
     pub fn get(&self, host: &HostAddr) -> Option<&HostCounters> {
-        let slot = self.known.find(host, self.known.hash(host))?;
+        let tag = Tag::of(host);
+        let slot = self.known.find(&tag, self.known.hash(&tag))?;
         Some(self.known.cold(slot))
     }
 

@@ -51,7 +51,7 @@ pub use config::{GatewayConfig, GatewayConfigError, OverRatePolicy, Prefix, Rate
 pub use hosts::{HostCounters, MAX_HOST_SLOTS};
 pub use path_keys::{HopKeys, PathKeyError, PathKeys};
 
-use host_slots::HostHash;
+use host_slots::{HostHash, Tag};
 use hosts::{HostSlot, HostTable};
 
 const NS_PER_S: u64 = 1_000_000_000;
@@ -109,7 +109,8 @@ struct Parsed {
     /// The hash of the host's slot in the host table, and the slot, if it was known.
     hash: HostHash,
     slot: Option<HostSlot>,
-    src_host: HostAddr,
+    /// The source host, in the host table's form (made once, for its hash, lookup and charge).
+    src_host: Tag,
     /// The packet's identity hashed for the duplicate filter, if it has one.
     duplicate: Option<KeyHash>,
 }
@@ -117,7 +118,7 @@ struct Parsed {
 impl Parsed {
     /// A placeholder for the slots of a stage that no packet fills.
     fn empty() -> Self {
-        let (slot, hash, src_host) = (None, HostHash::default(), HostAddr::Svc(0));
+        let (slot, hash, src_host) = (None, HostHash::default(), Tag::default());
         Self { header: None, hash, slot, src_host, duplicate: None }
     }
 }
@@ -316,7 +317,7 @@ impl Gateway {
         for (p, key) in parsed[..n].iter().zip(keys.iter_mut()) {
             *key = match p.slot.and_then(|s| self.hosts.key(s, epoch)) {
                 Some(k) => k,
-                None => drkeys.as_host(self.ia, &DrkeyHost::from(&p.src_host)),
+                None => drkeys.as_host(self.ia, &DrkeyHost::from(&p.src_host.host())),
             };
         }
         // σ_0 of every packet under the AS's one hop-field key, interleaved.
@@ -354,7 +355,7 @@ impl Gateway {
         if view.path_type() != path_type::EPIC_PER_AS {
             return Err(GatewayDrop::NotPerAsEpic);
         }
-        let (src_ia, src_host) = (view.src_ia(), view.src_host());
+        let src_ia = view.src_ia();
         if src_ia != self.ia {
             return Err(GatewayDrop::ForeignSource);
         }
@@ -366,16 +367,18 @@ impl Gateway {
         }
         let (info, id) = (standard.info(0), path.pkt_id());
         verify_timestamp(info.timestamp, id.epic_ts, now_ns)?;
+        // The host table's form of the source straight from its bytes (not decoded first).
+        let tag = Tag::from_wire(view.src_type_len(), view.src_host_bytes());
         // Both inputs copied from the packet's bytes, not encoded again from decoded fields.
         *input = MacInput::from_wire(&view, info.timestamp.to_be_bytes(), path.pkt_id_bytes());
         *sigma_input = hop_mac_block(&standard, 0, 0);
         Ok(Parsed {
             header: Some((view.layout(), path.layout())),
-            hash: self.hosts.prefetch(&src_host),
+            hash: self.hosts.prefetch(&tag),
             slot: None,
-            src_host,
+            src_host: tag,
             duplicate: self.duplicates.as_ref().map(|d| {
-                let h = d.hash(src_ia, &src_host, info.timestamp, id);
+                let h = d.hash(src_ia, &tag.host(), info.timestamp, id);
                 d.prefetch(h);
                 h
             }),
@@ -407,7 +410,7 @@ impl Gateway {
         }
 
         // 2 and 3. The host's bucket.
-        let (within, counters) = self.hosts.charge((p.src_host, p.slot), host_key, pkt_len, now_ns);
+        let (within, counters) = self.hosts.charge((&p.src_host, p.slot), host_key, pkt_len, now_ns);
         if !within {
             counters.over_rate_packets += 1;
             counters.over_rate_bytes += pkt_len as u64;
