@@ -11,7 +11,9 @@ use aviary_qos::DropReason;
 use aviary_scion::forwarding::HopWork;
 use aviary_scion::wire::header::field as hdr;
 use aviary_scion::wire::path::{segment_of, MAX_HOPS};
-use aviary_scion::{path_type, AsForwarding, HopMacKey, IsdAsn, ScionPacket, ScionView, StandardPath, StandardPathView};
+use aviary_scion::{
+    path_type, AsForwarding, HopMacKey, IsdAsn, ScionPacket, ScionView, StandardPath, StandardPathView,
+};
 use proptest::prelude::*;
 use proptest::sample::Index;
 

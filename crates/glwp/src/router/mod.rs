@@ -274,7 +274,8 @@ mod tests {
                 let late = now.saturating_sub(f.lifetime_ns + f.skew_ns);
                 let early = now.saturating_add(f.skew_ns);
                 let deadline_s = (now.saturating_add(f.lifetime_ns + f.skew_ns) / S) as u32;
-                for ts in [0, 1, late.saturating_sub(1), late, late + 1, now, early - 1, early, early.saturating_add(1)] {
+                for ts in [0, 1, late.saturating_sub(1), late, late + 1, now, early - 1, early, early.saturating_add(1)]
+                {
                     for exp in [0, deadline_s.saturating_sub(1), deadline_s, deadline_s.saturating_add(1), u32::MAX] {
                         let both = f.check_packet(ts, now).is_ok() && f.check_allocation(exp, now).is_ok();
                         assert_eq!(w.admits(ts, exp), both, "{f:?} now {now} ts {ts} exp {exp}");

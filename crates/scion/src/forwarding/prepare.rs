@@ -10,8 +10,8 @@ use aviary_qos::DropReason;
 use super::raw::{self, HopWord, InfoWord};
 use super::{AsForwarding, HopWork, NextHop, PathEnds};
 use crate::mac::MAC_LEN;
-use crate::wire::path::chain_seg_id;
 use crate::wire::header::{self, field as hdr, path_type};
+use crate::wire::path::chain_seg_id;
 use crate::wire::path::{field, segment_of, HOP_LEN, INFO_LEN, MAX_HOPS, META_LEN};
 use crate::wire::path_view::StandardPathView;
 use crate::IsdAsn;
@@ -167,7 +167,9 @@ impl AsForwarding {
     /// name the reason.
     #[inline(always)]
     pub fn prepare_scion(&self, pkt: &[u8], ingress: u16) -> Result<(u16, HopWork), DropReason> {
-        use field::meta::{CURR_HF_MASK, CURR_HF_SHIFT, CURR_INF_MASK, CURR_INF_SHIFT, SEG_LENS, SEG_LEN_MASK, SEG_LEN_SHIFT};
+        use field::meta::{
+            CURR_HF_MASK, CURR_HF_SHIFT, CURR_INF_MASK, CURR_INF_SHIFT, SEG_LENS, SEG_LEN_MASK, SEG_LEN_SHIFT,
+        };
 
         // Group 1, the common and address header.
         if pkt.len() < hdr::DST_HOST {

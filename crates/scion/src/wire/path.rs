@@ -31,7 +31,8 @@ pub mod field {
         pub const SEG_LEN_MASK: u32 = 0x3f;
         /// The three SegLens together (what stays when CurrINF and CurrHF move; the reserved
         /// bits between them are written as zero).
-        pub const SEG_LENS: u32 = (SEG_LEN_MASK << SEG_LEN_SHIFT[0]) | (SEG_LEN_MASK << SEG_LEN_SHIFT[1])
+        pub const SEG_LENS: u32 = (SEG_LEN_MASK << SEG_LEN_SHIFT[0])
+            | (SEG_LEN_MASK << SEG_LEN_SHIFT[1])
             | (SEG_LEN_MASK << SEG_LEN_SHIFT[2]);
     }
     pub mod info {
