@@ -25,7 +25,7 @@ use arrayvec::ArrayVec;
 use aviary_qos::{Admission, DropReason, KeyHash, Verdict};
 use aviary_scion::cmac::mac_two_blocks_fresh_keys;
 
-use aviary_scion::wire::header::{field as scion, path_start_of, NO_PATH_START};
+use aviary_scion::wire::header::{field as scion, path_start_of, CommonFields, NO_PATH_START};
 use aviary_scion::IsdAsn;
 
 use super::{GlwpDrop, Router};
@@ -35,7 +35,7 @@ use crate::hop_key::truncate;
 use crate::matrix::LOCAL_INTERFACE;
 use crate::monitor::MonitorVerdict;
 use crate::packet::{path_len, PATH_TYPE};
-use aviary_scion::raw::{be_u16, byte, bytes};
+use aviary_scion::raw::{byte, bytes};
 
 /// Packets that go through the stages together.
 pub const BATCH: usize = 32;
@@ -174,17 +174,9 @@ impl Router {
         if len < scion::DST_HOST {
             return Err(DropReason::Truncated);
         }
-        // SAFETY: every field read here ends at or before DST_HOST, and `len >= DST_HOST`.
-        let (version_tc, hdr_len, payload_len, path_type, addr_types, src_ia) = unsafe {
-            (
-                byte(pkt, scion::VERSION_TC),
-                byte(pkt, scion::HDR_LEN),
-                be_u16(pkt, scion::PAYLOAD_LEN.start),
-                byte(pkt, scion::PATH_TYPE),
-                byte(pkt, scion::ADDR_TYPES),
-                bytes::<8>(pkt, scion::SRC_IA.start),
-            )
-        };
+        // SAFETY: `len >= DST_HOST`, and SRC_IA ends before it.
+        let (CommonFields { version_tc, hdr_units: hdr_len, payload_len, path_type, addr_types }, src_ia) =
+            unsafe { (CommonFields::read_unchecked(pkt), bytes::<8>(pkt, scion::SRC_IA.start)) };
         // What a valid header must meet, checked in fewer compares than the checks of
         // [`header_drop`], which name the reason of a packet that fails: their others follow from
         // these (`len >= at` from `hdr_len >= at` and the length, `path >= header_len(λ)` from
@@ -372,17 +364,9 @@ fn header_drop(pkt: &[u8]) -> DropReason {
     if len < scion::DST_HOST {
         return DropReason::Truncated;
     }
-    // SAFETY: every field read here ends at or before DST_HOST, and `len >= DST_HOST`.
-    let (version_tc, hdr_len, payload_len, path_type, addr_types, src_ia) = unsafe {
-        (
-            byte(pkt, scion::VERSION_TC),
-            byte(pkt, scion::HDR_LEN),
-            be_u16(pkt, scion::PAYLOAD_LEN.start),
-            byte(pkt, scion::PATH_TYPE),
-            byte(pkt, scion::ADDR_TYPES),
-            bytes::<8>(pkt, scion::SRC_IA.start),
-        )
-    };
+    // SAFETY: `len >= DST_HOST`, and SRC_IA ends before it.
+    let (CommonFields { version_tc, hdr_units: hdr_len, payload_len, path_type, addr_types }, src_ia) =
+        unsafe { (CommonFields::read_unchecked(pkt), bytes::<8>(pkt, scion::SRC_IA.start)) };
     if version_tc >> 4 != 0 {
         return DropReason::BadVersion;
     }

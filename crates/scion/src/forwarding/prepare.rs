@@ -175,17 +175,9 @@ impl AsForwarding {
         if pkt.len() < hdr::DST_HOST {
             return Err(self.scion_drop_reason(pkt, ingress));
         }
-        // SAFETY: `pkt` reaches DST_HOST, and every field read here ends before it (the
-        // assertion at the top of the module).
-        let (first, hdr_units, payload_len, ptype, addr_types) = unsafe {
-            (
-                raw::byte(pkt, hdr::VERSION_TC),
-                raw::byte(pkt, hdr::HDR_LEN),
-                raw::be_u16(pkt, hdr::PAYLOAD_LEN.start),
-                raw::byte(pkt, hdr::PATH_TYPE),
-                raw::byte(pkt, hdr::ADDR_TYPES),
-            )
-        };
+        // SAFETY: `pkt` reaches DST_HOST.
+        let header::CommonFields { version_tc: first, hdr_units, payload_len, path_type: ptype, addr_types } =
+            unsafe { header::CommonFields::read_unchecked(pkt) };
         // An unsupported address type gives a path start no header reaches, so the one
         // compare of HdrLen against the path's start covers the address types, the host
         // addresses' length and the meta header's (`path_len >= META_LEN`). The packet
@@ -347,17 +339,9 @@ impl AsForwarding {
         if pkt.len() < hdr::DST_HOST {
             return Err(DropReason::Truncated);
         }
-        // SAFETY: `pkt` reaches DST_HOST, and every field read here ends before it (the
-        // assertion at the top of the module).
-        let (first, hdr_units, payload_len, ptype, addr_types) = unsafe {
-            (
-                raw::byte(pkt, hdr::VERSION_TC),
-                raw::byte(pkt, hdr::HDR_LEN),
-                raw::be_u16(pkt, hdr::PAYLOAD_LEN.start),
-                raw::byte(pkt, hdr::PATH_TYPE),
-                raw::byte(pkt, hdr::ADDR_TYPES),
-            )
-        };
+        // SAFETY: `pkt` reaches DST_HOST.
+        let header::CommonFields { version_tc: first, hdr_units, payload_len, path_type: ptype, addr_types } =
+            unsafe { header::CommonFields::read_unchecked(pkt) };
         if header::version_of(first) != 0 {
             return Err(DropReason::BadVersion);
         }

@@ -1,7 +1,7 @@
 //! Where each field of the path sits in a word read with [`crate::raw`]'s unchecked loads
 //! (re-exported here for the forwarder's stages).
 
-pub(crate) use crate::raw::{be_u16, be_u32, be_u64, byte, bytes, put};
+pub(crate) use crate::raw::{be_u32, be_u64, bytes, put};
 use crate::wire::path::field;
 
 /// The shift that brings the big-endian field ending at byte `end` of an 8-byte word to the

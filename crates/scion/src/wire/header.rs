@@ -157,6 +157,49 @@ pub(crate) fn host_lens(addr_types: u8) -> Option<(usize, usize)> {
     }
 }
 
+/// The common header's fields a router checks before any other, read at once without bounds
+/// checks (stage 1 of the forwarder and of GLWP's router, on their fast and their diagnosing
+/// paths).
+#[derive(Clone, Copy, Debug)]
+pub struct CommonFields {
+    /// The first byte: the version (high nibble, [`version_of`]) and the traffic class's top.
+    pub version_tc: u8,
+    /// HdrLen, in 4-byte units.
+    pub hdr_units: u8,
+    pub payload_len: u16,
+    pub path_type: u8,
+    /// DT/DL (high nibble) and ST/SL (low).
+    pub addr_types: u8,
+}
+
+const _: () = assert!(
+    field::VERSION_TC < field::DST_HOST
+        && field::HDR_LEN < field::DST_HOST
+        && field::PAYLOAD_LEN.end <= field::DST_HOST
+        && field::PATH_TYPE < field::DST_HOST
+        && field::ADDR_TYPES < field::DST_HOST
+);
+
+impl CommonFields {
+    /// # Safety
+    /// `pkt.len() >= field::DST_HOST`.
+    #[inline(always)]
+    pub unsafe fn read_unchecked(pkt: &[u8]) -> Self {
+        debug_assert!(pkt.len() >= field::DST_HOST);
+        // SAFETY: every field read ends before DST_HOST (the assertion above), which the caller
+        // proves `pkt` reaches.
+        unsafe {
+            Self {
+                version_tc: crate::raw::byte(pkt, field::VERSION_TC),
+                hdr_units: crate::raw::byte(pkt, field::HDR_LEN),
+                payload_len: crate::raw::be_u16(pkt, field::PAYLOAD_LEN.start),
+                path_type: crate::raw::byte(pkt, field::PATH_TYPE),
+                addr_types: crate::raw::byte(pkt, field::ADDR_TYPES),
+            }
+        }
+    }
+}
+
 /// Where the path starts for an address types byte: the end of the host addresses, or
 /// [`NO_PATH_START`] if either type is unsupported. One load for stage 1's fast check, which
 /// tests only that the header reaches past the path's start (so an unsupported type fails the
