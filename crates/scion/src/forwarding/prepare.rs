@@ -16,17 +16,9 @@ use crate::wire::path::{field, segment_of, HOP_LEN, INFO_LEN, MAX_HOPS, META_LEN
 use crate::wire::path_view::StandardPathView;
 use crate::IsdAsn;
 
-// Every common-header and ISD-AS field `prepare_scion` reads ends before the host addresses,
-// whose start it checks the packet reaches first.
-const _: () = assert!(
-    hdr::VERSION_TC < hdr::DST_HOST
-        && hdr::HDR_LEN < hdr::DST_HOST
-        && hdr::PAYLOAD_LEN.end <= hdr::DST_HOST
-        && hdr::PATH_TYPE < hdr::DST_HOST
-        && hdr::ADDR_TYPES < hdr::DST_HOST
-        && hdr::DST_IA.end <= hdr::DST_HOST
-        && hdr::SRC_IA.end <= hdr::DST_HOST
-);
+// The ISD-ASes `prepare_scion` reads end before the host addresses, whose start it checks the
+// packet reaches first (the common header's fields: `header::CommonFields`).
+const _: () = assert!(hdr::DST_IA.end <= hdr::DST_HOST && hdr::SRC_IA.end <= hdr::DST_HOST);
 
 /// What the forwarder needs of a checked path view. Positions count in the path type's own
 /// unit (hop fields for the standard path, 4-byte lines for Hummingbird's).
