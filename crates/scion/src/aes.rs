@@ -20,28 +20,45 @@ mod imp {
     /// per round. The round keys are transposed back for the AES rounds.
     #[inline]
     fn expand_four(keys: [__m128i; 4]) -> [[__m128i; 11]; 4] {
+        let mut rks = keys.map(|k| [k; 11]);
+        let mut w = transpose(keys);
+        let mut rcon = 1;
+        // Written key by key into the layout `Aes128` keeps, round by round.
+        #[allow(clippy::needless_range_loop)]
+        for round in 1..11 {
+            next_round_transposed(&mut w, rcon);
+            for (rk, k) in rks.iter_mut().zip(transpose(w)) {
+                rk[round] = k;
+            }
+            rcon = next_rcon(rcon);
+        }
+        rks
+    }
+
+    /// One round of four keys' schedules, their words transposed (see [`expand_four`]): `w`
+    /// becomes the next round keys' words.
+    #[inline(always)]
+    fn next_round_transposed(w: &mut [__m128i; 4], rcon: i32) {
         // SAFETY: the cfg guarantees AES-NI, SSSE3 and SSE2.
         unsafe {
             // Byte 4c + r of the state becomes byte 4c + (r + 1) mod 4 of lane c (RotWord)
             // after AESENCLAST's ShiftRows, which moves row r by r columns.
             let rot_unshift = _mm_set_epi8(0, 7, 10, 13, 12, 3, 6, 9, 8, 15, 2, 5, 4, 11, 14, 1);
-            let mut rks = keys.map(|k| [k; 11]);
-            let mut w = transpose(keys);
-            let mut rcon = 1;
-            // Written key by key into the layout `Aes128` keeps, round by round.
-            #[allow(clippy::needless_range_loop)]
-            for round in 1..11 {
-                let f = _mm_aesenclast_si128(_mm_shuffle_epi8(w[3], rot_unshift), _mm_set1_epi32(rcon));
-                w[0] = _mm_xor_si128(w[0], f);
-                w[1] = _mm_xor_si128(w[1], w[0]);
-                w[2] = _mm_xor_si128(w[2], w[1]);
-                w[3] = _mm_xor_si128(w[3], w[2]);
-                for (rk, k) in rks.iter_mut().zip(transpose(w)) {
-                    rk[round] = k;
-                }
-                rcon = if rcon == 0x80 { 0x1b } else { rcon << 1 };
-            }
-            rks
+            let f = _mm_aesenclast_si128(_mm_shuffle_epi8(w[3], rot_unshift), _mm_set1_epi32(rcon));
+            w[0] = _mm_xor_si128(w[0], f);
+            w[1] = _mm_xor_si128(w[1], w[0]);
+            w[2] = _mm_xor_si128(w[2], w[1]);
+            w[3] = _mm_xor_si128(w[3], w[2]);
+        }
+    }
+
+    /// The round constant after `rcon` (doubling in GF(2^8)).
+    #[inline(always)]
+    const fn next_rcon(rcon: i32) -> i32 {
+        if rcon == 0x80 {
+            0x1b
+        } else {
+            rcon << 1
         }
     }
 
@@ -97,8 +114,8 @@ mod imp {
         /// ([`expand_four`]), a last single key on its own.
         #[inline]
         pub fn new_each<const M: usize>(keys: &[[u8; 16]; M]) -> [Self; M] {
-            // SAFETY: the cfg guarantees SSE2.
-            let mut out = [Self([unsafe { _mm_setzero_si128() }; 11]); M];
+            // Not zeroed first (176 bytes a key): every schedule is written once below.
+            let mut out = [const { std::mem::MaybeUninit::<Self>::uninit() }; M];
             let mut g = 0;
             while M - g >= 2 {
                 let m = (M - g).min(4);
@@ -111,14 +128,17 @@ mod imp {
                     }
                 }));
                 for (o, rk) in out[g..g + m].iter_mut().zip(four) {
-                    *o = Self(rk);
+                    o.write(Self(rk));
                 }
                 g += m;
             }
             if g < M {
-                out[g] = Self::new(&keys[g]);
+                out[g].write(Self::new(&keys[g]));
             }
-            out
+            debug_assert!(g + 1 >= M);
+            // SAFETY: the groups wrote `out[..g]` in order, and a last single key `out[g]` when
+            // one was left (`M - g < 2` after the loop), so every element is initialised.
+            out.map(|o| unsafe { o.assume_init() })
         }
 
         #[inline]
@@ -159,6 +179,140 @@ mod imp {
             }
             for b in chunks.into_remainder() {
                 *b = self.encrypt(b);
+            }
+        }
+
+        /// [`Aes128::new_each`] of `M ≤ 4` keys that also encrypts `B` blocks under each key
+        /// (`blocks[j][k] = AES_{keys[j]}(blocks[j][k])`) while expanding it: each round key,
+        /// once transposed back, goes into the blocks' round at once, so the schedule is
+        /// written to memory once (for later blocks) and never read back for these. One key
+        /// alone is expanded on its own, as [`Aes128::new`] does (the transposed schedule is
+        /// dearer for one).
+        #[inline]
+        pub fn new_each_encrypting<const M: usize, const B: usize>(
+            keys: &[[u8; 16]; M],
+            blocks: &mut [[[u8; 16]; B]; M],
+        ) -> [Self; M] {
+            const { assert!(M >= 1 && M <= 4, "one to four keys") };
+            if M == 1 {
+                let ciphers = Self::new_each(keys);
+                Self::encrypt_each(&ciphers, blocks);
+                return ciphers;
+            }
+            // SAFETY: the cfg guarantees AES-NI, SSSE3 and SSE2; loads and stores are
+            // unaligned-safe, from and to 16-byte arrays.
+            unsafe {
+                let k: [__m128i; 4] = std::array::from_fn(|j| {
+                    if j < M {
+                        _mm_loadu_si128(keys[j].as_ptr().cast())
+                    } else {
+                        _mm_setzero_si128()
+                    }
+                });
+                let mut out = [Self([_mm_setzero_si128(); 11]); M];
+                let mut x = [[_mm_setzero_si128(); B]; M];
+                for j in 0..M {
+                    out[j].0[0] = k[j];
+                    for b in 0..B {
+                        x[j][b] = _mm_xor_si128(_mm_loadu_si128(blocks[j][b].as_ptr().cast()), k[j]);
+                    }
+                }
+                let mut w = transpose(k);
+                let mut rcon = 1;
+                for round in 1..11 {
+                    next_round_transposed(&mut w, rcon);
+                    let rk = transpose(w);
+                    for j in 0..M {
+                        out[j].0[round] = rk[j];
+                        for xb in x[j].iter_mut() {
+                            *xb = if round < 10 {
+                                _mm_aesenc_si128(*xb, rk[j])
+                            } else {
+                                _mm_aesenclast_si128(*xb, rk[j])
+                            };
+                        }
+                    }
+                    rcon = next_rcon(rcon);
+                }
+                for j in 0..M {
+                    for b in 0..B {
+                        _mm_storeu_si128(blocks[j][b].as_mut_ptr().cast(), x[j][b]);
+                    }
+                }
+                out
+            }
+        }
+
+        /// `out[i] = AES(AES(m[..16]) ⊕ pad(m[16..]) ⊕ tweak)` for messages `m` of `LEN` bytes,
+        /// 17 to 32: the CBC chain of a two-block message whose last block is completed by
+        /// `tweak` (CMAC's subkey, with the padding's `0x80` for a partial block). Each block
+        /// is loaded from the message itself, the last as the message's final 16 bytes moved
+        /// down by one byte shuffle (zeros after the tail); `tweak` and round key 0 are XORed
+        /// once per call. Four messages' rounds interleave; the rest go one at a time.
+        #[inline]
+        pub fn cbc_two_blocks_many<const LEN: usize>(
+            &self,
+            msgs: &[[u8; LEN]],
+            tweak: &[u8; 16],
+            out: &mut [[u8; 16]],
+        ) {
+            const { assert!(LEN > 16 && LEN <= 32, "two-block messages are 17 to 32 bytes") };
+            let n = msgs.len().min(out.len());
+            let (msgs, out) = (&msgs[..n], &mut out[..n]);
+            let tail = LEN - 16;
+            // Byte i of the last block is byte 16 + i of the message, byte 32 − LEN + i of
+            // its final 16; past the tail, a set top bit makes PSHUFB write zero.
+            let down: [u8; 16] = std::array::from_fn(|i| if i < tail { (32 - LEN + i) as u8 } else { 0x80 });
+            // SAFETY: the cfg guarantees SSE2; the loads are unaligned-safe from 16-byte arrays.
+            let (down, white) = unsafe {
+                (
+                    _mm_loadu_si128(down.as_ptr().cast()),
+                    _mm_xor_si128(_mm_loadu_si128(tweak.as_ptr().cast()), self.0[0]),
+                )
+            };
+            let mut m4 = msgs.chunks_exact(4);
+            let mut o4 = out.chunks_exact_mut(4);
+            for (m, o) in (&mut m4).zip(&mut o4) {
+                self.cbc_two_lanes::<4, LEN>(m, o, down, white);
+            }
+            for (m, o) in m4.remainder().iter().zip(o4.into_remainder()) {
+                self.cbc_two_lanes::<1, LEN>(std::slice::from_ref(m), std::slice::from_mut(o), down, white);
+            }
+        }
+
+        /// The first `M` messages of [`Aes128::cbc_two_blocks_many`] (both slices hold `M`).
+        #[inline(always)]
+        fn cbc_two_lanes<const M: usize, const LEN: usize>(
+            &self,
+            msgs: &[[u8; LEN]],
+            out: &mut [[u8; 16]],
+            down: __m128i,
+            white: __m128i,
+        ) {
+            debug_assert!(msgs.len() >= M && out.len() >= M && LEN >= 16);
+            // SAFETY: the cfg guarantees AES-NI, SSSE3 and SSE2; each load reads 16 bytes at
+            // offset 0 or LEN − 16 ≥ 0 of a LEN-byte array, and each store writes a 16-byte
+            // array; all are unaligned-safe.
+            unsafe {
+                let mut x: [__m128i; M] =
+                    std::array::from_fn(|j| _mm_xor_si128(_mm_loadu_si128(msgs[j].as_ptr().cast()), self.0[0]));
+                for rk in &self.0[1..10] {
+                    for xj in x.iter_mut() {
+                        *xj = _mm_aesenc_si128(*xj, *rk);
+                    }
+                }
+                for (j, xj) in x.iter_mut().enumerate() {
+                    let last = _mm_shuffle_epi8(_mm_loadu_si128(msgs[j].as_ptr().add(LEN - 16).cast()), down);
+                    *xj = _mm_xor_si128(_mm_aesenclast_si128(*xj, self.0[10]), _mm_xor_si128(last, white));
+                }
+                for rk in &self.0[1..10] {
+                    for xj in x.iter_mut() {
+                        *xj = _mm_aesenc_si128(*xj, *rk);
+                    }
+                }
+                for (o, xj) in out.iter_mut().zip(x) {
+                    _mm_storeu_si128(o.as_mut_ptr().cast(), _mm_aesenclast_si128(xj, self.0[10]));
+                }
             }
         }
 
@@ -223,7 +377,7 @@ mod imp {
                                 _mm_aesenclast_si128(b[j], k[j])
                             };
                         }
-                        rcon = if rcon == 0x80 { 0x1b } else { rcon << 1 };
+                        rcon = next_rcon(rcon);
                     }
                     for j in 0..m {
                         _mm_storeu_si128(blocks[i + j].as_mut_ptr().cast(), b[j]);
@@ -249,6 +403,29 @@ mod imp {
         }
         pub fn new_each<const M: usize>(keys: &[[u8; 16]; M]) -> [Self; M] {
             std::array::from_fn(|j| Self::new(&keys[j]))
+        }
+        pub fn new_each_encrypting<const M: usize, const B: usize>(
+            keys: &[[u8; 16]; M],
+            blocks: &mut [[[u8; 16]; B]; M],
+        ) -> [Self; M] {
+            let ciphers = Self::new_each(keys);
+            Self::encrypt_each(&ciphers, blocks);
+            ciphers
+        }
+        pub fn cbc_two_blocks_many<const LEN: usize>(
+            &self,
+            msgs: &[[u8; LEN]],
+            tweak: &[u8; 16],
+            out: &mut [[u8; 16]],
+        ) {
+            for (m, o) in msgs.iter().zip(out) {
+                let first = self.encrypt(m[..16].try_into().expect("16 bytes"));
+                let mut last = *tweak;
+                for (l, (b, f)) in last.iter_mut().zip(m[16..].iter().chain(&[0; 16]).zip(first)) {
+                    *l ^= b ^ f;
+                }
+                *o = self.encrypt(&last);
+            }
         }
         pub fn encrypt(&self, block: &[u8; 16]) -> [u8; 16] {
             let mut b = GenericArray::from(*block);
@@ -316,7 +493,37 @@ mod tests {
         }
     }
 
+    /// [`Aes128::new_each_encrypting`] of `M` keys and `B` blocks each: the ciphers of
+    /// [`Aes128::new`], and the blocks encrypted under them.
+    fn check_new_each_encrypting<const M: usize, const B: usize>(
+        keys: &[[u8; 16]; 5],
+        block: &[u8; 16],
+    ) -> Result<(), TestCaseError> {
+        let keys: [[u8; 16]; M] = std::array::from_fn(|j| keys[j]);
+        let mut blocks: [[[u8; 16]; B]; M] =
+            std::array::from_fn(|j| std::array::from_fn(|b| block.map(|x| x ^ (16 * j + b) as u8)));
+        let plain = blocks;
+        let ciphers = Aes128::new_each_encrypting(&keys, &mut blocks);
+        for j in 0..M {
+            let alone = Aes128::new(&keys[j]);
+            prop_assert_eq!(ciphers[j].encrypt(block), alone.encrypt(block));
+            for b in 0..B {
+                prop_assert_eq!(blocks[j][b], alone.encrypt(&plain[j][b]), "key {}, block {}", j, b);
+            }
+        }
+        Ok(())
+    }
+
     proptest! {
+        #[test]
+        fn keys_expanded_while_encrypting_equal_keys_expanded_alone(keys: [[u8; 16]; 5], block: [u8; 16]) {
+            check_new_each_encrypting::<1, 2>(&keys, &block)?;
+            check_new_each_encrypting::<2, 1>(&keys, &block)?;
+            check_new_each_encrypting::<3, 2>(&keys, &block)?;
+            check_new_each_encrypting::<4, 2>(&keys, &block)?;
+            check_new_each_encrypting::<4, 3>(&keys, &block)?;
+        }
+
         #[test]
         fn keys_expanded_together_equal_keys_expanded_alone(keys: [[u8; 16]; 5], block: [u8; 16]) {
             check_new_each::<1>(&keys, &block)?;

@@ -86,7 +86,7 @@ pub fn gateway_hvf(as_key: &Level1Key, source_hvf: &[u8; HVF_LEN]) -> [u8; HVF_L
 /// A gateway's Level-1 key `K_{A_i→A_0}` for one on-path AS, expanded once: the gateway
 /// writes [`gateway_hvf`] for every hop of every authorized packet, so the key schedule
 /// stays off the per-packet path.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct GatewayKey(Aes128);
 
 impl GatewayKey {
