@@ -229,13 +229,11 @@ impl HopExtension for Flyovers {
         &mut self,
         path: &mut [u8],
         staged: &Staged<FlyoverWork>,
+        f: &FlyoverWork,
         _auth: &HopAuth,
         ingress: u16,
         now_ns: u64,
     ) -> Result<Admission, DropReason> {
-        let Some(f) = &staged.ext else {
-            return Ok(Admission::UNAUTHENTICATED);
-        };
         // The plain hop-field MAC replaces the AggMAC, so the path can be reversed.
         path[f.mac_offset()..][..MAC_LEN].copy_from_slice(&staged.hop.mac());
         Ok(self.charge(ingress, f, &f.fields(path), &staged.hop, now_ns))
@@ -256,7 +254,9 @@ fn flyover_candidates<const N: usize, P: AsRef<[u8]>>(
     let mut keys = [[0u8; 16]; N];
     let mut fly_macs = [[0u8; 16]; N];
     let mut nf = 0;
-    for (i, (w, pkt)) in batch.iter().zip(pkts).enumerate().take(N) {
+    // The forwarder passes at most `N` records (the indexing below checks it): a `.take(N)`
+    // here cost a flyover in a batch 8 instructions (callgrind, 2026-11-26).
+    for (i, (w, pkt)) in batch.iter().zip(pkts).enumerate() {
         let Some((w, f)) = w.as_ref().and_then(|w| Some((w, w.ext.as_ref()?))) else { continue };
         let pkt = pkt.as_ref();
         let fields = f.fields(&pkt[usize::from(w.path_start)..]);

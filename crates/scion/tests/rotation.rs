@@ -2,14 +2,12 @@
 //! under whichever key (old or new) it was issued with, each hop field of a crossover on its
 //! own, with SegIDs chained from the packet's own values; after the overlap only new ones do.
 
-use std::net::Ipv4Addr;
-
 use aviary_qos::{DropReason, Verdict};
-use aviary_scion::wire::header::path_type;
-use aviary_scion::{
-    combine, AsForwarding, HopMacKey, HostAddr, IsdAsn, ScionHeader, ScionPacket, Segment, StandardForwarder,
-};
+use aviary_scion::{combine, AsForwarding, HopMacKey, IsdAsn, Segment, StandardForwarder};
 use proptest::prelude::*;
+use strategies::udp_packet_over;
+
+mod strategies;
 
 const IF_NEXT: u16 = 1;
 const IF_PREV: u16 = 2;
@@ -45,22 +43,7 @@ fn packet(new: [bool; 6], payload_len: usize) -> Vec<u8> {
     };
     let (up, core, down) = (seg(&[1, 0], 0x2222), seg(&[2, 1], 0x4444), seg(&[2, 3], 0x3333));
     let path = combine(&[(&up, false), (&core, false), (&down, true)]).unwrap();
-    ScionPacket {
-        header: ScionHeader {
-            traffic_class: 0,
-            flow_id: 1,
-            next_hdr: 17,
-            path_type: path_type::SCION,
-            dst_ia: ia(ASES - 1),
-            src_ia: ia(0),
-            dst_host: HostAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
-            src_host: HostAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
-            path: path.to_bytes().unwrap(),
-        },
-        payload: vec![0x5a; payload_len],
-    }
-    .to_bytes()
-    .unwrap()
+    udp_packet_over(ia(0), ia(ASES - 1), &path, payload_len)
 }
 
 /// Every AS's forwarder, rotated from the old key to the new one with an overlap until `UNTIL_NS`.

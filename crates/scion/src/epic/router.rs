@@ -167,14 +167,12 @@ impl HopExtension for Epic {
     fn admit(
         &mut self,
         path: &mut [u8],
-        staged: &Staged<EpicWork>,
+        _staged: &Staged<EpicWork>,
+        w: &EpicWork,
         auth: &HopAuth,
         _ingress: u16,
         now_ns: u64,
     ) -> Result<Admission, DropReason> {
-        let Some(w) = &staged.ext else {
-            return Ok(Admission::UNAUTHENTICATED);
-        };
         verify_timestamp(w.info_ts, w.epic_ts, now_ns)?;
         match w.fields {
             Fields::LastTwo(field) => {

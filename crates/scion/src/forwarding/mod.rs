@@ -205,7 +205,8 @@ impl AsForwarding {
                 (n.info_off, ninfo.seg_id(), ninfo.cons_dir(), nmac)
             }
             (Some(_), None) => return Err(DropReason::BadMac),
-            (None, _) => (w.info_off, w.seg_id, w.cons_dir, w.mac),
+            // ConsDir from the info word read above: the record need not carry it.
+            (None, _) => (w.info_off, w.seg_id, info.cons_dir(), w.mac),
         };
         self.check_egress(w.egress)?;
         if w.at_end {
@@ -273,6 +274,15 @@ unsafe fn put_seg_id(layout: &mut [u8], off: u16, seg_id: u16) {
 /// The MAC input block of a hop field under `seg_id` and its info field's timestamp.
 #[inline(always)]
 fn mac_block(seg_id: u16, info: InfoWord, hop: HopWord) -> [u8; 16] {
+    #[cfg(all(target_arch = "x86_64", target_feature = "ssse3", target_feature = "sse4.1"))]
+    return raw::shuffled::mac_block(seg_id, info, hop);
+    #[allow(unreachable_code)]
+    mac_block_by_fields(seg_id, info, hop)
+}
+
+/// [`mac_block`] field by field, without a byte shuffle.
+#[inline(always)]
+fn mac_block_by_fields(seg_id: u16, info: InfoWord, hop: HopWord) -> [u8; 16] {
     let at = |end: usize| 8 * (16 - end) as u32;
     let b = u128::from(seg_id) << at(input::SEG_ID.end)
         | u128::from(info.timestamp()) << at(input::TIMESTAMP.end)
@@ -319,8 +329,6 @@ pub struct HopWork {
     /// At a crossover, the next segment's first hop field; else [`NextHop::NONE`] (read
     /// through [`Self::next`]).
     next: NextHop,
-    /// The current info field's ConsDir flag.
-    cons_dir: bool,
     /// Against construction direction the SegID is chained before verification (not at
     /// the first hop field of a segment and not for peering hops).
     chain_before: bool,
@@ -413,5 +421,26 @@ impl HopWork {
     fn proven<'a>(&self, layout: &'a [u8]) -> &'a [u8] {
         assert!(layout.len() >= usize::from(self.end), "hop work applied to a shorter layout");
         layout
+    }
+}
+
+#[cfg(test)]
+mod mac_block_tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::mac::mac_input;
+
+    proptest! {
+        /// The block [`mac_block`] builds (by a byte shuffle where the target has one) is
+        /// SCION's MAC input of the fields, whatever the bytes of the info and hop fields and
+        /// the SegID the record carries.
+        #[test]
+        fn mac_block_is_the_mac_input_of_the_fields(info in any::<[u8; 8]>(), hop in any::<[u8; 8]>(), seg_id: u16) {
+            let (info, hop) = (InfoWord(u64::from_be_bytes(info)), HopWord(u64::from_be_bytes(hop)));
+            let expected = mac_input(seg_id, info.timestamp(), hop.exp_time(), hop.cons_ingress(), hop.cons_egress());
+            prop_assert_eq!(mac_block(seg_id, info, hop), expected);
+            prop_assert_eq!(mac_block_by_fields(seg_id, info, hop), expected);
+        }
     }
 }

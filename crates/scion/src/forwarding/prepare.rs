@@ -129,7 +129,6 @@ impl AsForwarding {
             seg_id: info.seg_id(),
             mac,
             hop_ingress: hop_in,
-            cons_dir,
             chain_before: !cons_dir && ingress != 0 && !peering,
             peering,
             deliver,
@@ -224,13 +223,7 @@ impl AsForwarding {
         debug_assert!(info_off + INFO_LEN <= hops_at && hop_off + HOP_LEN <= path.len());
         // SAFETY: the path is exactly the meta header, `num_inf` info fields and `num_hops`
         // hop fields long (group 2), and ci < num_inf, ch < num_hops.
-        let (info, hop, mac) = unsafe {
-            (
-                InfoWord(raw::be_u64(path, info_off)),
-                HopWord(raw::be_u64(path, hop_off)),
-                raw::bytes::<MAC_LEN>(path, hop_off + field::hop::MAC.start),
-            )
-        };
+        let (info, hop) = unsafe { (InfoWord(raw::be_u64(path, info_off)), HopWord(raw::be_u64(path, hop_off))) };
         let cons_dir = info.cons_dir();
         let (hop_in, mut egress) = hop.travel_interfaces(cons_dir);
         // SAFETY: `pkt` reaches DST_HOST (group 1), which both ISD-ASes end before.
@@ -276,6 +269,10 @@ impl AsForwarding {
         // Against construction direction the SegID is chained with the MAC on the wire before
         // verification (`HopWork::set_mac`), except at a segment's first hop and for peering.
         let chain = !cons_dir && ingress != 0 && !peering;
+        // Read here, not with the hop word above: kept live through the checks, it was spilled
+        // (callgrind, 2026-11-26).
+        // SAFETY: the hop field at `hop_off` lies within the path (group 3).
+        let mac = unsafe { raw::bytes::<MAC_LEN>(path, hop_off + field::hop::MAC.start) };
         let seg_id = if chain { chain_seg_id(info.seg_id(), &mac) } else { info.seg_id() };
         // `advanced <= num_hops <= MAX_HOPS`: CurrHF can hold it; SegLens stay, the reserved
         // bits are written as zero.
@@ -293,7 +290,6 @@ impl AsForwarding {
                 seg_id,
                 mac,
                 hop_ingress: hop_in,
-                cons_dir,
                 chain_before: false,
                 peering,
                 deliver,

@@ -165,3 +165,25 @@ pub fn forward_ingress(i: usize) -> u16 {
         IF_PREV
     }
 }
+
+/// The bytes of a UDP packet from host 10.0.0.1 in `src` to host 10.0.0.2 in `dst` over
+/// `path`, its payload `payload_len` bytes of 0x5a: the packet of the forwarder tests that
+/// build their own lines of ASes.
+pub fn udp_packet_over(src: IsdAsn, dst: IsdAsn, path: &StandardPath, payload_len: usize) -> Vec<u8> {
+    ScionPacket {
+        header: ScionHeader {
+            traffic_class: 0,
+            flow_id: 1,
+            next_hdr: 17,
+            path_type: path_type::SCION,
+            dst_ia: dst,
+            src_ia: src,
+            dst_host: HostAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
+            src_host: HostAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+            path: path.to_bytes().unwrap(),
+        },
+        payload: vec![0x5a; payload_len],
+    }
+    .to_bytes()
+    .unwrap()
+}
