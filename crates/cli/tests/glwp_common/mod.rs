@@ -40,7 +40,8 @@ pub fn discover(net: &Network, extra: &[&str]) -> Output {
 /// A discovery once the services are up (the source's, just started or restarted, may still
 /// refuse connections), have fetched each other's keys and heard each other's announcements:
 /// until then the messages are dropped as `no_key` or `not_announced` and the CLI reports a
-/// timeout, so a refused connection and a timeout are tried again, for at most a minute.
+/// timeout, so a refused connection and a timeout are tried again, for at most a minute, after
+/// which the test fails with what each on-path service dropped.
 pub fn settled_discovery(net: &Network, extra: &[&str]) -> Output {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
@@ -54,11 +55,31 @@ pub fn settled_discovery(net: &Network, extra: &[&str]) -> Output {
         let keys_pending = stderr.contains("no answer after")
             || stderr.contains("rejected: no_key")
             || stderr.contains("rejected: not_announced");
-        if !(starting || keys_pending) || Instant::now() > deadline {
+        if !(starting || keys_pending) {
             return o;
+        }
+        if Instant::now() > deadline {
+            panic!("no discovery succeeded within a minute; the CLI said:\n{stderr}\n{}", drops_on_path(net));
         }
         std::thread::sleep(Duration::from_millis(500));
     }
+}
+
+/// What the on-path services dropped and which key fetches failed, for a failure's message: a
+/// discovery that never gets through is otherwise only "no answer" at the source.
+fn drops_on_path(net: &Network) -> String {
+    let mut report = String::new();
+    for ia_text in PATH_ASES {
+        report.push_str(&format!("{ia_text}:\n"));
+        for line in metrics(net, ia_text).lines().filter(|l| {
+            l.starts_with("aviary_glwp_discovery_drops_total")
+                || l.starts_with("aviary_glwp_transport_drops_total")
+                || l.starts_with("aviary_glwp_key_fetch_errors_total")
+        }) {
+            report.push_str(&format!("  {line}\n"));
+        }
+    }
+    report
 }
 
 pub fn metrics(net: &Network, ia_text: &str) -> String {
