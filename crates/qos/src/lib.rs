@@ -18,6 +18,7 @@
 
 mod class;
 mod duplicates;
+mod huge_array;
 mod policer;
 mod prefetch;
 mod processor;
@@ -30,6 +31,7 @@ pub use class::{
     ShareError,
 };
 pub use duplicates::{DuplicateFilter, DuplicateFilterConfig, DuplicateFilterConfigError, KeyHash};
+pub use huge_array::HugeArray;
 pub use policer::{InverseRateTable, PolicerConfigError, ReservationPolicer};
 pub use prefetch::prefetch;
 pub use processor::{drop_label, Claim, Context, ControlError, LinkState, Processor, RandomSource, SeededRandom};

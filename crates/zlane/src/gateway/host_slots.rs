@@ -18,7 +18,7 @@ mod tests;
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use aviary_qos::prefetch;
+use aviary_qos::{prefetch, HugeArray};
 use aviary_scion::aes::Aes128;
 use aviary_scion::drkey::AsHostKey;
 use aviary_scion::HostAddr;
@@ -130,14 +130,16 @@ const NO_ENTRY: HostEntry = HostEntry { group: None, key: (0, AsHostKey::from_by
 
 /// Hosts by address: their [`HostEntry`] in cache-line slots and their `C` apart.
 #[derive(Clone, Debug)]
-pub struct SlotTable<C> {
+pub struct SlotTable<C: Copy> {
     hasher: Aes128,
     /// Per kind of address, a secret mask on its hashes: two addresses of the same 16 bytes
     /// and different kinds (an IPv4 host and the IPv6 address `::a.b.c.d`) get unrelated
     /// home slots.
     kind_masks: [u64; Tag::KINDS],
-    slots: Vec<Slot>,
-    cold: Vec<C>,
+    /// On huge pages: a table of megabytes read at a random slot per packet would otherwise
+    /// cost a TLB miss per packet besides the cache miss its prefetch hides.
+    slots: HugeArray<Slot>,
+    cold: HugeArray<C>,
     len: usize,
     /// The longest probe any host in the table needs: lookups of absent hosts stop there.
     longest_probe: usize,
@@ -147,7 +149,7 @@ pub struct SlotTable<C> {
     grows: u32,
 }
 
-impl<C: Clone + Default> SlotTable<C> {
+impl<C: Copy + Default> SlotTable<C> {
     /// A table with room for `hosts` hosts before it grows, growing up to `max_slots` slots (a
     /// power of two; it then holds at most half as many hosts), with the hash under `key`.
     pub fn new(hosts: usize, max_slots: usize, key: &[u8; 16]) -> Self {
@@ -160,7 +162,7 @@ impl<C: Clone + Default> SlotTable<C> {
             block[0] = kind as u8;
             word(&hasher.encrypt(&block))
         });
-        let (slots, cold) = (vec![Slot::FREE; n], vec![C::default(); n]);
+        let (slots, cold) = (HugeArray::new(n, Slot::FREE), HugeArray::new(n, C::default()));
         Self { hasher, kind_masks, slots, cold, len: 0, longest_probe: 0, max_slots, grows: 0 }
     }
 
@@ -259,13 +261,13 @@ impl<C: Clone + Default> SlotTable<C> {
     /// (only under hashes far from random), lookups look that far.
     fn grow(&mut self) {
         let n = 2 * self.slots.len();
-        let (mut slots, mut cold) = (vec![Slot::FREE; n], vec![C::default(); n]);
+        let (mut slots, mut cold) = (HugeArray::new(n, Slot::FREE), HugeArray::new(n, C::default()));
         self.longest_probe = 0;
-        for (slot, c) in self.slots.iter().zip(&self.cold).filter(|(s, _)| s.tag.kind != Tag::FREE) {
+        for (slot, c) in self.slots.iter().zip(self.cold.iter()).filter(|(s, _)| s.tag.kind != Tag::FREE) {
             let home = self.hash(&slot.tag).0 as usize;
             let probe = (0..n).find(|i| slots[(home + i) & (n - 1)].tag.kind == Tag::FREE).unwrap_or_default();
             let at = (home + probe) & (n - 1);
-            (slots[at], cold[at]) = (*slot, c.clone());
+            (slots[at], cold[at]) = (*slot, *c);
             self.longest_probe = self.longest_probe.max(probe + 1);
         }
         (self.slots, self.cold) = (slots, cold);
@@ -274,7 +276,7 @@ impl<C: Clone + Default> SlotTable<C> {
 
     /// Every host in the table, with its `C`.
     pub fn iter(&self) -> impl Iterator<Item = (HostAddr, &C)> {
-        self.slots.iter().zip(&self.cold).filter(|(s, _)| s.tag.kind != Tag::FREE).map(|(s, c)| (s.tag.host(), c))
+        self.slots.iter().zip(self.cold.iter()).filter(|(s, _)| s.tag.kind != Tag::FREE).map(|(s, c)| (s.tag.host(), c))
     }
 
     #[cfg(test)]
