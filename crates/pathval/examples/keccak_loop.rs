@@ -7,6 +7,10 @@
 //! ```
 //!
 //! Under callgrind (no AVX-512 there), the difference of two round counts gives instructions.
+//!
+//! On x86-64 it also prints a yardstick of the core's clock, a chain of dependent register
+//! additions (one a cycle), timed before the first implementation and right after each: a
+//! CPU that slows its clock for heavy 512-bit work would show it in the run after AVX-512.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -19,6 +23,7 @@ fn main() {
         args.get(1).map_or(Some(20_000), |r| r.parse().ok()).expect("usage: keccak_loop [ROUNDS] [REPEATS]");
     let repeats: usize =
         args.get(2).map_or(Some(5), |r| r.parse().ok()).expect("usage: keccak_loop [ROUNDS] [REPEATS]");
+    yardstick("before");
     for len in [34usize, 1000] {
         let msgs: Vec<Vec<u8>> = (0..LANES).map(|i| vec![i as u8; len]).collect();
         let refs: Vec<&[u8]> = msgs.iter().map(Vec::as_slice).collect();
@@ -35,6 +40,41 @@ fn main() {
                 best = best.min(per_state);
             }
             println!("{imp:?}, {len}-byte messages: {best:.1} ns per permutation and state (best of {repeats})");
+            yardstick(&format!("right after {imp:?}"));
         }
     }
 }
+
+/// Prints the clock as dependent additions per nanosecond (best of a few short chains).
+#[cfg(target_arch = "x86_64")]
+fn yardstick(when: &str) {
+    const ITERATIONS: u64 = 100_000;
+    let mut best = 0f64;
+    for _ in 0..20 {
+        let t = Instant::now();
+        let mut x = 0u64;
+        let n = ITERATIONS;
+        // SAFETY: registers only (`x`, the counter `n`, the addend), no memory, no stack;
+        // `n` counts down from ITERATIONS > 0 to zero, so the loop ends.
+        debug_assert!(n > 0);
+        unsafe {
+            std::arch::asm!(
+                "2:",
+                "add {x}, {one}", "add {x}, {one}", "add {x}, {one}", "add {x}, {one}", "add {x}, {one}",
+                "add {x}, {one}", "add {x}, {one}", "add {x}, {one}", "add {x}, {one}", "add {x}, {one}",
+                "dec {n}",
+                "jnz 2b",
+                x = inout(reg) x,
+                n = inout(reg) n => _,
+                one = in(reg) 1u64,
+                options(nomem, nostack),
+            );
+        }
+        black_box(x);
+        best = best.max((ITERATIONS * 10) as f64 / t.elapsed().as_nanos() as f64);
+    }
+    println!("  clock {when}: {best:.2} GHz (dependent additions per ns)");
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn yardstick(_when: &str) {}

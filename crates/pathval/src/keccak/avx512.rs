@@ -6,9 +6,10 @@
 //! next loads).
 
 use core::arch::x86_64::{
-    __m512i, _mm512_loadu_si512, _mm512_mask_blend_epi64, _mm512_mask_set1_epi8, _mm512_maskz_loadu_epi8,
-    _mm512_maskz_mov_epi64, _mm512_rolv_epi64, _mm512_set1_epi64, _mm512_setzero_si512, _mm512_shuffle_i64x2,
-    _mm512_storeu_si512, _mm512_ternarylogic_epi64, _mm512_unpackhi_epi64, _mm512_unpacklo_epi64, _mm512_xor_si512,
+    __m512i, _mm512_loadu_si512, _mm512_mask_blend_epi64, _mm512_mask_set1_epi8, _mm512_mask_xor_epi64,
+    _mm512_maskz_loadu_epi8, _mm512_maskz_mov_epi64, _mm512_rolv_epi64, _mm512_set1_epi64, _mm512_setzero_si512,
+    _mm512_shuffle_i64x2, _mm512_storeu_si512, _mm512_ternarylogic_epi64, _mm512_unpackhi_epi64, _mm512_unpacklo_epi64,
+    _mm512_xor_si512,
 };
 
 use super::permutation::{permute_step, Step, Words};
@@ -20,6 +21,7 @@ struct Zmm(__m512i);
 // SAFETY (every method): only reached from `absorb_permute_all`, which runs with AVX-512F
 // (and BW) enabled and is only called after the CPU was found to have it.
 impl Words for Zmm {
+    const XOR3_IN_ONE: bool = true;
     #[inline(always)]
     fn splat(w: u64) -> Self {
         Zmm(unsafe { _mm512_set1_epi64(w as i64) })
@@ -67,25 +69,34 @@ pub(super) unsafe fn absorb_permute_all(states: &mut Interleaved, blocks: &Block
             v.0 = _mm512_maskz_mov_epi64(kept, v.0);
         }
     }
-    // How far the longest block reaches: SHA3-256's 136 bytes need one word of the third
-    // chunk, TurboSHAKE's 168 five.
+    // How far the message and domain bytes reach (a block's last byte, pad10*1's closing
+    // bit, is left out: a HiddenSample's 34 bytes would otherwise pull in all three chunks,
+    // two of them zeros): SHA3-256's 136 bytes need one word of the third chunk,
+    // TurboSHAKE's 168 five.
     let reach = blocks
         .lanes
         .iter()
-        .map(|b| b.padding.map_or(b.bytes.len(), |p| p.last_at + 1).max(b.bytes.len()))
+        .map(|b| b.padding.map_or(b.bytes.len(), |p| p.domain_at + 1).max(b.bytes.len()))
         .max()
         .unwrap_or(0);
+    // The bytes the transposed chunks cover: a padding byte beyond them is XORed on its own.
+    let mut covered = 0;
     if reach > 0 {
         xor_chunk::<0, 8>(&mut a, blocks);
+        covered = CHUNK;
     }
     if reach > CHUNK {
         xor_chunk::<1, 8>(&mut a, blocks);
+        covered = 2 * CHUNK;
     }
     if reach > 2 * CHUNK + 8 {
         xor_chunk::<2, 5>(&mut a, blocks);
+        covered = MAX_RATE;
     } else if reach > 2 * CHUNK {
         xor_chunk::<2, 1>(&mut a, blocks);
+        covered = 2 * CHUNK + 8;
     }
+    xor_last_bytes(&mut a, blocks, covered);
     permute_step(&mut a, step, 0);
     for (v, words) in a.iter().zip(states.iter_mut()) {
         // SAFETY: as above, for the store.
@@ -95,6 +106,35 @@ pub(super) unsafe fn absorb_permute_all(states: &mut Interleaved, blocks: &Block
 
 /// The bytes of eight words.
 const CHUNK: usize = 64;
+
+/// XORs pad10*1's closing `0x80` of every block whose last byte lies at or beyond byte
+/// `covered` (where [`xor_chunk`] did not reach) into its state word. The closing byte is the
+/// last of the rate: of word 16 in SHA3-256 (136 bytes), of word 20 in TurboSHAKE128 (168).
+/// The two words are named, not indexed by a run-time value, which would keep the state in
+/// memory instead of registers (and its masked stores would not forward to the loads after).
+#[target_feature(enable = "avx512f,avx512bw")]
+#[inline]
+fn xor_last_bytes(a: &mut [Zmm; 25], blocks: &Blocks<'_>, covered: usize) {
+    const SHA3_256: usize = 136 - 1;
+    const TURBOSHAKE128: usize = MAX_RATE - 1;
+    let (mut sha3_256, mut turboshake128) = (0u8, 0u8);
+    for (lane, block) in blocks.lanes.iter().enumerate() {
+        match block.padding.map(|p| p.last_at).filter(|&at| at >= covered) {
+            None => {}
+            Some(SHA3_256) => sha3_256 |= 1 << lane,
+            Some(TURBOSHAKE128) => turboshake128 |= 1 << lane,
+            Some(at) => unreachable!("a rate of {} bytes", at + 1),
+        }
+    }
+    let last = _mm512_set1_epi64((0x80u64 << 56) as i64);
+    if sha3_256 != 0 {
+        a[SHA3_256 / 8].0 = _mm512_mask_xor_epi64(a[SHA3_256 / 8].0, sha3_256, a[SHA3_256 / 8].0, last);
+    }
+    if turboshake128 != 0 {
+        a[TURBOSHAKE128 / 8].0 =
+            _mm512_mask_xor_epi64(a[TURBOSHAKE128 / 8].0, turboshake128, a[TURBOSHAKE128 / 8].0, last);
+    }
+}
 
 /// XORs words `8 C` to `8 C + WORDS - 1` of the eight blocks into `a`. Each lane's 64 bytes
 /// are loaded with a byte mask (a block's message bytes may end anywhere; the bytes after

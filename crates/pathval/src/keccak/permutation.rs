@@ -67,6 +67,11 @@ impl From<Rounds> for Step {
 /// state). Implementations are `#[inline(always)]` so that the whole permutation is compiled
 /// inside a `#[target_feature]` function with the vector instructions it enables.
 pub(super) trait Words: Copy {
+    /// Whether [`Words::xor3`] is one instruction (AVX-512's VPTERNLOGQ) rather than two
+    /// XORs. If it is, θ XORs each word with its two neighbouring column parities in one
+    /// `xor3` (25 operations a round) instead of first combining them into D (5 more); with
+    /// two-operand XORs the D form is the cheaper one.
+    const XOR3_IN_ONE: bool = false;
     fn splat(w: u64) -> Self;
     /// `set` in the lanes whose bit is set in `mask` (bit `i`: this vector's lane `i`), `clear`
     /// in the others.
@@ -110,40 +115,46 @@ pub(super) fn permute_with_constants<W: Words>(a: &mut [W; 25], constants: &[W])
             a[3].xor3(a[8], a[13]).xor3(a[18], a[23]),
             a[4].xor3(a[9], a[14]).xor3(a[19], a[24]),
         ];
-        let d = [
-            c[4].xor(c[1].rotate_left(1)),
-            c[0].xor(c[2].rotate_left(1)),
-            c[1].xor(c[3].rotate_left(1)),
-            c[2].xor(c[4].rotate_left(1)),
-            c[3].xor(c[0].rotate_left(1)),
-        ];
+        // θ's D[x] = C[x − 1] ^ rot(C[x + 1], 1), XORed into every word of column x: as two
+        // values in one `xor3` per word where that is one instruction (the constant is known
+        // at compile time, so only one form is generated).
+        let r =
+            [c[0].rotate_left(1), c[1].rotate_left(1), c[2].rotate_left(1), c[3].rotate_left(1), c[4].rotate_left(1)];
+        let d = [c[4].xor(r[1]), c[0].xor(r[2]), c[1].xor(r[3]), c[2].xor(r[4]), c[3].xor(r[0])];
+        let theta = |w: W, x: usize| {
+            if W::XOR3_IN_ONE {
+                w.xor3(c[(x + 4) % 5], r[(x + 1) % 5])
+            } else {
+                w.xor(d[x])
+            }
+        };
         // ρ and π: `b[PI[j]] = rot(a[j] ^ d[x], RHO[j])`.
         let b = [
-            a[0].xor(d[0]).rotate_left(0),
-            a[6].xor(d[1]).rotate_left(44),
-            a[12].xor(d[2]).rotate_left(43),
-            a[18].xor(d[3]).rotate_left(21),
-            a[24].xor(d[4]).rotate_left(14),
-            a[3].xor(d[3]).rotate_left(28),
-            a[9].xor(d[4]).rotate_left(20),
-            a[10].xor(d[0]).rotate_left(3),
-            a[16].xor(d[1]).rotate_left(45),
-            a[22].xor(d[2]).rotate_left(61),
-            a[1].xor(d[1]).rotate_left(1),
-            a[7].xor(d[2]).rotate_left(6),
-            a[13].xor(d[3]).rotate_left(25),
-            a[19].xor(d[4]).rotate_left(8),
-            a[20].xor(d[0]).rotate_left(18),
-            a[4].xor(d[4]).rotate_left(27),
-            a[5].xor(d[0]).rotate_left(36),
-            a[11].xor(d[1]).rotate_left(10),
-            a[17].xor(d[2]).rotate_left(15),
-            a[23].xor(d[3]).rotate_left(56),
-            a[2].xor(d[2]).rotate_left(62),
-            a[8].xor(d[3]).rotate_left(55),
-            a[14].xor(d[4]).rotate_left(39),
-            a[15].xor(d[0]).rotate_left(41),
-            a[21].xor(d[1]).rotate_left(2),
+            theta(a[0], 0).rotate_left(0),
+            theta(a[6], 1).rotate_left(44),
+            theta(a[12], 2).rotate_left(43),
+            theta(a[18], 3).rotate_left(21),
+            theta(a[24], 4).rotate_left(14),
+            theta(a[3], 3).rotate_left(28),
+            theta(a[9], 4).rotate_left(20),
+            theta(a[10], 0).rotate_left(3),
+            theta(a[16], 1).rotate_left(45),
+            theta(a[22], 2).rotate_left(61),
+            theta(a[1], 1).rotate_left(1),
+            theta(a[7], 2).rotate_left(6),
+            theta(a[13], 3).rotate_left(25),
+            theta(a[19], 4).rotate_left(8),
+            theta(a[20], 0).rotate_left(18),
+            theta(a[4], 4).rotate_left(27),
+            theta(a[5], 0).rotate_left(36),
+            theta(a[11], 1).rotate_left(10),
+            theta(a[17], 2).rotate_left(15),
+            theta(a[23], 3).rotate_left(56),
+            theta(a[2], 2).rotate_left(62),
+            theta(a[8], 3).rotate_left(55),
+            theta(a[14], 4).rotate_left(39),
+            theta(a[15], 0).rotate_left(41),
+            theta(a[21], 1).rotate_left(2),
         ];
         // χ, then ι.
         s = [
@@ -232,6 +243,50 @@ mod tests {
             keccak::Keccak::new().with_p1600::<12>(|f| f(&mut theirs));
         }
         assert_eq!(ours, theirs);
+    }
+
+    /// One state whose `xor3` claims to be one instruction: θ's form for AVX-512, checked
+    /// on any CPU.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    struct Fused(u64);
+
+    impl Words for Fused {
+        const XOR3_IN_ONE: bool = true;
+        fn splat(w: u64) -> Self {
+            Fused(w)
+        }
+        fn select(mask: u8, set: u64, clear: u64) -> Self {
+            Fused(u64::select(mask, set, clear))
+        }
+        fn xor(self, other: Self) -> Self {
+            Fused(self.0 ^ other.0)
+        }
+        fn xor3(self, b: Self, c: Self) -> Self {
+            Fused(self.0 ^ b.0 ^ c.0)
+        }
+        fn xor_andnot(self, b: Self, c: Self) -> Self {
+            Fused(self.0.xor_andnot(b.0, c.0))
+        }
+        fn rotate_left(self, n: u32) -> Self {
+            Fused(self.0.rotate_left(n))
+        }
+    }
+
+    #[test]
+    fn theta_with_three_way_xors_is_keccak_f() {
+        let mut state = [0u64; 25];
+        for (i, w) in state.iter_mut().enumerate() {
+            *w = (i as u64 + 7).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+        let mut fused = state.map(Fused);
+        for _ in 0..3 {
+            permute_step(&mut fused, Step::Full, 0);
+            permute_step(&mut state, Step::Full, 0);
+        }
+        assert_eq!(fused.map(|w| w.0), state);
+        permute_step(&mut fused, Step::Half { first_half: 1 }, 0);
+        permute_step(&mut state, Step::Half { first_half: 1 }, 0);
+        assert_eq!(fused.map(|w| w.0), state);
     }
 
     #[test]
