@@ -64,10 +64,22 @@ fn demo_reserved_flow_keeps_its_rate_under_a_flood() {
     let reserved_bps = reserved.reserved_bps.expect("the reserved flow has a reservation");
     assert_eq!(report.reservations, "market");
     assert!(report.price_wei.as_deref().is_some_and(|p| p != "0"), "the reservations were paid for");
+    // The property is what the network does with what the sender sends: on a starved machine
+    // (CI once measured a sender that kept 77 % of its pace) the reservation cannot be filled,
+    // but what is sent within it must still arrive. A sender far below its rate proves nothing.
     assert!(
-        reserved.goodput_bps as f64 >= 0.95 * reserved_bps as f64,
-        "reserved flow: {} of {reserved_bps} bit/s\n{}",
+        reserved.offered_bps as f64 >= 0.6 * reserved_bps as f64,
+        "the reserved flow's sender kept only {} of {reserved_bps} bit/s: too loaded a machine to judge\n{}",
+        reserved.offered_bps,
+        demo::table(&report)
+    );
+    let fill = (reserved.offered_bps.min(reserved_bps)) as f64;
+    assert!(
+        reserved.goodput_bps as f64 >= 0.95 * fill && reserved.loss <= 0.05,
+        "reserved flow: {} of {} bit/s sent (reservation {reserved_bps}), loss {:.1} %\n{}",
         reserved.goodput_bps,
+        reserved.offered_bps,
+        reserved.loss * 100.0,
         demo::table(&report)
     );
     assert!(
