@@ -140,22 +140,7 @@ pub fn chain(n: usize) -> Chain {
 }
 
 pub fn chain_packet(c: &Chain, payload_len: usize) -> Vec<u8> {
-    ScionPacket {
-        header: ScionHeader {
-            traffic_class: 0,
-            flow_id: 1,
-            next_hdr: 17,
-            path_type: path_type::SCION,
-            dst_ia: ia(c.fwd.len() - 1),
-            src_ia: ia(0),
-            dst_host: HostAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
-            src_host: HostAddr::V6(Ipv6Addr::LOCALHOST),
-            path: c.path.to_bytes().unwrap(),
-        },
-        payload: vec![0x5a; payload_len],
-    }
-    .to_bytes()
-    .unwrap()
+    packet_over(ia(0), HostAddr::V6(Ipv6Addr::LOCALHOST), ia(c.fwd.len() - 1), &c.path, payload_len)
 }
 
 pub fn forward_ingress(i: usize) -> u16 {
@@ -170,6 +155,12 @@ pub fn forward_ingress(i: usize) -> u16 {
 /// `path`, its payload `payload_len` bytes of 0x5a: the packet of the forwarder tests that
 /// build their own lines of ASes.
 pub fn udp_packet_over(src: IsdAsn, dst: IsdAsn, path: &StandardPath, payload_len: usize) -> Vec<u8> {
+    packet_over(src, HostAddr::V4(Ipv4Addr::new(10, 0, 0, 1)), dst, path, payload_len)
+}
+
+/// A UDP packet from `src_host` in `src` to host 10.0.0.2 in `dst` over `path`, its payload
+/// `payload_len` bytes of 0x5a.
+fn packet_over(src: IsdAsn, src_host: HostAddr, dst: IsdAsn, path: &StandardPath, payload_len: usize) -> Vec<u8> {
     ScionPacket {
         header: ScionHeader {
             traffic_class: 0,
@@ -179,7 +170,7 @@ pub fn udp_packet_over(src: IsdAsn, dst: IsdAsn, path: &StandardPath, payload_le
             dst_ia: dst,
             src_ia: src,
             dst_host: HostAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
-            src_host: HostAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+            src_host,
             path: path.to_bytes().unwrap(),
         },
         payload: vec![0x5a; payload_len],
