@@ -127,6 +127,16 @@ fn strip_flyovers(p: &HbirdPath) -> HbirdPath {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
+    /// The router's advanced first word (the indices replaced in the word as read) is the
+    /// encoding of the decoded fields with those indices, whatever the word's bits.
+    #[test]
+    fn advanced_word_encodes_the_fields(word: u32, curr_inf in 0usize..3, curr_hf in 0usize..256) {
+        let (_, _, seg_len) = MetaHdr::decode_word0(word);
+        let encoded = MetaHdr { curr_inf: curr_inf as u8, curr_hf: curr_hf as u8, seg_len, ..MetaHdr::default() }
+            .encode_word0();
+        prop_assert_eq!(MetaHdr::advance_word0(word, curr_inf, curr_hf), encoded);
+    }
+
     /// emit → parse gives the same path; emit(parse(bytes)) gives the bytes.
     #[test]
     fn path_round_trip(p in arb_path()) {
