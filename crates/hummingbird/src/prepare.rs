@@ -6,7 +6,8 @@
 use aviary_qos::DropReason;
 use aviary_scion::forwarding::HopWork;
 use aviary_scion::wire::header::field as header;
-use aviary_scion::{AsForwarding, IsdAsn};
+use aviary_scion::wire::header::ScionView;
+use aviary_scion::AsForwarding;
 
 use crate::crypto::{flyover_block, ResInfo};
 use crate::path::{field, Flyover, MetaHdr, FLYOVER_LEN, META_LEN};
@@ -34,26 +35,24 @@ pub struct FlyoverFields {
     pub flyover: Flyover,
 }
 
-/// Parses a type-5 path at an AS and checks what needs no cryptography. Takes the header
-/// fields it needs rather than the view, so that it stays inlinable into the forwarder.
+/// Parses the type-5 path of the packet `pkt` at an AS and checks what needs no cryptography.
+/// The header's fields are read from the view where they are used, not before the path's
+/// checks: kept live through them, they were spilled (callgrind, 2026-11-26, with the forwarder
+/// reading the ISD-ASes only for the empty path: -3 instructions a flyover packet).
 #[inline]
 pub fn prepare_hbird(
     fwd: &AsForwarding,
-    path: &[u8],
-    src: IsdAsn,
-    dst: IsdAsn,
-    pkt_len: Option<u16>,
-    payload_len: u16,
+    pkt: &ScionView<&[u8]>,
     ingress: u16,
 ) -> Result<(HopWork, Option<FlyoverWork>), DropReason> {
-    let view = HbirdPathView::new_checked(path).map_err(DropReason::from)?;
-    let mut work = fwd.prepare_hop(&view, src, dst, ingress)?;
+    let view = HbirdPathView::new_checked(pkt.path()).map_err(DropReason::from)?;
+    let mut work = fwd.prepare_hop(&view, pkt.src_ia(), pkt.dst_ia(), ingress)?;
     if !view.current_is_flyover() {
         work.set_mac(work.mac());
         return Ok((work, None));
     }
-    let pkt_len = pkt_len.ok_or(DropReason::PktLenOverflow)?;
-    let flyover = FlyoverWork { hop_off: view.current_hop_offset() as u16, pkt_len, payload_len };
+    let pkt_len = pkt.pkt_len_u16().ok_or(DropReason::PktLenOverflow)?;
+    let flyover = FlyoverWork { hop_off: view.current_hop_offset() as u16, pkt_len, payload_len: pkt.payload_len() };
     Ok((work, Some(flyover)))
 }
 

@@ -27,7 +27,7 @@ use aviary_scion::aes::Aes128;
 use aviary_scion::forwarding::{HopAuth, HopExtension, HopWork, KeyGenerations, Staged, StagedForwarder};
 use aviary_scion::mac::MAC_LEN;
 use aviary_scion::wire::header::{path_type, ScionView};
-use aviary_scion::{AsForwarding, HopMacKey, IsdAsn};
+use aviary_scion::{AsForwarding, HopMacKey};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -188,9 +188,7 @@ impl HopExtension for Flyovers {
         if view.path_type() != path_type::HUMMINGBIRD {
             return Err(DropReason::UnsupportedPathType);
         }
-        let (src, dst): (IsdAsn, IsdAsn) = (view.src_ia(), view.dst_ia());
-        let (pkt_len, payload_len) = (view.pkt_len_u16(), view.payload_len());
-        prepare_hbird(fwd, view.path(), src, dst, pkt_len, payload_len, ingress)
+        prepare_hbird(fwd, view, ingress)
     }
 
     /// A_K = AES_SV(ResInfo) for every flyover under the one SV; then FlyoverMAC =
