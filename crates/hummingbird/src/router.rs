@@ -256,14 +256,13 @@ fn flyover_candidates<const N: usize, P: AsRef<[u8]>>(
     // here cost a flyover in a batch 8 instructions (callgrind, 2026-11-26).
     for (i, (w, pkt)) in batch.iter().zip(pkts).enumerate() {
         let Some((w, f)) = w.as_ref().and_then(|w| Some((w, w.ext.as_ref()?))) else { continue };
-        let pkt = pkt.as_ref();
-        let fields = f.fields(&pkt[usize::from(w.path_start)..]);
+        let (res_id, ak_block, mac_block) = f.input_blocks(pkt.as_ref(), usize::from(w.path_start), &w.hop);
         if let Some(p) = policer {
-            p.prefetch(fields.flyover.res_id);
+            p.prefetch(res_id);
         }
         fly_idx[nf] = i;
-        keys[nf] = fields.res(&w.hop).block();
-        fly_macs[nf] = f.mac_block(pkt, &fields);
+        keys[nf] = ak_block;
+        fly_macs[nf] = mac_block;
         nf += 1;
     }
     if nf == 0 {
