@@ -197,7 +197,10 @@ impl HopExtension for Flyovers {
     /// every flyover is asked for: with many reservations it is rarely in the cache, and the
     /// AES work of the batch hides the wait. The batch shares its ingress, so its policer is
     /// found once.
-    #[inline]
+    // Forced: apart, a single standard packet paid the saved registers of the flyovers' AES
+    // for its early return (callgrind, 2026-11-26: 499.9 instead of 511 instructions a
+    // single standard packet; a single flyover 1005 instead of 995).
+    #[inline(always)]
     fn crypto<const N: usize>(&mut self, pkts: &[&mut [u8]], batch: &mut [Option<Staged<FlyoverWork>>], ingress: u16) {
         if batch.iter().flatten().all(|w| w.ext.is_none()) {
             return;
