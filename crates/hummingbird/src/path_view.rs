@@ -32,6 +32,9 @@ pub struct HbirdPathView<T> {
     /// accessor of the current hop without checking again.
     curr_off: usize,
     curr_lines: usize,
+    /// The line after the last one of the current segment, which the checks need: kept for
+    /// the forwarder's crossover test ([`HopLayout::current_segment_end`]).
+    curr_seg_end: usize,
 }
 
 impl<T: AsRef<[u8]>> HbirdPathView<T> {
@@ -59,11 +62,12 @@ impl<T: AsRef<[u8]>> HbirdPathView<T> {
         }
         let curr_off = hop_base + 4 * ch;
         let curr_lines = if b[curr_off + field::flyover::FLAGS] & FLYOVER_BIT != 0 { FLYOVER_LINES } else { HOP_LINES };
-        if ch + curr_lines > segment_end(seg_len, ci) {
+        let curr_seg_end = segment_end(seg_len, ci);
+        if ch + curr_lines > curr_seg_end {
             return Err(HbirdPathError::Misaligned(ci));
         }
         // At most 3 info fields, 381 lines, a path of 1560 bytes, 5 lines per hop field.
-        Ok(Self { buf, curr_inf: ci, curr_hf: ch, seg_len, word, num_inf, lines, curr_off, curr_lines })
+        Ok(Self { buf, curr_inf: ci, curr_hf: ch, seg_len, word, num_inf, lines, curr_off, curr_lines, curr_seg_end })
     }
 
     /// The meta header, as the buffer holds it now.
@@ -208,6 +212,10 @@ unsafe impl HopLayout for HbirdPathView<&[u8]> {
     #[inline]
     fn seg_len(&self) -> [u8; 3] {
         self.seg_len
+    }
+    #[inline]
+    fn current_segment_end(&self) -> usize {
+        self.curr_seg_end
     }
     #[inline]
     fn num_info_fields(&self) -> usize {
