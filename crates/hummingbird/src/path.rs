@@ -50,6 +50,8 @@ pub const FLYOVER_LINES: usize = 5;
 pub const FLYOVER_BIT: u8 = 0x80;
 /// Largest SegLen (7 bits).
 pub const MAX_SEG_LINES: usize = 127;
+/// The three SegLen fields of the meta header's first word (7 bits each, its low 21).
+const SEG_LENS_BITS: u32 = (1 << 21) - 1;
 
 #[derive(Clone, Copy, Debug, Error, PartialEq, Eq)]
 pub enum HbirdPathError {
@@ -126,6 +128,12 @@ impl MetaHdr {
     #[inline]
     pub fn decode_word0(w: u32) -> (u8, u8, [u8; 3]) {
         ((w >> 30) as u8, (w >> 22) as u8, [((w >> 14) & 0x7f) as u8, ((w >> 7) & 0x7f) as u8, (w & 0x7f) as u8])
+    }
+    /// The first word `w` with CurrINF and CurrHF replaced (the reserved bit written as zero),
+    /// as [`Self::encode_word0`] of its decoded fields with those indices.
+    #[inline]
+    pub fn advance_word0(w: u32, curr_inf: usize, curr_hf: usize) -> [u8; 4] {
+        ((((curr_inf & 3) as u32) << 30) | (((curr_hf & 0xff) as u32) << 22) | (w & SEG_LENS_BITS)).to_be_bytes()
     }
     /// The first word (indices and segment lengths) alone.
     pub fn encode_word0(&self) -> [u8; 4] {

@@ -27,7 +27,7 @@ use aviary_scion::aes::Aes128;
 use aviary_scion::forwarding::{HopAuth, HopExtension, HopWork, KeyGenerations, Staged, StagedForwarder};
 use aviary_scion::mac::MAC_LEN;
 use aviary_scion::wire::header::{path_type, ScionView};
-use aviary_scion::{AsForwarding, HopMacKey, IsdAsn};
+use aviary_scion::{AsForwarding, HopMacKey};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -188,9 +188,7 @@ impl HopExtension for Flyovers {
         if view.path_type() != path_type::HUMMINGBIRD {
             return Err(DropReason::UnsupportedPathType);
         }
-        let (src, dst): (IsdAsn, IsdAsn) = (view.src_ia(), view.dst_ia());
-        let (pkt_len, payload_len) = (view.pkt_len_u16(), view.payload_len());
-        prepare_hbird(fwd, view.path(), src, dst, pkt_len, payload_len, ingress)
+        prepare_hbird(fwd, view, ingress)
     }
 
     /// A_K = AES_SV(ResInfo) for every flyover under the one SV; then FlyoverMAC =
@@ -199,7 +197,10 @@ impl HopExtension for Flyovers {
     /// every flyover is asked for: with many reservations it is rarely in the cache, and the
     /// AES work of the batch hides the wait. The batch shares its ingress, so its policer is
     /// found once.
-    #[inline]
+    // Forced: apart, a single standard packet paid the saved registers of the flyovers' AES
+    // for its early return (callgrind, 2026-11-26: 499.9 instead of 511 instructions a
+    // single standard packet; a single flyover 1005 instead of 995).
+    #[inline(always)]
     fn crypto<const N: usize>(&mut self, pkts: &[&mut [u8]], batch: &mut [Option<Staged<FlyoverWork>>], ingress: u16) {
         if batch.iter().flatten().all(|w| w.ext.is_none()) {
             return;
@@ -258,14 +259,13 @@ fn flyover_candidates<const N: usize, P: AsRef<[u8]>>(
     // here cost a flyover in a batch 8 instructions (callgrind, 2026-11-26).
     for (i, (w, pkt)) in batch.iter().zip(pkts).enumerate() {
         let Some((w, f)) = w.as_ref().and_then(|w| Some((w, w.ext.as_ref()?))) else { continue };
-        let pkt = pkt.as_ref();
-        let fields = f.fields(&pkt[usize::from(w.path_start)..]);
+        let (res_id, ak_block, mac_block) = f.input_blocks(pkt.as_ref(), usize::from(w.path_start), &w.hop);
         if let Some(p) = policer {
-            p.prefetch(fields.flyover.res_id);
+            p.prefetch(res_id);
         }
         fly_idx[nf] = i;
-        keys[nf] = fields.res(&w.hop).block();
-        fly_macs[nf] = f.mac_block(pkt, &fields);
+        keys[nf] = ak_block;
+        fly_macs[nf] = mac_block;
         nf += 1;
     }
     if nf == 0 {
@@ -273,13 +273,18 @@ fn flyover_candidates<const N: usize, P: AsRef<[u8]>>(
     }
     sv.auth_keys_in_place(&mut keys[..nf]);
     Aes128::encrypt_fresh_keys(&keys[..nf], &mut fly_macs[..nf]);
+    // The MACs as words, XORed at once: byte by byte, a flyover packet ran 14 instructions more
+    // in a batch and 36 more alone (callgrind, 2026-11-26).
+    let word = |b: &[u8; MAC_LEN]| {
+        let mut w = [0u8; 8];
+        w[..MAC_LEN].copy_from_slice(b);
+        u64::from_ne_bytes(w)
+    };
     for k in 0..nf {
         let Some(w) = batch[fly_idx[k]].as_mut() else { continue };
-        let mut cand = w.hop.mac();
-        for (c, f) in cand.iter_mut().zip(&fly_macs[k]) {
-            *c ^= f;
-        }
-        w.hop.set_mac(cand);
+        let fly_mac = fly_macs[k][..MAC_LEN].try_into().expect("a FlyoverMAC block holds a MAC");
+        let cand = (word(&w.hop.mac()) ^ word(fly_mac)).to_ne_bytes();
+        w.hop.set_mac(cand[..MAC_LEN].try_into().expect("a word holds a MAC"));
     }
 }
 

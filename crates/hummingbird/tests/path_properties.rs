@@ -8,9 +8,12 @@
 mod strategies;
 
 use aviary_hummingbird::crypto::{MAX_COUNTER, MAX_MILLIS, MAX_RES_ID};
-use aviary_hummingbird::path::{Flyover, HbirdHop, MetaHdr, HOP_LINES, MAX_SEG_LINES, META_LEN};
-use aviary_hummingbird::HbirdPath;
-use aviary_scion::wire::path::INFO_LEN;
+use aviary_hummingbird::path::{
+    field, Flyover, HbirdHop, HbirdPathError, MetaHdr, FLYOVER_BIT, FLYOVER_LINES, HOP_LINES, MAX_SEG_LINES, META_LEN,
+};
+use aviary_hummingbird::{HbirdPath, HbirdPathView};
+use aviary_scion::forwarding::HopLayout;
+use aviary_scion::wire::path::{num_info_fields, segment_of, INFO_LEN};
 use aviary_scion::InfoField;
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -80,6 +83,34 @@ fn arb_wire_path() -> impl Strategy<Value = HbirdPath> {
         })
 }
 
+/// The checks of [`HbirdPathView::new_checked`] as the rule states them, one after the other
+/// (CurrHF in CurrINF's segment as [`segment_of`] names it): the view's result, or its error.
+fn view_reference(b: &[u8]) -> Result<(usize, usize, usize, bool), HbirdPathError> {
+    if b.len() < META_LEN {
+        return Err(HbirdPathError::Truncated);
+    }
+    let word = u32::from_be_bytes(b[field::meta::WORD].try_into().unwrap());
+    let (curr_inf, curr_hf, seg_len) = MetaHdr::decode_word0(word);
+    let num_inf = num_info_fields(seg_len).ok().filter(|n| *n > 0).ok_or(HbirdPathError::Truncated)?;
+    let lines: usize = seg_len.iter().map(|l| usize::from(*l)).sum();
+    let hop_base = META_LEN + INFO_LEN * num_inf;
+    if b.len() != hop_base + 4 * lines {
+        return Err(HbirdPathError::Truncated);
+    }
+    let (ci, ch) = (usize::from(curr_inf), usize::from(curr_hf));
+    if ch >= lines || ci >= num_inf || segment_of(seg_len, ch) != ci {
+        return Err(HbirdPathError::IndexOutOfRange);
+    }
+    let curr_off = hop_base + 4 * ch;
+    let flyover = b[curr_off + field::flyover::FLAGS] & FLYOVER_BIT != 0;
+    let width = if flyover { FLYOVER_LINES } else { HOP_LINES };
+    let seg_end: usize = seg_len[..=ci].iter().map(|l| usize::from(*l)).sum();
+    if ch + width > seg_end {
+        return Err(HbirdPathError::Misaligned(ci));
+    }
+    Ok((ci, ch, curr_off, flyover))
+}
+
 /// A path that [`HbirdPath::validate`] accepts: no hop field beyond line 255.
 fn arb_path() -> impl Strategy<Value = HbirdPath> {
     arb_wire_path().prop_filter("a hop field beyond line 255", |p| hop_lines(&p.segments).last().unwrap().0 <= 255)
@@ -126,6 +157,33 @@ fn strip_flyovers(p: &HbirdPath) -> HbirdPath {
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// The view's checks of the indices and the current hop field decide as the rule does,
+    /// for every CurrINF and CurrHF on a path's bytes, and for SegLens that do not match them.
+    #[test]
+    fn view_checks_indices_as_the_rule(p in arb_wire_path(), ci in 0u32..4, ch in 0u32..256, seg_lens in any::<Option<u32>>()) {
+        let mut b = encode_unchecked(&p);
+        let word = u32::from_be_bytes(b[field::meta::WORD].try_into().unwrap());
+        // The SegLens are the word's low 21 bits, CurrHF the 8 above the reserved bit, CurrINF
+        // the top 2.
+        let lens = seg_lens.unwrap_or(word) & ((1 << 21) - 1);
+        b[field::meta::WORD].copy_from_slice(&(ci << 30 | ch << 22 | lens).to_be_bytes());
+        let view = HbirdPathView::new_checked(&b[..]).map(|v| {
+            let (ci, ch) = HopLayout::current(&v);
+            (ci, ch, v.current_hop_offset(), v.current_is_flyover())
+        });
+        prop_assert_eq!(view, view_reference(&b));
+    }
+
+    /// The router's advanced first word (the indices replaced in the word as read) is the
+    /// encoding of the decoded fields with those indices, whatever the word's bits.
+    #[test]
+    fn advanced_word_encodes_the_fields(word: u32, curr_inf in 0usize..3, curr_hf in 0usize..256) {
+        let (_, _, seg_len) = MetaHdr::decode_word0(word);
+        let encoded = MetaHdr { curr_inf: curr_inf as u8, curr_hf: curr_hf as u8, seg_len, ..MetaHdr::default() }
+            .encode_word0();
+        prop_assert_eq!(MetaHdr::advance_word0(word, curr_inf, curr_hf), encoded);
+    }
 
     /// emit → parse gives the same path; emit(parse(bytes)) gives the bytes.
     #[test]

@@ -444,11 +444,10 @@ impl<E: HopExtension> StagedForwarder<E> {
     #[inline]
     fn prepare_view(&self, pkt: &[u8], ingress: u16, slot: &mut Option<Staged<E::Work>>) -> Result<(), Verdict> {
         let view = ScionView::new_checked(pkt).map_err(|e| Verdict::Drop(e.into()))?;
-        let (src, dst) = (view.src_ia(), view.dst_ia());
         // Below 1020 (see `Staged::path_start`).
         let path_start = view.path_range().start as u16;
         match view.path_type() {
-            path_type::EMPTY => Err(self.fwd.process_empty(src, dst, ingress)),
+            path_type::EMPTY => Err(self.fwd.process_empty(view.src_ia(), view.dst_ia(), ingress)),
             _ => {
                 let (hop, ext) = self.ext.prepare(&self.fwd, &view, ingress).map_err(Verdict::Drop)?;
                 let layout_offset = self.ext.hop_layout_offset(view.path_type());

@@ -83,14 +83,19 @@ pub enum PathError {
 
 /// Number of info fields implied by the segment lengths; errors on a gap (`Seg1Len = 0`
 /// with `Seg2Len > 0`, ...).
+#[inline]
 pub fn num_info_fields(seg_len: [u8; 3]) -> Result<usize, PathError> {
-    match seg_len {
-        [0, 0, 0] => Ok(0),
-        [a, 0, 0] if a > 0 => Ok(1),
-        [a, b, 0] if a > 0 && b > 0 => Ok(2),
-        [a, b, c] if a > 0 && b > 0 && c > 0 => Ok(3),
-        _ => Err(PathError::BadSegLens(seg_len)),
+    // Segment by segment, the common shapes first: matched as a whole, a router's stage 1 of
+    // path type 5 ran 6 instructions more a flyover packet (callgrind, 2026-11-26).
+    let [a, b, c] = seg_len;
+    let gap = Err(PathError::BadSegLens(seg_len));
+    if a == 0 {
+        return if b == 0 && c == 0 { Ok(0) } else { gap };
     }
+    if b == 0 {
+        return if c == 0 { Ok(1) } else { gap };
+    }
+    Ok(2 + usize::from(c != 0))
 }
 
 /// Index of the segment that contains unit offset `hf` (hop index for the standard path,
@@ -347,6 +352,22 @@ impl StandardPath {
 pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// The info fields of every combination of empty, short and long segments, as the rule
+    /// says them case by case: a first segment and no gap.
+    #[test]
+    fn num_info_fields_of_every_shape() {
+        for seg_len in (0..27).map(|i: usize| [i % 3, i / 3 % 3, i / 9].map(|l| [0, 1, 0x7f][l])) {
+            let expected = match seg_len {
+                [0, 0, 0] => Ok(0),
+                [a, 0, 0] if a > 0 => Ok(1),
+                [a, b, 0] if a > 0 && b > 0 => Ok(2),
+                [a, b, c] if a > 0 && b > 0 && c > 0 => Ok(3),
+                _ => Err(PathError::BadSegLens(seg_len)),
+            };
+            assert_eq!(num_info_fields(seg_len), expected, "{seg_len:?}");
+        }
+    }
 
     /// A valid standard path: 1–3 segments of 1–8 hop fields, CurrHF anywhere, CurrINF its
     /// segment (for the path types that embed a standard path).
