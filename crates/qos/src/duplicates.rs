@@ -35,6 +35,12 @@
 //! and the 16 word tests are two or four vector operations. [`DuplicateFilter::prefetch`]
 //! asks for both lines, so a batch overlaps the misses of all its keys.
 //!
+//! The two generations' blocks of one index sit side by side, a [`Pair`] of 128 bytes, so a
+//! key's two lines are found from one index with one bounds check, and the current generation
+//! is picked by a `bool` that needs none (GLWP router at λ = 8, callgrind, 2026-11-26: 596 →
+//! 581 instructions a packet in batches of 32, 774 → 760 one at a time). Clearing a generation
+//! then writes every other line, once an epoch.
+//!
 //! # Bounds and memory
 //!
 //! * No false negatives: a key reported new is remembered as above, whatever the traffic.
@@ -136,16 +142,26 @@ pub struct KeyHash(u128);
 #[repr(C, align(64))]
 struct Block([u32; WORDS]);
 
+/// The block of one index in each generation, indexed by the generation (`usize::from` of a
+/// `bool`, so in bounds without a check); aligned to the 128 bytes that CPUs' adjacent-line
+/// prefetchers fetch together.
+#[derive(Clone, Copy)]
+#[repr(C, align(128))]
+struct Pair([Block; 2]);
+
+const EMPTY: Block = Block([0; WORDS]);
+
 /// Two rotating split-block Bloom filters of the keys accepted in the current and the
 /// previous epoch.
 #[derive(Clone)]
 pub struct DuplicateFilter {
     secret: SecretHash,
     window_ns: u64,
-    generations: [Box<[Block]>; 2],
-    /// Index of the generation that takes inserts.
-    current: usize,
-    /// The epoch of `generations[current]`.
+    /// Both generations, block by block.
+    blocks: Box<[Pair]>,
+    /// The generation that takes inserts (`Pair` index `usize::from(current)`).
+    current: bool,
+    /// The epoch of the current generation.
     epoch: u64,
     /// Where that epoch ends, `(epoch + 1) · window_ns` (saturated).
     epoch_end_ns: u64,
@@ -168,12 +184,11 @@ impl DuplicateFilter {
     /// CSPRNG per router; it never leaves the filter).
     pub fn new(config: DuplicateFilterConfig, key: [u8; 16]) -> Result<Self, DuplicateFilterConfigError> {
         let blocks = config.blocks()? as usize;
-        let generation = || vec![Block([0; WORDS]); blocks].into_boxed_slice();
         Ok(Self {
             secret: SecretHash::new(key),
             window_ns: config.window_ns,
-            generations: [generation(), generation()],
-            current: 0,
+            blocks: vec![Pair([EMPTY; 2]); blocks].into_boxed_slice(),
+            current: false,
             epoch: 0,
             epoch_end_ns: config.window_ns,
         })
@@ -208,10 +223,9 @@ impl DuplicateFilter {
     /// one another. Only a hint: it changes no state.
     #[inline]
     pub fn prefetch(&self, h: KeyHash) {
-        let block = self.block_of(h);
-        for generation in &self.generations {
-            crate::prefetch(&generation[block]);
-        }
+        let pair = self.pair_of(h);
+        crate::prefetch(&pair.0[0]);
+        crate::prefetch(&pair.0[1]);
     }
 
     /// [`Self::check_and_insert`] of the key whose hash is `h`. Always inlined: a router calls
@@ -219,11 +233,13 @@ impl DuplicateFilter {
     #[inline(always)]
     pub fn check_and_insert_hashed(&mut self, h: KeyHash, now_ns: u64) -> bool {
         self.rotate(now_ns);
-        let (block, bits) = (self.block_of(h), bits_of(h));
-        if holds(&self.generations[1 - self.current][block], &bits) {
+        let bits = bits_of(h);
+        let current = usize::from(self.current);
+        let pair = self.pair_of_mut(h);
+        if holds(&pair.0[current ^ 1], &bits) {
             return false;
         }
-        let current = &mut self.generations[self.current][block];
+        let current = &mut pair.0[current];
         if holds(current, &bits) {
             return false;
         }
@@ -237,13 +253,13 @@ impl DuplicateFilter {
     pub fn contains(&mut self, key: &[u8], now_ns: u64) -> bool {
         self.rotate(now_ns);
         let h = self.hash(key);
-        let (block, bits) = (self.block_of(h), bits_of(h));
-        self.generations.iter().any(|g| holds(&g[block], &bits))
+        let bits = bits_of(h);
+        self.pair_of(h).0.iter().any(|b| holds(b, &bits))
     }
 
     /// Bits per generation (`m`: 512 per block).
     pub fn bits_per_generation(&self) -> u64 {
-        self.generations[0].len() as u64 * BLOCK_BITS
+        self.blocks.len() as u64 * BLOCK_BITS
     }
 
     /// Bits a key sets (`k`: one per word of its block).
@@ -253,7 +269,7 @@ impl DuplicateFilter {
 
     /// Bytes the filter holds: both generations and the filter itself, fixed at construction.
     pub fn memory_bytes(&self) -> usize {
-        std::mem::size_of::<Self>() + self.generations.iter().map(|g| std::mem::size_of_val(&**g)).sum::<usize>()
+        std::mem::size_of::<Self>() + std::mem::size_of_val(&*self.blocks)
     }
 
     /// Moves to the epoch of `now_ns`; never backwards. Within the current epoch, one compare
@@ -268,10 +284,11 @@ impl DuplicateFilter {
             return;
         }
         if epoch == self.epoch + 1 {
-            self.current = 1 - self.current;
-            self.generations[self.current].fill(Block([0; WORDS]));
+            self.current = !self.current;
+            let current = usize::from(self.current);
+            self.blocks.iter_mut().for_each(|p| p.0[current] = EMPTY);
         } else {
-            self.generations.iter_mut().for_each(|g| g.fill(Block([0; WORDS])));
+            self.blocks.fill(Pair([EMPTY; 2]));
         }
         self.epoch = epoch;
         self.epoch_end_ns = (epoch + 1).saturating_mul(self.window_ns);
@@ -280,8 +297,26 @@ impl DuplicateFilter {
     /// The block of `h`: bits 80 to 127 mapped onto `[0, blocks)` by a multiply-shift.
     #[inline]
     fn block_of(&self, KeyHash(h): KeyHash) -> usize {
-        let blocks = self.generations[0].len() as u128;
+        let blocks = self.blocks.len() as u128;
         (((h >> 80) * blocks) >> 48) as usize
+    }
+
+    /// The blocks of `h` in both generations.
+    #[inline(always)]
+    fn pair_of(&self, h: KeyHash) -> &Pair {
+        let block = self.block_of(h);
+        debug_assert!(block < self.blocks.len());
+        // SAFETY: `h >> 80 < 2⁴⁸`, so `block = ((h >> 80) · len) >> 48 < len`.
+        unsafe { self.blocks.get_unchecked(block) }
+    }
+
+    /// [`Self::pair_of`], to insert into.
+    #[inline(always)]
+    fn pair_of_mut(&mut self, h: KeyHash) -> &mut Pair {
+        let block = self.block_of(h);
+        debug_assert!(block < self.blocks.len());
+        // SAFETY: as in `pair_of`.
+        unsafe { self.blocks.get_unchecked_mut(block) }
     }
 }
 

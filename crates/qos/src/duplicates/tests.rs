@@ -210,8 +210,7 @@ fn measured_false_positive_rate_matches_the_formula() {
     let keys: Vec<[u8; 16]> = (0..probes).map(|ts| key(3, ts)).collect();
     let mut hashes = vec![KeyHash(0); keys.len()];
     f.hash_many(&keys, &mut hashes);
-    let (block, bits) = (|h| f.block_of(h), bits_of);
-    let fp = hashes.iter().filter(|&&h| f.generations.iter().any(|g| holds(&g[block(h)], &bits(h)))).count() as f64;
+    let fp = hashes.iter().filter(|&&h| f.pair_of(h).0.iter().any(|b| holds(b, &bits_of(h)))).count() as f64;
     let per_gen = sizing::false_positive_rate(n as f64, (f.bits_per_generation() / 512) as f64);
     let predicted = 1.0 - (1.0 - per_gen).powi(2);
     let sd = (probes as f64 * predicted).sqrt();
