@@ -333,7 +333,9 @@ impl Router {
             MonitorVerdict::Full => return Err(GlwpDrop::MonitorFull.reason()),
         }
         if p.slot != SOURCE_AS {
-            set_hop_pointer(pkt, usize::from(p.header_at), p.next_hop_pointer);
+            // SAFETY: stage 1 proved the whole header at `header_at` within this packet
+            // (`at + header_len(λ) ≤ len`), whose slice is the same one here.
+            unsafe { set_hop_pointer(pkt, usize::from(p.header_at), p.next_hop_pointer) };
         }
         Ok(p.admitted)
     }
