@@ -84,14 +84,49 @@ struct MacInputs<const N: usize> {
 }
 
 impl Router {
-    /// The three stages for up to `N` packets.
-    pub(super) fn run<const N: usize>(
+    /// [`Self::run`], compiled for AVX2 where the CPU has it (the build's baseline is SSE4.1),
+    /// chosen at run time (std caches the CPU's features): the same code, whose vector
+    /// operations take VEX's three-operand forms instead of copying registers first (GLWP router
+    /// at λ = 8, callgrind, 2026-11-26: 561 → 532 instructions a packet in batches of 32, 737 →
+    /// 730 one at a time; AVX alone 536, AVX2 with BMI2 530 but 738 for one packet). The MACs
+    /// and the filter's hash stay the baseline's: they are functions of their own crates, not
+    /// inlined here.
+    #[inline(always)]
+    pub(super) fn run_fastest<const N: usize>(
         &mut self,
         pkts: &mut [&mut [u8]],
         ingress: u16,
         now_ns: u64,
         verdicts: &mut [Verdict],
     ) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (and so AVX), just checked.
+            return unsafe { self.run_avx2::<N>(pkts, ingress, now_ns, verdicts) };
+        }
+        self.run::<N>(pkts, ingress, now_ns, verdicts);
+    }
+
+    /// [`Self::run`] with AVX2 enabled.
+    ///
+    /// # Safety
+    ///
+    /// The CPU has AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx,avx2")]
+    unsafe fn run_avx2<const N: usize>(
+        &mut self,
+        pkts: &mut [&mut [u8]],
+        ingress: u16,
+        now_ns: u64,
+        verdicts: &mut [Verdict],
+    ) {
+        self.run::<N>(pkts, ingress, now_ns, verdicts);
+    }
+
+    /// The three stages for up to `N` packets.
+    #[inline(always)]
+    fn run<const N: usize>(&mut self, pkts: &mut [&mut [u8]], ingress: u16, now_ns: u64, verdicts: &mut [Verdict]) {
         let n = pkts.len().min(verdicts.len()).min(N);
         let mut inputs = MacInputs { hop_key: [[0; 28]; N], hop_authenticator: [[0; 18]; N], len: 0 };
         let mut passed = ArrayVec::<Passed, N>::new();
@@ -689,6 +724,49 @@ mod tests {
             }
             let want = reference(source_as, &pkt, ingress, NOW);
             prop_assert_eq!(raw(&router(source_as), &pkt, ingress, NOW), want);
+        }
+    }
+
+    /// The stages compiled for the baseline and the ones chosen at run time (AVX2 where the CPU
+    /// has it) give the same verdicts, packet bytes and counters, over valid packets, replays,
+    /// tampered hop authenticators, packets over β and a wrong ingress.
+    #[test]
+    fn the_baseline_and_the_chosen_stages_agree() {
+        let pairs = [(0, 1), (2, 3), (4, 0)];
+        let alloc = testbed::allocation(testbed::SRC_IA, &pairs, (7, 1000, (NOW / S) as u32 + 10), &[[0x11; 16]; 2]);
+        let addresses = testbed::addresses(testbed::SRC_IA);
+        let mut pkts: Vec<Vec<u8>> =
+            (0..45u64).map(|i| alloc.packet(&addresses, NOW - (i % 40) * 1000, &[i as u8; 60]).unwrap()).collect();
+        let header_at = ScionView::new_checked(&pkts[0][..]).unwrap().path_range().start;
+        let ha_1 = header_at + after_path(2) + after_path::HA;
+        for (i, pkt) in pkts.iter_mut().enumerate().filter(|(i, _)| i % 7 == 3) {
+            pkt[ha_1 + i % HA_LEN] ^= 1 << (i % 8);
+        }
+        let run = |fastest: bool, ingress: u16| {
+            let mut r = router(Some(testbed::SRC_IA));
+            let mut pkts = pkts.clone();
+            let mut verdicts = vec![Verdict::Deliver; pkts.len()];
+            let mut refs: Vec<&mut [u8]> = pkts.iter_mut().map(|p| p.as_mut_slice()).collect();
+            for (batch, verdicts) in refs.chunks_mut(BATCH).zip(verdicts.chunks_mut(BATCH)) {
+                if fastest {
+                    r.run_fastest::<BATCH>(batch, ingress, NOW, verdicts);
+                } else {
+                    r.run::<BATCH>(batch, ingress, NOW, verdicts);
+                }
+            }
+            (verdicts, pkts, format!("{:?}", r.stats))
+        };
+        for ingress in [2, 4] {
+            let baseline = run(false, ingress);
+            assert_eq!(run(true, ingress), baseline);
+            if ingress == 2 {
+                // Each kind of outcome is there.
+                let count = |want: fn(&Verdict) -> bool| baseline.0.iter().filter(|v| want(v)).count();
+                assert!(count(|v| matches!(v, Verdict::Forward { .. })) > 0);
+                assert!(count(|v| *v == Verdict::Drop(DropReason::Duplicate)) > 0);
+                assert!(count(|v| *v == Verdict::Drop(GlwpDrop::BadHopAuthenticator.reason())) > 0);
+                assert!(count(|v| *v == Verdict::Drop(GlwpDrop::Overuse.reason())) > 0);
+            }
         }
     }
 
