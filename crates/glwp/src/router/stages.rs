@@ -23,7 +23,7 @@
 
 use arrayvec::ArrayVec;
 use aviary_qos::{Admission, DropReason, KeyHash, Verdict};
-use aviary_scion::cmac::mac_two_blocks_fresh_keys;
+use aviary_scion::cmac::{mac_two_blocks_fresh_keys, CmacKey};
 
 use aviary_scion::wire::header::{field as scion, path_start_of, CommonFields, NO_PATH_START};
 use aviary_scion::IsdAsn;
@@ -158,10 +158,28 @@ impl Router {
             duplicate_hashes[..passed.len()].iter().for_each(|h| self.duplicates.prefetch(*h));
         }
         let macs = inputs.len;
+        // One packet: `aviary_scion`'s CMAC of one message (`CmacKey::mac`, one key schedule for
+        // the hop authenticator) inlined here, and so built for AVX2 with the stages, instead of
+        // the batch functions called for one message each, which paid their loops and set-up
+        // alone (GLWP router at λ = 8, callgrind, 2026-11-26: one packet 702 → 566 instructions;
+        // batches unchanged at 532). The vectors and the batch-against-one-packet tests check it.
+        let one = N == 1 && macs == 1;
         let mut hop_keys = [[0u8; 16]; N];
-        self.secret.current().mac_two_blocks_many(&inputs.hop_key[..macs], &mut hop_keys[..macs]);
+        if one {
+            hop_keys[0] = self.secret.current().mac(&inputs.hop_key[0]);
+        } else {
+            self.secret.current().mac_two_blocks_many(&inputs.hop_key[..macs], &mut hop_keys[..macs]);
+        }
         let mut authenticators = [[0u8; 16]; N];
-        mac_two_blocks_fresh_keys(&hop_keys[..macs], &inputs.hop_authenticator[..macs], &mut authenticators[..macs]);
+        if one {
+            authenticators[0] = CmacKey::new(&hop_keys[0]).mac(&inputs.hop_authenticator[0]);
+        } else {
+            mac_two_blocks_fresh_keys(
+                &hop_keys[..macs],
+                &inputs.hop_authenticator[..macs],
+                &mut authenticators[..macs],
+            );
+        }
         let macs = Macs {
             hop_key_inputs: &inputs.hop_key,
             hop_authenticator_inputs: &inputs.hop_authenticator,
