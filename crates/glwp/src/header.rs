@@ -176,13 +176,20 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Header<T> {
     }
 }
 
-/// Sets HP of the header at `header_at` in `pkt`: for a router that checked that header with
-/// [`Header::new_checked`] in an earlier stage and kept only its offset, so that advancing HP
-/// does not check the header a second time.
-pub(crate) fn set_hop_pointer(pkt: &mut [u8], header_at: usize, hop_pointer: u8) {
-    if let Some(hp) = pkt.get_mut(header_at + field::HOP_POINTER) {
-        *hp = hop_pointer;
-    }
+/// Sets HP of the header at `header_at` in `pkt`: for a router that checked that header in an
+/// earlier stage and kept only its offset, so that advancing HP checks nothing a second time
+/// (the bounds check was 3 instructions a packet: GLWP router at λ = 8, callgrind, 2026-11-26,
+/// 568 → 563 in batches of 32; one packet unchanged at 741).
+///
+/// # Safety
+///
+/// A whole GLWP header starts at `header_at` within `pkt` (`header_at + header_len(λ) ≤
+/// pkt.len()`), as the earlier stage proved.
+#[inline(always)]
+pub(crate) unsafe fn set_hop_pointer(pkt: &mut [u8], header_at: usize, hop_pointer: u8) {
+    debug_assert!(header_at + field::HOP_POINTER < pkt.len());
+    // SAFETY: HP lies within the header, which lies within `pkt` (the caller's promise).
+    unsafe { *pkt.get_unchecked_mut(header_at + field::HOP_POINTER) = hop_pointer };
 }
 
 /// The header as values. `path` has ℓ = λ + 1 pairs, `hop_authenticators` λ.

@@ -92,10 +92,25 @@ impl AidMonitor {
         (aid.wrapping_mul(self.hash_key) >> 32) as usize & (self.slots.len() - 1)
     }
 
+    /// Slot `i` modulo the table's size, without a bounds check (which took 2 instructions for
+    /// each of a packet's prefetch and charge: GLWP router at λ = 8, callgrind, 2026-11-26, 563 →
+    /// 561 instructions a packet in batches of 32, 741 → 737 one at a time).
+    #[inline(always)]
+    fn slot(&mut self, i: usize) -> &mut Slot {
+        let at = i & (self.slots.len() - 1);
+        debug_assert!(self.slots.len().is_power_of_two());
+        // SAFETY: `slots.len()` is a power of two (at least PROBES, fixed in `new`), so
+        // `at = i mod len < len`.
+        unsafe { self.slots.get_unchecked_mut(at) }
+    }
+
     /// Starts loading `aid`'s home slot, where a live allocation almost always is: a router
     /// asks for every packet of a batch before it charges the first.
     pub fn prefetch(&self, aid: u64) {
-        prefetch(&self.slots[self.home(aid)]);
+        let at = self.home(aid);
+        debug_assert!(at < self.slots.len());
+        // SAFETY: `home` is taken modulo the table's size, a power of two (see `slot`).
+        prefetch(unsafe { self.slots.get_unchecked(at) });
     }
 
     /// Charges `len` bytes at `now_ns` to allocation `aid` of `beta_kbps`, valid until
@@ -104,17 +119,17 @@ impl AidMonitor {
     #[inline(always)]
     pub fn charge(&mut self, aid: u64, beta_kbps: u32, ts_exp_s: u32, len: u32, now_ns: u64) -> MonitorVerdict {
         let now_s = now_ns / 1_000_000_000;
-        let mask = self.slots.len() - 1;
         let start = self.home(aid);
         let mut free = None;
         for i in 0..PROBES {
-            let at = (start + i) & mask;
-            let slot = &mut self.slots[at];
+            let at = start + i;
+            let burst_credit = self.burst_credit;
+            let slot = self.slot(at);
             let live = u64::from(slot.ts_exp_s) >= now_s;
             if live && slot.aid == aid {
                 slot.ts_exp_s = slot.ts_exp_s.max(ts_exp_s);
                 // What was earned so far, at the β it was earned at.
-                refill(slot, self.burst_credit, now_ns);
+                refill(slot, burst_credit, now_ns);
                 slot.beta_kbps = beta_kbps;
                 return admit(slot, len);
             }
@@ -123,8 +138,9 @@ impl AidMonitor {
             }
         }
         let Some(at) = free else { return MonitorVerdict::Full };
-        let slot = &mut self.slots[at];
-        *slot = Slot { aid, credit: self.burst_credit, stamp_ns: now_ns, beta_kbps, ts_exp_s };
+        let credit = self.burst_credit;
+        let slot = self.slot(at);
+        *slot = Slot { aid, credit, stamp_ns: now_ns, beta_kbps, ts_exp_s };
         admit(slot, len)
     }
 

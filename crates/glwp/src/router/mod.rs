@@ -194,7 +194,7 @@ impl Router {
     /// one packet.
     pub fn process(&mut self, pkt: &mut [u8], ingress: u16, now_ns: u64) -> Verdict {
         let mut verdict = [Verdict::Deliver];
-        self.run::<1>(&mut [pkt], ingress, now_ns, &mut verdict);
+        self.run_fastest::<1>(&mut [pkt], ingress, now_ns, &mut verdict);
         verdict[0]
     }
 
@@ -203,7 +203,7 @@ impl Router {
     /// [`Self::process`] on each in turn: see [`stages`] for how.
     pub fn process_batch(&mut self, pkts: &mut [&mut [u8]], ingress: u16, now_ns: u64, verdicts: &mut [Verdict]) {
         for (pkts, verdicts) in pkts.chunks_mut(BATCH).zip(verdicts.chunks_mut(BATCH)) {
-            self.run::<BATCH>(pkts, ingress, now_ns, verdicts);
+            self.run_fastest::<BATCH>(pkts, ingress, now_ns, verdicts);
         }
     }
 }
