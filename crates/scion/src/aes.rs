@@ -141,6 +141,15 @@ mod imp {
             out.map(|o| unsafe { o.assume_init() })
         }
 
+        /// The cipher `x ↦ AES(x ⊕ white)`: `white` folded into the first round key, where
+        /// the block is XORed anyway.
+        pub fn whitened(&self, white: &[u8; 16]) -> Self {
+            let mut rk = self.0;
+            // SAFETY: the cfg guarantees SSE2; the load is unaligned-safe, from 16 bytes.
+            rk[0] = unsafe { _mm_xor_si128(rk[0], _mm_loadu_si128(white.as_ptr().cast())) };
+            Self(rk)
+        }
+
         #[inline]
         pub fn encrypt(&self, block: &[u8; 16]) -> [u8; 16] {
             // SAFETY: as above.
@@ -403,13 +412,21 @@ mod imp {
 mod imp {
     use aes::cipher::{generic_array::GenericArray, BlockEncrypt, KeyInit};
 
-    /// Expanded AES-128 encryption key.
+    /// Expanded AES-128 encryption key, and a block XORed into every input ([`Self::whitened`];
+    /// zero from [`Self::new`]).
     #[derive(Clone)]
-    pub struct Aes128(aes::Aes128Enc);
+    pub struct Aes128(aes::Aes128Enc, [u8; 16]);
 
     impl Aes128 {
         pub fn new(key: &[u8; 16]) -> Self {
-            Self(aes::Aes128Enc::new(GenericArray::from_slice(key)))
+            Self(aes::Aes128Enc::new(GenericArray::from_slice(key)), [0; 16])
+        }
+        pub fn whitened(&self, white: &[u8; 16]) -> Self {
+            let mut w = self.1;
+            for (a, b) in w.iter_mut().zip(white) {
+                *a ^= b;
+            }
+            Self(self.0.clone(), w)
         }
         pub fn new_each<const M: usize>(keys: &[[u8; 16]; M]) -> [Self; M] {
             std::array::from_fn(|j| Self::new(&keys[j]))
@@ -439,6 +456,9 @@ mod imp {
         }
         pub fn encrypt(&self, block: &[u8; 16]) -> [u8; 16] {
             let mut b = GenericArray::from(*block);
+            for (a, w) in b.iter_mut().zip(&self.1) {
+                *a ^= w;
+            }
             self.0.encrypt_block(&mut b);
             b.into()
         }

@@ -56,8 +56,10 @@ pub mod input {
 /// An expanded hop-field MAC key with its CMAC subkey.
 #[derive(Clone)]
 pub struct HopMacKey {
-    cipher: Aes128,
-    k1: u128,
+    /// `x ↦ AES_K(x ⊕ K1)`: the subkey folded into the first round key, so a block needs no
+    /// XOR of its own (callgrind, 2026-11-26: a standard packet 3 instructions fewer in a
+    /// batch, 12 alone; a flyover 3 and 12).
+    cmac: Aes128,
 }
 
 impl std::fmt::Debug for HopMacKey {
@@ -70,7 +72,7 @@ impl HopMacKey {
     pub fn new(key: &[u8; 16]) -> Self {
         let cipher = Aes128::new(key);
         let k1 = crate::cmac::dbl(u128::from_be_bytes(cipher.encrypt(&[0; 16])));
-        Self { cipher, k1 }
+        Self { cmac: cipher.whitened(&k1.to_be_bytes()) }
     }
 
     /// Key from an AS master secret (PBKDF2, see [`derive_forwarding_key`]).
@@ -81,7 +83,7 @@ impl HopMacKey {
     /// Full 16-byte CMAC of one block.
     #[inline]
     pub fn cmac_block(&self, block: &[u8; 16]) -> [u8; 16] {
-        self.cipher.encrypt(&(u128::from_be_bytes(*block) ^ self.k1).to_be_bytes())
+        self.cmac.encrypt(block)
     }
 
     /// The 6-byte hop-field MAC of one MAC input block.
@@ -106,10 +108,7 @@ impl HopMacKey {
     /// CMACs of many input blocks in place; AES rounds of several blocks interleave.
     #[inline]
     pub fn macs(&self, blocks: &mut [[u8; 16]]) {
-        for b in blocks.iter_mut() {
-            *b = (u128::from_be_bytes(*b) ^ self.k1).to_be_bytes();
-        }
-        self.cipher.encrypt_many(blocks);
+        self.cmac.encrypt_many(blocks);
     }
 }
 
