@@ -146,9 +146,9 @@ impl Router {
         let n = pkts.len().min(verdicts.len()).min(N);
         let mut inputs = MacInputs { hop_key: [[0; 28]; N], hop_authenticator: [[0; 18]; N], len: 0 };
         let mut passed = ArrayVec::<Passed, N>::new();
-        let mut duplicate_keys = ArrayVec::<[u8; 16], N>::new();
+        let mut duplicate_keys = [[0u8; 16]; N];
         for (index, (pkt, verdict)) in pkts[..n].iter().zip(verdicts.iter_mut()).enumerate() {
-            match self.check(pkt, index, ingress, now_ns, &mut inputs, &mut duplicate_keys) {
+            match self.check(pkt, index, ingress, now_ns, &mut inputs, &mut duplicate_keys, passed.len()) {
                 Ok(p) => {
                     if N > 1 {
                         self.monitor.prefetch(p.aid);
@@ -162,13 +162,14 @@ impl Router {
             }
         }
         let mut duplicate_hashes = [KeyHash::default(); N];
-        if let (1, [key]) = (N, &duplicate_keys[..]) {
+        let duplicate_keys = &duplicate_keys[..passed.len()];
+        if let (1, [key]) = (N, duplicate_keys) {
             // One packet: the filter's one-key hash, inlined here, instead of the batch function's
             // call (GLWP router at λ = 8, callgrind, 2026-11-26: one packet 730 → 702 instructions;
             // the hash then stays in registers for the filter's bits).
             duplicate_hashes[0] = self.duplicates.hash(key);
         } else {
-            self.duplicates.hash_many(&duplicate_keys, &mut duplicate_hashes[..passed.len()]);
+            self.duplicates.hash_many(duplicate_keys, &mut duplicate_hashes[..passed.len()]);
         }
         if N > 1 {
             duplicate_hashes[..passed.len()].iter().for_each(|h| self.duplicates.prefetch(*h));
@@ -232,9 +233,16 @@ impl Router {
     /// drop reasons, in the same order) of `ScionView::new_checked`, `Header::new_checked` and
     /// [`crate::packet::locate_header`] written as compares on the values read, and no typed
     /// view built. A packet at an on-path AS gets the next slot of `inputs`, a packet that passes
-    /// the next of `duplicate_keys`. The caller's promise, which the key's push relies on: `index
-    /// < N`, with at most one key pushed per packet before it (the push's capacity check and panic
-    /// path cost ≈ 8 instructions per packet in a batch).
+    /// slot `passed` of `duplicate_keys`, `passed` being the number of packets before it that
+    /// passed (so a key's slot is its record's). The caller's promise, which the key's unchecked
+    /// write relies on: `passed <= index < N` (an `ArrayVec`'s push cost ≈ 8 instructions per
+    /// packet in its capacity check and panic path; its unchecked push, with its length kept
+    /// apart from the records', 3 more than a plain array: GLWP router at λ = 8, callgrind,
+    /// 2026-11-26: 504.8 → 501.6 instructions a packet in batches of 32, one packet 542 either
+    /// way).
+    // Two arguments for one array and its length, each a register in the loop (in a struct, 1 to
+    // 2 instructions a packet more: 501.6 → 502.6 batched, 542 → 543 one at a time).
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn check<const N: usize>(
         &self,
@@ -243,7 +251,8 @@ impl Router {
         ingress: u16,
         now_ns: u64,
         inputs: &mut MacInputs<N>,
-        duplicate_keys: &mut ArrayVec<[u8; 16], N>,
+        duplicate_keys: &mut [[u8; 16]; N],
+        passed: usize,
     ) -> Result<Passed, DropReason> {
         let len = pkt.len();
         if len < scion::DST_HOST {
@@ -361,10 +370,10 @@ impl Router {
         let mut duplicate_key = [0u8; 16];
         duplicate_key[..8].copy_from_slice(&src);
         duplicate_key[8..].copy_from_slice(&ts_pkt());
-        debug_assert!(duplicate_keys.len() <= index && index < N);
-        // SAFETY: one key per packet before this one at most, so `duplicate_keys.len() <= index`,
-        // and the caller's `index < N` (run: `index < n <= N`; a test: 0 < 1).
-        unsafe { duplicate_keys.push_unchecked(duplicate_key) };
+        debug_assert!(passed <= index && index < N);
+        // SAFETY: at most one packet before this one passed, so `passed <= index`, and the
+        // caller's `index < N` (run: `index < n <= N`; a test: 0 < 1).
+        unsafe { *duplicate_keys.get_unchecked_mut(passed) = duplicate_key };
         Ok(Passed {
             aid: u64::from_be_bytes(aid()),
             beta: u32::from_be_bytes(beta()),
@@ -627,9 +636,9 @@ mod tests {
     /// Stage 1 of `router` on `pkt` alone.
     fn raw(router: &Router, pkt: &[u8], ingress: u16, now_ns: u64) -> Result<Found, DropReason> {
         let mut inputs = MacInputs::<1> { hop_key: [[0; 28]; 1], hop_authenticator: [[0; 18]; 1], len: 0 };
-        let mut duplicate_keys = ArrayVec::new();
-        let p = router.check(pkt, 0, ingress, now_ns, &mut inputs, &mut duplicate_keys)?;
-        assert_eq!((p.index, duplicate_keys.len()), (0, 1));
+        let mut duplicate_keys = [[0; 16]];
+        let p = router.check(pkt, 0, ingress, now_ns, &mut inputs, &mut duplicate_keys, 0)?;
+        assert_eq!(p.index, 0);
         let on_path = (p.slot != SOURCE_AS).then(|| {
             assert_eq!((p.slot, inputs.len), (0, 1));
             OnPath {
