@@ -208,7 +208,9 @@ impl DuplicateFilter {
     }
 
     /// `hashes[i] = self.hash(&keys[i])` for a batch of keys of one length, the AES rounds of
-    /// several keys interleaved (faster per key than one at a time).
+    /// several keys interleaved (faster per key than one at a time). Always inlined, so that a
+    /// caller compiled for more features (the GLWP router's AVX2 stages) builds it with them.
+    #[inline(always)]
     pub fn hash_many<const L: usize>(&self, keys: &[[u8; L]], hashes: &mut [KeyHash]) {
         if let ([key], [hash, ..]) = (keys, &mut *hashes) {
             *hash = self.hash(key);

@@ -46,8 +46,11 @@ struct Passed {
     aid: u64,
     beta: u32,
     ts_exp: u32,
-    /// The verdict if stage 3 admits the packet.
-    admitted: Verdict,
+    /// The interface the packet leaves at if stage 3 admits it ([`LOCAL_INTERFACE`]: delivered
+    /// here), kept instead of the verdict, which the record's stores wrote byte by byte and
+    /// stage 3 read back (GLWP router at λ = 8, callgrind, 2026-11-26: 516.5 → 504.8
+    /// instructions a packet in batches of 32, 555 → 542 one at a time).
+    egress: u16,
     pkt_len: u16,
     /// Start of the GLWP header in the packet.
     header_at: u16,
@@ -62,6 +65,18 @@ struct Passed {
     /// At on-path AS k: the hop authenticator the packet carries for it, as [`carried_word`]
     /// reads it (HA_1, unused, for a packet of this AS's own host).
     carried: u32,
+}
+
+impl Passed {
+    /// The verdict if stage 3 admits the packet.
+    #[inline(always)]
+    fn admitted(&self) -> Verdict {
+        if self.egress == LOCAL_INTERFACE {
+            Verdict::Deliver
+        } else {
+            Verdict::forward(self.egress, Admission::GUARANTEED)
+        }
+    }
 }
 
 /// [`Passed::slot`] of a packet of this AS's own host.
@@ -89,8 +104,9 @@ impl Router {
     /// operations take VEX's three-operand forms instead of copying registers first (GLWP router
     /// at λ = 8, callgrind, 2026-11-26: 561 → 532 instructions a packet in batches of 32, 737 →
     /// 730 one at a time; AVX alone 536, AVX2 with BMI2 530 but 738 for one packet). The MACs
-    /// and the filter's hash stay the baseline's: they are functions of their own crates, not
-    /// inlined here.
+    /// and the filter's hash are always inlined from their crates, so they are built for AVX2
+    /// here too (532 → 529.5, one packet 566 → 563; with BMI1 and BMI2 as well 526, but 577 for
+    /// one packet).
     #[inline(always)]
     pub(super) fn run_fastest<const N: usize>(
         &mut self,
@@ -130,9 +146,9 @@ impl Router {
         let n = pkts.len().min(verdicts.len()).min(N);
         let mut inputs = MacInputs { hop_key: [[0; 28]; N], hop_authenticator: [[0; 18]; N], len: 0 };
         let mut passed = ArrayVec::<Passed, N>::new();
-        let mut duplicate_keys = ArrayVec::<[u8; 16], N>::new();
+        let mut duplicate_keys = [[0u8; 16]; N];
         for (index, (pkt, verdict)) in pkts[..n].iter().zip(verdicts.iter_mut()).enumerate() {
-            match self.check(pkt, index, ingress, now_ns, &mut inputs, &mut duplicate_keys) {
+            match self.check(pkt, index, ingress, now_ns, &mut inputs, &mut duplicate_keys, passed.len()) {
                 Ok(p) => {
                     if N > 1 {
                         self.monitor.prefetch(p.aid);
@@ -146,13 +162,14 @@ impl Router {
             }
         }
         let mut duplicate_hashes = [KeyHash::default(); N];
-        if let (1, [key]) = (N, &duplicate_keys[..]) {
+        let duplicate_keys = &duplicate_keys[..passed.len()];
+        if let (1, [key]) = (N, duplicate_keys) {
             // One packet: the filter's one-key hash, inlined here, instead of the batch function's
             // call (GLWP router at λ = 8, callgrind, 2026-11-26: one packet 730 → 702 instructions;
             // the hash then stays in registers for the filter's bits).
             duplicate_hashes[0] = self.duplicates.hash(key);
         } else {
-            self.duplicates.hash_many(&duplicate_keys, &mut duplicate_hashes[..passed.len()]);
+            self.duplicates.hash_many(duplicate_keys, &mut duplicate_hashes[..passed.len()]);
         }
         if N > 1 {
             duplicate_hashes[..passed.len()].iter().for_each(|h| self.duplicates.prefetch(*h));
@@ -216,9 +233,16 @@ impl Router {
     /// drop reasons, in the same order) of `ScionView::new_checked`, `Header::new_checked` and
     /// [`crate::packet::locate_header`] written as compares on the values read, and no typed
     /// view built. A packet at an on-path AS gets the next slot of `inputs`, a packet that passes
-    /// the next of `duplicate_keys`. The caller's promise, which the key's push relies on: `index
-    /// < N`, with at most one key pushed per packet before it (the push's capacity check and panic
-    /// path cost ≈ 8 instructions per packet in a batch).
+    /// slot `passed` of `duplicate_keys`, `passed` being the number of packets before it that
+    /// passed (so a key's slot is its record's). The caller's promise, which the key's unchecked
+    /// write relies on: `passed <= index < N` (an `ArrayVec`'s push cost ≈ 8 instructions per
+    /// packet in its capacity check and panic path; its unchecked push, with its length kept
+    /// apart from the records', 3 more than a plain array: GLWP router at λ = 8, callgrind,
+    /// 2026-11-26: 504.8 → 501.6 instructions a packet in batches of 32, one packet 542 either
+    /// way).
+    // Two arguments for one array and its length, each a register in the loop (in a struct, 1 to
+    // 2 instructions a packet more: 501.6 → 502.6 batched, 542 → 543 one at a time).
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn check<const N: usize>(
         &self,
@@ -227,7 +251,8 @@ impl Router {
         ingress: u16,
         now_ns: u64,
         inputs: &mut MacInputs<N>,
-        duplicate_keys: &mut ArrayVec<[u8; 16], N>,
+        duplicate_keys: &mut [[u8; 16]; N],
+        passed: usize,
     ) -> Result<Passed, DropReason> {
         let len = pkt.len();
         if len < scion::DST_HOST {
@@ -270,18 +295,20 @@ impl Router {
             return Err(header_drop(pkt));
         }
         let after = at + after_path(lambda);
-        // SAFETY: the fields after π lie within the header (they end at HA, before its λ hop
-        // authenticators).
-        let (beta, aid, ts_pkt, ts_exp) = unsafe {
-            (
-                bytes::<4>(pkt, after + after_path::BETA.start),
-                bytes::<8>(pkt, after + after_path::AID.start),
-                bytes::<8>(pkt, after + after_path::TS_PKT.start),
-                bytes::<4>(pkt, after + after_path::TS_EXP.start),
-            )
-        };
-        let (ts_pkt_ns, ts_exp_s) = (u64::from_be_bytes(ts_pkt), u32::from_be_bytes(ts_exp));
-        let (slot, admitted) = if ingress == LOCAL_INTERFACE && hp == 0 {
+        // The fields after π are read where they are used (a load each), not once here: read
+        // here, they were held across the interface checks, spilled to the stack and reloaded
+        // (GLWP router at λ = 8, callgrind, 2026-11-26: 529.5 → 516.5 instructions a packet in
+        // batches of 32, 563 → 555 one at a time).
+        // SAFETY (all four): the fields after π lie within the header (they end at HA, before
+        // its λ hop authenticators).
+        let beta = || unsafe { bytes::<4>(pkt, after + after_path::BETA.start) };
+        // SAFETY: as above.
+        let aid = || unsafe { bytes::<8>(pkt, after + after_path::AID.start) };
+        // SAFETY: as above.
+        let ts_pkt = || unsafe { bytes::<8>(pkt, after + after_path::TS_PKT.start) };
+        // SAFETY: as above.
+        let ts_exp = || unsafe { bytes::<4>(pkt, after + after_path::TS_EXP.start) };
+        let (slot, egress) = if ingress == LOCAL_INTERFACE && hp == 0 {
             if self.source_as != Some(IsdAsn::from_bytes(src)) {
                 // A host of this AS sending under another AS's name, or a router that sends
                 // no GLWP of its own: nothing here may leave as GLWP.
@@ -292,7 +319,7 @@ impl Router {
             if i_0 != LOCAL_INTERFACE || j_0 == LOCAL_INTERFACE {
                 return Err(DropReason::MalformedPath);
             }
-            (SOURCE_AS, Verdict::forward(j_0, Admission::GUARANTEED))
+            (SOURCE_AS, j_0)
         } else {
             // This AS is on-path AS k = HP + 1 ≤ λ: pair k of π, hop authenticator k.
             let k = usize::from(hp) + 1;
@@ -313,22 +340,22 @@ impl Router {
             let slot = inputs.len;
             let hop_key = &mut inputs.hop_key[slot];
             hop_key[0..8].copy_from_slice(&src);
-            hop_key[8..16].copy_from_slice(&aid);
-            hop_key[16..20].copy_from_slice(&beta);
+            hop_key[8..16].copy_from_slice(&aid());
+            hop_key[16..20].copy_from_slice(&beta());
             hop_key[20..24].copy_from_slice(&pair);
-            hop_key[24..28].copy_from_slice(&ts_exp);
+            hop_key[24..28].copy_from_slice(&ts_exp());
             let authenticator = &mut inputs.hop_authenticator[slot];
             authenticator[0..8].copy_from_slice(&src);
-            authenticator[8..16].copy_from_slice(&ts_pkt);
+            authenticator[8..16].copy_from_slice(&ts_pkt());
             authenticator[16..18].copy_from_slice(&pkt_len.to_be_bytes());
-            let admitted = if deliver { Verdict::Deliver } else { Verdict::forward(j_k, Admission::GUARANTEED) };
             // Below N ≤ 32, so never SOURCE_AS.
-            (slot as u8, admitted)
+            (slot as u8, j_k)
         };
         // A batch compares with bounds worked out once for all its packets (the compiler keeps
         // them out of its loop: 692 → 687 instructions per packet); for one packet alone they
         // cost more than they save (844 → 849), so it, and a packet outside the bounds, go
         // through the checks themselves, which name the reason.
+        let (ts_pkt_ns, ts_exp_s) = (u64::from_be_bytes(ts_pkt()), u32::from_be_bytes(ts_exp()));
         if N == 1 || !self.freshness.window(now_ns).admits(ts_pkt_ns, ts_exp_s) {
             self.freshness.check_packet(ts_pkt_ns, now_ns).map_err(GlwpDrop::reason)?;
             self.freshness.check_allocation(ts_exp_s, now_ns).map_err(GlwpDrop::reason)?;
@@ -342,16 +369,16 @@ impl Router {
         // `(Src, ts_pkt)`, hashed for the duplicate filter with the rest of the batch.
         let mut duplicate_key = [0u8; 16];
         duplicate_key[..8].copy_from_slice(&src);
-        duplicate_key[8..].copy_from_slice(&ts_pkt);
-        debug_assert!(duplicate_keys.len() <= index && index < N);
-        // SAFETY: one key per packet before this one at most, so `duplicate_keys.len() <= index`,
-        // and the caller's `index < N` (run: `index < n <= N`; a test: 0 < 1).
-        unsafe { duplicate_keys.push_unchecked(duplicate_key) };
+        duplicate_key[8..].copy_from_slice(&ts_pkt());
+        debug_assert!(passed <= index && index < N);
+        // SAFETY: at most one packet before this one passed, so `passed <= index`, and the
+        // caller's `index < N` (run: `index < n <= N`; a test: 0 < 1).
+        unsafe { *duplicate_keys.get_unchecked_mut(passed) = duplicate_key };
         Ok(Passed {
-            aid: u64::from_be_bytes(aid),
-            beta: u32::from_be_bytes(beta),
-            ts_exp: ts_exp_s,
-            admitted,
+            aid: u64::from_be_bytes(aid()),
+            beta: u32::from_be_bytes(beta()),
+            ts_exp: u32::from_be_bytes(ts_exp()),
+            egress,
             pkt_len,
             // Below 2¹⁰: the header starts within the SCION header.
             header_at: at as u16,
@@ -397,7 +424,7 @@ impl Router {
             // (`at + header_len(λ) ≤ len`), whose slice is the same one here.
             unsafe { set_hop_pointer(pkt, usize::from(p.header_at), p.next_hop_pointer) };
         }
-        Ok(p.admitted)
+        Ok(p.admitted())
     }
 
     /// Whether `carried` is the hop authenticator of slot `slot` of `macs` under the previous
@@ -609,9 +636,9 @@ mod tests {
     /// Stage 1 of `router` on `pkt` alone.
     fn raw(router: &Router, pkt: &[u8], ingress: u16, now_ns: u64) -> Result<Found, DropReason> {
         let mut inputs = MacInputs::<1> { hop_key: [[0; 28]; 1], hop_authenticator: [[0; 18]; 1], len: 0 };
-        let mut duplicate_keys = ArrayVec::new();
-        let p = router.check(pkt, 0, ingress, now_ns, &mut inputs, &mut duplicate_keys)?;
-        assert_eq!((p.index, duplicate_keys.len()), (0, 1));
+        let mut duplicate_keys = [[0; 16]];
+        let p = router.check(pkt, 0, ingress, now_ns, &mut inputs, &mut duplicate_keys, 0)?;
+        assert_eq!(p.index, 0);
         let on_path = (p.slot != SOURCE_AS).then(|| {
             assert_eq!((p.slot, inputs.len), (0, 1));
             OnPath {
@@ -634,7 +661,7 @@ mod tests {
             ts_exp: p.ts_exp,
             pkt_len: p.pkt_len,
             header_at: usize::from(p.header_at),
-            admitted: p.admitted,
+            admitted: p.admitted(),
             on_path,
             duplicate_key: duplicate_keys[0],
         })

@@ -78,7 +78,7 @@ impl SecretHash {
 
     /// `out[i] = self.hash(&msgs[i])`, with the AES rounds of [`LANES`] messages interleaved:
     /// one message's CBC chain waits on every round, several keep the AES unit busy.
-    #[inline]
+    #[inline(always)]
     pub(super) fn hash_many<const L: usize>(&self, msgs: &[[u8; L]], out: &mut [KeyHash]) {
         #[cfg(all(target_arch = "x86_64", target_feature = "aes", target_feature = "sse4.1"))]
         if L <= 16 {
@@ -244,7 +244,7 @@ mod short {
 
         /// `out[i] = self.hash(&msgs[i])` for keys of `L ≤ 16` bytes, [`LANES`] at a time with
         /// their rounds interleaved; a last group of fewer keys runs as many lanes as it has.
-        #[inline]
+        #[inline(always)]
         pub(super) fn hash_many<const L: usize>(&self, msgs: &[[u8; L]], out: &mut [KeyHash]) {
             // Both cut to the keys' count, so that their remainders are the same keys'.
             let n = msgs.len().min(out.len());
