@@ -1,0 +1,196 @@
+//! AES-128 on 512-bit vectors: VAES with AVX-512, four blocks in one instruction, chosen at run
+//! time where the CPU has it (AMD Zen 4 and later, Intel Ice Lake and later).
+//!
+//! The batched stages of the routers put many blocks through AES at once: the A_Ks of a
+//! batch's flyovers and its hop-field MACs under one key each, and the FlyoverMACs under a
+//! fresh key per packet. With AES-NI a block is one 128-bit register; here a `zmm` register
+//! holds four, and the AES instructions work on each 128-bit lane alone. The key schedule of
+//! [`super::Aes128::new`] (byte shuffle, `AESENCLAST`, byte shifts within a lane) is
+//! lane-wise too, so four fresh keys expand in one register with the instructions one key
+//! takes, with no transposition.
+//!
+//! The functions here do whole groups of four and a last partial group under a lane mask,
+//! and are only called once [`available`] has said yes: the build's baseline (AES-NI,
+//! SSE4.1) does not include AVX-512, and a `#[target_feature]` function is not inlined into
+//! a caller without those features, so they are meant for batches, where one call carries
+//! many blocks.
+
+use std::arch::x86_64::*;
+
+/// Whether this CPU runs the functions of this module (VAES, AVX-512 F and BW). Cached by the
+/// standard library after its first detection: a load and a test.
+#[inline(always)]
+pub(super) fn available() -> bool {
+    is_x86_feature_detected!("vaes") && is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw")
+}
+
+/// The lane mask (in 64-bit elements) of the first `blocks` blocks of a group, `blocks ≤ 4`.
+#[inline(always)]
+fn lanes(blocks: usize) -> __mmask8 {
+    debug_assert!(blocks <= 4);
+    ((1u32 << (2 * blocks)) - 1) as __mmask8
+}
+
+/// Up to four blocks from `src` into one register (zero past `n`).
+///
+/// # Safety
+/// The CPU has AVX-512F, `src` points to `n ≤ 4` readable blocks.
+#[inline(always)]
+unsafe fn load(src: *const [u8; 16], n: usize) -> __m512i {
+    // SAFETY: masked-off lanes are neither read nor able to fault; the caller vouches for the rest.
+    unsafe { _mm512_maskz_loadu_epi64(lanes(n), src.cast()) }
+}
+
+/// The first `n ≤ 4` blocks of `x` into `dst`.
+///
+/// # Safety
+/// The CPU has AVX-512F, `dst` points to `n` writable blocks.
+#[inline(always)]
+unsafe fn store(dst: *mut [u8; 16], n: usize, x: __m512i) {
+    // SAFETY: masked-off lanes are not written; the caller vouches for the rest.
+    unsafe { _mm512_mask_storeu_epi64(dst.cast(), lanes(n), x) }
+}
+
+/// `blocks[i] = AES_rk(blocks[i])` for every block, eight at a time in two registers (two
+/// independent chains keep both AES pipes busy), then the rest.
+///
+/// # Safety
+/// The CPU has VAES and AVX-512F ([`available`]).
+#[target_feature(enable = "avx512f,vaes")]
+pub(super) unsafe fn encrypt_many(rk: &[__m128i; 11], blocks: &mut [[u8; 16]]) {
+    let k: [__m512i; 11] = std::array::from_fn(|r| _mm512_broadcast_i32x4(rk[r]));
+    let rounds = |mut x: __m512i| {
+        x = _mm512_xor_si512(x, k[0]);
+        for rk in &k[1..10] {
+            x = _mm512_aesenc_epi128(x, *rk);
+        }
+        _mm512_aesenclast_epi128(x, k[10])
+    };
+    let mut pairs = blocks.chunks_exact_mut(8);
+    for c in &mut pairs {
+        let p = c.as_mut_ptr();
+        // SAFETY: `c` holds eight blocks: four at `p`, four at `p + 4`.
+        unsafe {
+            let (mut a, mut b) = (_mm512_xor_si512(load(p, 4), k[0]), _mm512_xor_si512(load(p.add(4), 4), k[0]));
+            for rk in &k[1..10] {
+                a = _mm512_aesenc_epi128(a, *rk);
+                b = _mm512_aesenc_epi128(b, *rk);
+            }
+            store(p, 4, _mm512_aesenclast_epi128(a, k[10]));
+            store(p.add(4), 4, _mm512_aesenclast_epi128(b, k[10]));
+        }
+    }
+    for c in pairs.into_remainder().chunks_mut(4) {
+        // SAFETY: `c` holds `c.len() ≤ 4` blocks.
+        unsafe { store(c.as_mut_ptr(), c.len(), rounds(load(c.as_ptr(), c.len()))) };
+    }
+}
+
+/// `blocks[i] = AES_{keys[i]}(blocks[i])`, each key expanded as its rounds go (as
+/// [`super::Aes128::new`] expands one key, four keys to a register), eight at a time in two
+/// registers, then the rest; no schedule is kept.
+///
+/// # Safety
+/// The CPU has VAES, AVX-512F and AVX-512BW ([`available`]).
+#[target_feature(enable = "avx512f,avx512bw,vaes")]
+pub(super) unsafe fn encrypt_fresh_keys(keys: &[[u8; 16]], blocks: &mut [[u8; 16]]) {
+    let n = keys.len().min(blocks.len());
+    let (keys, blocks) = (&keys[..n], &mut blocks[..n]);
+    let mut done = 0;
+    while n - done >= 8 {
+        // SAFETY: blocks `done..done + 8` exist in both slices.
+        unsafe {
+            let (k, b) = (keys.as_ptr().add(done), blocks.as_mut_ptr().add(done));
+            let [x, y] = fresh_key_rounds([load(k, 4), load(k.add(4), 4)], [load(b, 4), load(b.add(4), 4)]);
+            store(b, 4, x);
+            store(b.add(4), 4, y);
+        }
+        done += 8;
+    }
+    while done < n {
+        let m = (n - done).min(4);
+        // SAFETY: blocks `done..done + m` exist in both slices.
+        unsafe {
+            let (k, b) = (keys.as_ptr().add(done), blocks.as_mut_ptr().add(done));
+            let [x] = fresh_key_rounds([load(k, m)], [load(b, m)]);
+            store(b, m, x);
+        }
+        done += m;
+    }
+}
+
+/// `G` registers of four blocks each encrypted under the four keys beside them, every round
+/// key used as it is made and the `G` chains' instructions interleaved.
+#[inline(always)]
+fn fresh_key_rounds<const G: usize>(mut k: [__m512i; G], mut x: [__m512i; G]) -> [__m512i; G] {
+    // SAFETY: only called from `encrypt_fresh_keys`, whose target features these
+    // instructions need.
+    unsafe {
+        // Word 3 of each key rotated and broadcast over its lane: AESENCLAST then gives
+        // SubWord(RotWord(w3)) ⊕ rcon in every word (ShiftRows moves nothing among equal
+        // columns).
+        let rot = _mm512_set1_epi32(0x0c0f0e0d);
+        for j in 0..G {
+            x[j] = _mm512_xor_si512(x[j], k[j]);
+        }
+        let mut rcon = 1;
+        for round in 1..=10 {
+            let rc = _mm512_set1_epi32(rcon);
+            for j in 0..G {
+                let t = _mm512_aesenclast_epi128(_mm512_shuffle_epi8(k[j], rot), rc);
+                // The prefix XOR of the lane's words, w0, w0⊕w1, …, independent of `t`.
+                let s = _mm512_xor_si512(k[j], _mm512_bslli_epi128::<4>(k[j]));
+                k[j] = _mm512_xor_si512(_mm512_xor_si512(s, _mm512_bslli_epi128::<8>(s)), t);
+                x[j] = if round < 10 { _mm512_aesenc_epi128(x[j], k[j]) } else { _mm512_aesenclast_epi128(x[j], k[j]) };
+            }
+            rcon = if rcon == 0x80 { 0x1b } else { rcon << 1 };
+        }
+        x
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aes::cipher::{generic_array::GenericArray, BlockEncrypt, KeyInit};
+    use proptest::prelude::*;
+
+    fn reference(key: &[u8; 16], block: &[u8; 16]) -> [u8; 16] {
+        let mut b = GenericArray::from(*block);
+        aes::Aes128Enc::new(GenericArray::from_slice(key)).encrypt_block(&mut b);
+        b.into()
+    }
+
+    proptest! {
+        // Every length up to 20 reaches the two-register groups, a last full group and every
+        // partial group under a mask; blocks past the end must stay as they were.
+        #[test]
+        fn wide_paths_match_rustcrypto(
+            key: [u8; 16],
+            keys in proptest::collection::vec(any::<[u8; 16]>(), 20),
+            blocks in proptest::collection::vec(any::<[u8; 16]>(), 20),
+            n in 0usize..=20,
+        ) {
+            if !available() {
+                eprintln!("no VAES with AVX-512 on this CPU: the wide paths are not run");
+                return Ok(());
+            }
+            let cipher = super::super::Aes128::new(&key);
+            let mut one_key = blocks.clone();
+            // SAFETY: `available` said yes.
+            unsafe { encrypt_many(&cipher.0, &mut one_key[..n]) };
+            let mut fresh = blocks.clone();
+            // SAFETY: as above.
+            unsafe { encrypt_fresh_keys(&keys[..n], &mut fresh[..n]) };
+            for i in 0..20 {
+                let (many, each) = if i < n {
+                    (reference(&key, &blocks[i]), reference(&keys[i], &blocks[i]))
+                } else {
+                    (blocks[i], blocks[i])
+                };
+                prop_assert_eq!(one_key[i], many, "one key, block {} of {}", i, n);
+                prop_assert_eq!(fresh[i], each, "fresh keys, block {} of {}", i, n);
+            }
+        }
+    }
+}
