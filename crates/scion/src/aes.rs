@@ -9,7 +9,7 @@
 //! are checked against each other and against FIPS-197 in the tests.
 
 #[cfg(all(target_arch = "x86_64", target_feature = "aes", target_feature = "ssse3"))]
-mod wide;
+pub(crate) mod wide;
 
 #[cfg(all(target_arch = "x86_64", target_feature = "aes", target_feature = "ssse3"))]
 mod imp {
@@ -290,6 +290,12 @@ mod imp {
                     _mm_xor_si128(_mm_loadu_si128(tweak.as_ptr().cast()), self.0[0]),
                 )
             };
+            if n >= 4 && wide::available() {
+                // SAFETY: `available` found the CPU features `wide` is compiled for; `LEN` is 17
+                // to 32 (asserted above).
+                unsafe { wide::cbc_two_blocks_many(&self.0, msgs, white, down, out) };
+                return;
+            }
             let mut m4 = msgs.chunks_exact(4);
             let mut o4 = out.chunks_exact_mut(4);
             for (m, o) in (&mut m4).zip(&mut o4) {

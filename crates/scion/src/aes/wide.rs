@@ -17,11 +17,15 @@
 
 use std::arch::x86_64::*;
 
-/// Whether this CPU runs the functions of this module (VAES, AVX-512 F and BW). Cached by the
+/// Whether this CPU runs the functions of this module and of `cmac`'s (VAES, VPCLMULQDQ,
+/// AVX-512 F and BW; every CPU with the first has the others). Cached by the
 /// standard library after its first detection: a load and a test.
 #[inline(always)]
-pub(super) fn available() -> bool {
-    is_x86_feature_detected!("vaes") && is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw")
+pub(crate) fn available() -> bool {
+    is_x86_feature_detected!("vaes")
+        && is_x86_feature_detected!("vpclmulqdq")
+        && is_x86_feature_detected!("avx512f")
+        && is_x86_feature_detected!("avx512bw")
 }
 
 /// The lane mask (in 64-bit elements) of the first `blocks` blocks of a group, `blocks ≤ 4`.
@@ -36,7 +40,7 @@ fn lanes(blocks: usize) -> __mmask8 {
 /// # Safety
 /// The CPU has AVX-512F, `src` points to `n ≤ 4` readable blocks.
 #[inline(always)]
-unsafe fn load(src: *const [u8; 16], n: usize) -> __m512i {
+pub(crate) unsafe fn load(src: *const [u8; 16], n: usize) -> __m512i {
     // SAFETY: masked-off lanes are neither read nor able to fault; the caller vouches for the rest.
     unsafe { _mm512_maskz_loadu_epi64(lanes(n), src.cast()) }
 }
@@ -46,7 +50,7 @@ unsafe fn load(src: *const [u8; 16], n: usize) -> __m512i {
 /// # Safety
 /// The CPU has AVX-512F, `dst` points to `n` writable blocks.
 #[inline(always)]
-unsafe fn store(dst: *mut [u8; 16], n: usize, x: __m512i) {
+pub(crate) unsafe fn store(dst: *mut [u8; 16], n: usize, x: __m512i) {
     // SAFETY: masked-off lanes are not written; the caller vouches for the rest.
     unsafe { _mm512_mask_storeu_epi64(dst.cast(), lanes(n), x) }
 }
@@ -126,26 +130,101 @@ fn fresh_key_rounds<const G: usize>(mut k: [__m512i; G], mut x: [__m512i; G]) ->
     // SAFETY: only called from `encrypt_fresh_keys`, whose target features these
     // instructions need.
     unsafe {
-        // Word 3 of each key rotated and broadcast over its lane: AESENCLAST then gives
-        // SubWord(RotWord(w3)) ⊕ rcon in every word (ShiftRows moves nothing among equal
-        // columns).
-        let rot = _mm512_set1_epi32(0x0c0f0e0d);
         for j in 0..G {
             x[j] = _mm512_xor_si512(x[j], k[j]);
         }
         let mut rcon = 1;
         for round in 1..=10 {
-            let rc = _mm512_set1_epi32(rcon);
             for j in 0..G {
-                let t = _mm512_aesenclast_epi128(_mm512_shuffle_epi8(k[j], rot), rc);
-                // The prefix XOR of the lane's words, w0, w0⊕w1, …, independent of `t`.
-                let s = _mm512_xor_si512(k[j], _mm512_bslli_epi128::<4>(k[j]));
-                k[j] = _mm512_xor_si512(_mm512_xor_si512(s, _mm512_bslli_epi128::<8>(s)), t);
+                k[j] = next_round_key(k[j], rcon);
                 x[j] = if round < 10 { _mm512_aesenc_epi128(x[j], k[j]) } else { _mm512_aesenclast_epi128(x[j], k[j]) };
             }
             rcon = if rcon == 0x80 { 0x1b } else { rcon << 1 };
         }
         x
+    }
+}
+
+/// The next round key of the four keys in `k`'s lanes, `rcon` the round's constant: as
+/// [`super::Aes128::new`] makes it, lane by lane.
+#[inline(always)]
+pub(crate) fn next_round_key(k: __m512i, rcon: i32) -> __m512i {
+    // SAFETY: only inlined into this module's and `cmac::wide`'s functions, whose target
+    // features (AVX-512F and BW, VAES) these instructions need.
+    unsafe {
+        // Word 3 of each key rotated and broadcast over its lane: AESENCLAST then gives
+        // SubWord(RotWord(w3)) ⊕ rcon in every word (ShiftRows moves nothing among equal
+        // columns).
+        let t =
+            _mm512_aesenclast_epi128(_mm512_shuffle_epi8(k, _mm512_set1_epi32(0x0c0f0e0d)), _mm512_set1_epi32(rcon));
+        // The prefix XOR of the lane's words, w0, w0⊕w1, …, independent of `t`.
+        let s = _mm512_xor_si512(k, _mm512_bslli_epi128::<4>(k));
+        _mm512_xor_si512(_mm512_xor_si512(s, _mm512_bslli_epi128::<8>(s)), t)
+    }
+}
+
+/// Four `LEN`-byte messages' bytes at `offset` (16 of them) in the lanes of one register,
+/// the first `n ≤ 4`; zero past `n`.
+///
+/// # Safety
+/// The CPU has AVX-512F; `msgs` points to `n` messages and `offset + 16 ≤ LEN`.
+#[inline(always)]
+pub(crate) unsafe fn gather<const LEN: usize>(msgs: *const [u8; LEN], n: usize, offset: usize) -> __m512i {
+    debug_assert!(offset + 16 <= LEN && n <= 4);
+    // SAFETY: message `j < n` holds 16 bytes at `offset` (the caller's bounds); loads are
+    // unaligned-safe.
+    unsafe {
+        let lane = |j: usize| {
+            if j < n {
+                _mm_loadu_si128(msgs.add(j).cast::<u8>().add(offset).cast())
+            } else {
+                _mm_setzero_si128()
+            }
+        };
+        let low = _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(lane(0)), lane(1));
+        let high = _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(lane(2)), lane(3));
+        _mm512_inserti64x4::<1>(_mm512_castsi256_si512(low), high)
+    }
+}
+
+/// [`super::Aes128::cbc_two_blocks_many`] four messages to a register:
+/// `out[i] = AES(AES(m[..16]) ⊕ pad(m[16..]) ⊕ tweak)`, `white` the tweak XORed with round key
+/// 0 and `down` the byte shuffle that moves a message's final 16 bytes down to its tail (zeros
+/// after it).
+///
+/// # Safety
+/// The CPU has VAES, AVX-512F and AVX-512BW ([`available`]); `LEN` is 17 to 32.
+#[target_feature(enable = "avx512f,avx512bw,vaes")]
+pub(super) unsafe fn cbc_two_blocks_many<const LEN: usize>(
+    rk: &[__m128i; 11],
+    msgs: &[[u8; LEN]],
+    white: __m128i,
+    down: __m128i,
+    out: &mut [[u8; 16]],
+) {
+    debug_assert!(LEN > 16 && LEN <= 32);
+    let k: [__m512i; 11] = std::array::from_fn(|r| _mm512_broadcast_i32x4(rk[r]));
+    let (white, down) = (_mm512_broadcast_i32x4(white), _mm512_broadcast_i32x4(down));
+    let n = msgs.len().min(out.len());
+    let mut done = 0;
+    while done < n {
+        let m = (n - done).min(4);
+        // SAFETY: messages and outputs `done..done + m` exist; both blocks of a message lie
+        // within its `LEN ≥ 16` bytes.
+        unsafe {
+            let src = msgs.as_ptr().add(done);
+            let mut x = _mm512_xor_si512(gather(src, m, 0), k[0]);
+            for rk in &k[1..10] {
+                x = _mm512_aesenc_epi128(x, *rk);
+            }
+            let last = _mm512_shuffle_epi8(gather(src, m, LEN - 16), down);
+            x = _mm512_xor_si512(_mm512_aesenclast_epi128(x, k[10]), _mm512_xor_si512(last, white));
+            for rk in &k[1..10] {
+                x = _mm512_aesenc_epi128(x, *rk);
+            }
+            store(out.as_mut_ptr().add(done), m, _mm512_aesenclast_epi128(x, k[10]));
+        }
+        done += m;
     }
 }
 
