@@ -70,6 +70,8 @@ fn macs<const G: usize, const LEN: usize>(
         for j in 0..G {
             rks[j][0] = keys[j];
         }
+        // Round by round across the groups, so that their chains interleave.
+        #[allow(clippy::needless_range_loop)]
         for round in 1..=10 {
             for j in 0..G {
                 keys[j] = next_round_key(keys[j], rcon);
