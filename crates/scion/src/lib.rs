@@ -5,8 +5,6 @@
 //! Hot paths use zero-copy views ([`ScionView`]) over byte buffers; endpoints build packets
 //! from owned representations ([`ScionPacket`], [`StandardPath`]) with `parse`/`emit`.
 
-pub mod aes;
-pub mod cmac;
 pub mod drkey;
 pub mod epic;
 pub mod forwarding;
@@ -14,6 +12,9 @@ pub mod mac;
 pub mod raw;
 pub mod segment;
 pub mod wire;
+
+/// AES-128 and AES-CMAC live in aviary-aes, below aviary-qos; re-exported where they were.
+pub use aviary_aes::{aes, cmac};
 
 pub use forwarding::{AsForwarding, InterfaceSet, StandardForwarder};
 pub use mac::{derive_forwarding_key, derive_key, HopMacKey};
