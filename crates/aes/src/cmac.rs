@@ -119,12 +119,10 @@ impl CmacKey {
         self.cipher.cbc_two_blocks_many(msgs, &tweak, out);
     }
 
-    /// `out[i] = CMAC(msgs[i])` for messages of `LEN` bytes (at least one): the CBC chains of
-    /// all messages advance block by block together, the AES rounds of several messages
-    /// interleaved.
+    /// `out[i] = CMAC(msgs[i])` for messages of `LEN` bytes: the CBC chains of all messages
+    /// advance block by block together, the AES rounds of several messages interleaved.
     #[inline]
     pub fn mac_many<const LEN: usize>(&self, msgs: &[[u8; LEN]], out: &mut [[u8; 16]]) {
-        const { assert!(LEN > 0, "use `mac` for the empty message") };
         let out = &mut out[..msgs.len()];
         out.fill([0; 16]);
         for b in 0..body_blocks(LEN) {
@@ -140,10 +138,11 @@ impl CmacKey {
     }
 }
 
-/// Complete blocks before the last block of a message of `len` bytes (`len ≥ 1`).
+/// Complete blocks before the last block of a message of `len` bytes (none for the empty
+/// message, whose last block is all padding).
 #[inline]
 const fn body_blocks(len: usize) -> usize {
-    (len - 1) / 16
+    len.saturating_sub(1) / 16
 }
 
 /// Block `b` of a message.
@@ -152,12 +151,11 @@ fn block<const LEN: usize>(msg: &[u8; LEN], b: usize) -> [u8; 16] {
     msg[16 * b..16 * b + 16].try_into().expect("a complete block")
 }
 
-/// `out[i] = CMAC_{keys[i]}(msgs[i])` for messages of `LEN` bytes (at least one), each under
+/// `out[i] = CMAC_{keys[i]}(msgs[i])` for messages of `LEN` bytes, each under
 /// its own expanded key (keys may repeat): the CBC chains of four messages advance together,
 /// their AES rounds interleaved.
 #[inline]
 pub fn mac_each<const LEN: usize>(keys: &[&CmacKey], msgs: &[[u8; LEN]], out: &mut [[u8; 16]]) {
-    const { assert!(LEN > 0, "use `CmacKey::mac` for the empty message") };
     let n = keys.len().min(msgs.len()).min(out.len());
     let (mut keys, mut msgs, mut out) = (&keys[..n], &msgs[..n], &mut out[..n]);
     while !keys.is_empty() {
@@ -378,13 +376,15 @@ mod tests {
             prop_assert_eq!(CmacKey::new(&key).mac(&msg), reference(&key, &msg));
         }
 
-        /// The lengths pathval batches (36, 37 and 53 bytes: three and four blocks), one and
-        /// two blocks, and a complete last block, under one key and under keys that repeat.
+        /// The lengths pathval batches (36, 37 and 53 bytes: three and four blocks), the empty
+        /// message, one and two blocks, and a complete last block, under one key and under keys
+        /// that repeat.
         #[test]
         fn batched_macs_of_any_length_equal_the_cmac_crate(
             keys in proptest::collection::vec(any::<[u8; 16]>(), 1..11),
             seed: u8,
         ) {
+            check_many::<0>(&keys, seed)?;
             check_many::<1>(&keys, seed)?;
             check_many::<16>(&keys, seed)?;
             check_many::<37>(&keys, seed)?;
