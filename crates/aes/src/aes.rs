@@ -66,6 +66,27 @@ mod imp {
         }
     }
 
+    /// `AES_k(b)` with the key `k` expanded round by round as [`Aes128::new`] does, each round
+    /// key used as it comes and none kept.
+    #[inline(always)]
+    fn fresh_key_rounds(mut k: __m128i, b: __m128i) -> __m128i {
+        // SAFETY: the cfg guarantees AES-NI, SSSE3 and SSE2.
+        unsafe {
+            let mut b = _mm_xor_si128(b, k);
+            // Word 3 rotated and broadcast to all four lanes, as in `new`.
+            let rot = _mm_set1_epi32(0x0c0f0e0d);
+            let mut rcon = 1;
+            for round in 1..=10 {
+                let t = _mm_aesenclast_si128(_mm_shuffle_epi8(k, rot), _mm_set1_epi32(rcon));
+                let s = _mm_xor_si128(k, _mm_slli_si128(k, 4));
+                k = _mm_xor_si128(_mm_xor_si128(s, _mm_slli_si128(s, 8)), t);
+                b = if round < 10 { _mm_aesenc_si128(b, k) } else { _mm_aesenclast_si128(b, k) };
+                rcon = next_rcon(rcon);
+            }
+            b
+        }
+    }
+
     /// The 4 × 4 matrix of 32-bit words transposed: lane `i` of row `j` becomes lane `j` of
     /// row `i` (its own inverse).
     #[inline(always)]
@@ -378,24 +399,71 @@ mod imp {
         /// (callgrind, 2026-11-26: 18 instructions a single flyover packet more).
         #[inline]
         fn encrypt_fresh_key(key: &[u8; 16], block: &[u8; 16]) -> [u8; 16] {
-            // SAFETY: the cfg guarantees AES-NI, SSSE3 and SSE2; loads and stores are
-            // unaligned-safe, from and to 16-byte arrays.
+            // SAFETY: the cfg guarantees SSE2; loads and stores are unaligned-safe, from and
+            // to 16-byte arrays.
             unsafe {
-                let mut k = _mm_loadu_si128(key.as_ptr().cast());
-                let mut b = _mm_xor_si128(_mm_loadu_si128(block.as_ptr().cast()), k);
-                // Word 3 rotated and broadcast to all four lanes, as in `new`.
-                let rot = _mm_set1_epi32(0x0c0f0e0d);
-                let mut rcon = 1;
-                for round in 1..=10 {
-                    let t = _mm_aesenclast_si128(_mm_shuffle_epi8(k, rot), _mm_set1_epi32(rcon));
-                    let s = _mm_xor_si128(k, _mm_slli_si128(k, 4));
-                    k = _mm_xor_si128(_mm_xor_si128(s, _mm_slli_si128(s, 8)), t);
-                    b = if round < 10 { _mm_aesenc_si128(b, k) } else { _mm_aesenclast_si128(b, k) };
-                    rcon = next_rcon(rcon);
-                }
+                let b = fresh_key_rounds(_mm_loadu_si128(key.as_ptr().cast()), _mm_loadu_si128(block.as_ptr().cast()));
                 let mut out = [0u8; 16];
                 _mm_storeu_si128(out.as_mut_ptr().cast(), b);
                 out
+            }
+        }
+
+        /// A single flyover's chain, and one block under another key beside it, in one
+        /// function so that the core runs whatever of the two can run at once: `y =
+        /// AES_{AES_self(key_in)}(block)` (A_K under the SV, then the FlyoverMAC under A_K
+        /// expanded on the fly, as [`Aes128::encrypt_fresh_keys`] does for one key) and `z =
+        /// AES_other(other_in ⊕ feed(y ⊕ mix))`, where `feed` maps bytes into the block as a
+        /// PSHUFB control does (byte `i` takes byte `feed[i]`, zero where its top bit is set).
+        /// Without `feed` the second block does not wait for `y`: its rounds interleave with
+        /// `self`'s, the first step of the chain. With `feed` it follows `y`, one byte shuffle
+        /// and one XOR after it (`mix`'s part is added before), in vector registers. Returns
+        /// `(y, z)`.
+        #[inline(always)]
+        pub fn fresh_key_chain_beside(
+            &self,
+            key_in: &[u8; 16],
+            block: &[u8; 16],
+            other: &Aes128,
+            other_in: &[u8; 16],
+            feed: Option<(&[u8; 16], &[u8; 16])>,
+        ) -> ([u8; 16], [u8; 16]) {
+            // SAFETY: the cfg guarantees AES-NI, SSSE3 and SSE2; loads and stores are
+            // unaligned-safe, from and to 16-byte arrays.
+            unsafe {
+                let (rk, ork) = (&self.0, &other.0);
+                let mut a = _mm_xor_si128(_mm_loadu_si128(key_in.as_ptr().cast()), rk[0]);
+                let mut z = _mm_xor_si128(_mm_loadu_si128(other_in.as_ptr().cast()), ork[0]);
+                let y = match feed {
+                    None => {
+                        for (k, ok) in rk[1..10].iter().zip(&ork[1..10]) {
+                            a = _mm_aesenc_si128(a, *k);
+                            z = _mm_aesenc_si128(z, *ok);
+                        }
+                        z = _mm_aesenclast_si128(z, ork[10]);
+                        fresh_key_rounds(_mm_aesenclast_si128(a, rk[10]), _mm_loadu_si128(block.as_ptr().cast()))
+                    }
+                    Some((feed, mix)) => {
+                        // feed(y ⊕ mix) = feed(y) ⊕ feed(mix): the second before the chain ends.
+                        let feed = _mm_loadu_si128(feed.as_ptr().cast());
+                        z = _mm_xor_si128(z, _mm_shuffle_epi8(_mm_loadu_si128(mix.as_ptr().cast()), feed));
+                        for k in &rk[1..10] {
+                            a = _mm_aesenc_si128(a, *k);
+                        }
+                        let y =
+                            fresh_key_rounds(_mm_aesenclast_si128(a, rk[10]), _mm_loadu_si128(block.as_ptr().cast()));
+                        z = _mm_xor_si128(z, _mm_shuffle_epi8(y, feed));
+                        for k in &ork[1..10] {
+                            z = _mm_aesenc_si128(z, *k);
+                        }
+                        z = _mm_aesenclast_si128(z, ork[10]);
+                        y
+                    }
+                };
+                let (mut yo, mut zo) = ([0u8; 16], [0u8; 16]);
+                _mm_storeu_si128(yo.as_mut_ptr().cast(), y);
+                _mm_storeu_si128(zo.as_mut_ptr().cast(), z);
+                (yo, zo)
             }
         }
 
@@ -504,6 +572,26 @@ mod imp {
                 *b = Self::new(k).encrypt(b);
             }
         }
+        pub fn fresh_key_chain_beside(
+            &self,
+            key_in: &[u8; 16],
+            block: &[u8; 16],
+            other: &Aes128,
+            other_in: &[u8; 16],
+            feed: Option<(&[u8; 16], &[u8; 16])>,
+        ) -> ([u8; 16], [u8; 16]) {
+            let y = Self::new(&self.encrypt(key_in)).encrypt(block);
+            let mut z = *other_in;
+            if let Some((feed, mix)) = feed {
+                for (z, &f) in z.iter_mut().zip(feed) {
+                    if f & 0x80 == 0 {
+                        let i = usize::from(f & 0x0f);
+                        *z ^= y[i] ^ mix[i];
+                    }
+                }
+            }
+            (y, other.encrypt(&z))
+        }
     }
 }
 
@@ -586,6 +674,31 @@ mod tests {
             check_new_each::<3>(&keys, &block)?;
             check_new_each::<4>(&keys, &block)?;
             check_new_each::<5>(&keys, &block)?;
+        }
+
+        /// [`Aes128::fresh_key_chain_beside`] is the chain and the second block computed one
+        /// after the other, with and without a feed (any bytes of the chain's result, moved
+        /// anywhere, with the mix).
+        #[test]
+        fn chain_beside_is_the_chain_then_the_block(
+            keys: [[u8; 16]; 2],
+            key_in: [u8; 16],
+            block: [u8; 16],
+            other_in: [u8; 16],
+            feed in proptest::option::of((any::<[u8; 16]>(), any::<[u8; 16]>())),
+        ) {
+            let (first, other) = (Aes128::new(&keys[0]), Aes128::new(&keys[1]));
+            let y = Aes128::new(&first.encrypt(&key_in)).encrypt(&block);
+            let mut z = other_in;
+            if let Some((feed, mix)) = &feed {
+                for (z, &f) in z.iter_mut().zip(feed) {
+                    if f & 0x80 == 0 {
+                        *z ^= y[usize::from(f & 0x0f)] ^ mix[usize::from(f & 0x0f)];
+                    }
+                }
+            }
+            let fed = feed.as_ref().map(|(f, m)| (f, m));
+            prop_assert_eq!(first.fresh_key_chain_beside(&key_in, &block, &other, &other_in, fed), (y, other.encrypt(&z)));
         }
 
         #[test]

@@ -80,6 +80,12 @@ impl SecretValue {
         self.0.encrypt_many(res_blocks);
     }
 
+    /// The expanded SV, for a caller that runs A_K's rounds beside other AES work.
+    #[inline]
+    pub(crate) fn cipher(&self) -> &Aes128 {
+        &self.0
+    }
+
     /// A_K for a reservation (Eq. 2).
     #[inline]
     pub fn auth_key(&self, res: &ResInfo) -> [u8; 16] {

@@ -11,8 +11,9 @@
 //!
 //! Packets go through the generic staged forwarder of `aviary_scion::forwarding`; the
 //! [`Flyovers`] extension adds only what is Hummingbird's: parsing path type 5 (`prepare`), the
-//! batch's A_K under the one SV and the per-packet FlyoverMACs four at a time (`crypto`), and
-//! the write-back and policing after the hop field verified (`admit`).
+//! batch's A_K under the one SV and the per-packet FlyoverMACs four at a time (`crypto`; for a
+//! packet alone one chain with the hop field's CMAC inside, `crypto_single`), and the
+//! write-back and policing after the hop field verified (`admit`).
 //!
 //! Which valid flyovers get priority is decided by the [`RouterParams`] of a verdict profile
 //! (`paper` or `scionproto`, see [`crate::profile`]). With duplicate suppression on, a valid,
@@ -199,7 +200,8 @@ impl HopExtension for Flyovers {
     /// found once.
     // Forced: apart, a single standard packet paid the saved registers of the flyovers' AES
     // for its early return (callgrind, 2026-11-26: 499.9 instead of 511 instructions a
-    // single standard packet; a single flyover 1005 instead of 995).
+    // single standard packet; a single flyover 1005 instead of 995). Measured when packets
+    // alone still came through here; they now take `crypto_single`.
     #[inline(always)]
     fn crypto<const N: usize>(&mut self, pkts: &[&mut [u8]], batch: &mut [Option<Staged<FlyoverWork>>], ingress: u16) {
         if batch.iter().flatten().all(|w| w.ext.is_none()) {
@@ -207,6 +209,44 @@ impl HopExtension for Flyovers {
         }
         let policer = self.policers.iter().find(|(i, _)| *i == ingress).map(|(_, p)| p);
         flyover_candidates::<N, _>(self.svs.current(), pkts, batch, policer);
+    }
+
+    /// One flyover alone: its chain A_K → FlyoverMAC → candidate is its latency, so the hop
+    /// field's CMAC is computed inside it. In construction direction (and at a segment's first
+    /// hop) the CMAC's input is known from the packet, and its rounds run beside A_K's.
+    /// Against it, SCION chains the SegID of the input with the hop field's MAC before
+    /// verifying it, and for a flyover that MAC is the candidate: the CMAC follows the
+    /// FlyoverMAC, its input completed in vector registers (`MacInput::feed`) rather than
+    /// through the record and stage 3's block.
+    #[inline(always)]
+    fn crypto_single(
+        &mut self,
+        pkts: &[&mut [u8]],
+        batch: &mut [Option<Staged<FlyoverWork>>],
+        ingress: u16,
+        key: &HopMacKey,
+    ) -> Option<[u8; 16]> {
+        // A hop without a flyover (or a standard packet) leaves its CMAC to stage 3.
+        let (Some(Some(w)), Some(pkt)) = (batch.first_mut(), pkts.first()) else { return None };
+        let Some(f) = &w.ext else { return None };
+        let input = w.hop.mac_input(w.layout(pkt));
+        let (res_id, ak_block, mac_block) = f.input_blocks(pkt, usize::from(w.path_start), &w.hop);
+        if let Some((_, p)) = self.policers.iter().find(|(i, _)| *i == ingress) {
+            p.prefetch(res_id);
+        }
+        // The candidate AggMAC ⊕ FlyoverMAC enters the input where the SegID is chained with it.
+        let agg = w.hop.mac();
+        let mut mix = [0u8; 16];
+        mix[..MAC_LEN].copy_from_slice(&agg);
+        let (fly_mac, cmac) = self.svs.current().cipher().fresh_key_chain_beside(
+            &ak_block,
+            &mac_block,
+            key.cipher(),
+            &input.block,
+            input.feed.as_ref().map(|feed| (feed, &mix)),
+        );
+        w.hop.set_mac(candidate(&agg, &fly_mac));
+        Some(cmac)
     }
 
     fn in_overlap(&self, now_ns: u64) -> bool {
@@ -235,9 +275,12 @@ impl HopExtension for Flyovers {
         ingress: u16,
         now_ns: u64,
     ) -> Result<Admission, DropReason> {
+        // Read before the write-back, which for a packet alone stores the last value of its
+        // AES chain: −3 instructions a single flyover (callgrind, 2026-11-26).
+        let fields = f.fields(path);
         // The plain hop-field MAC replaces the AggMAC, so the path can be reversed.
         path[f.mac_offset()..][..MAC_LEN].copy_from_slice(&staged.hop.mac());
-        Ok(self.charge(ingress, f, &f.fields(path), &staged.hop, now_ns))
+        Ok(self.charge(ingress, f, &fields, &staged.hop, now_ns))
     }
 }
 
@@ -273,19 +316,24 @@ fn flyover_candidates<const N: usize, P: AsRef<[u8]>>(
     }
     sv.auth_keys_in_place(&mut keys[..nf]);
     Aes128::encrypt_fresh_keys(&keys[..nf], &mut fly_macs[..nf]);
-    // The MACs as words, XORed at once: byte by byte, a flyover packet ran 14 instructions more
-    // in a batch and 36 more alone (callgrind, 2026-11-26).
-    let word = |b: &[u8; MAC_LEN]| {
-        let mut w = [0u8; 8];
-        w[..MAC_LEN].copy_from_slice(b);
-        u64::from_ne_bytes(w)
-    };
     for k in 0..nf {
         let Some(w) = batch[fly_idx[k]].as_mut() else { continue };
-        let fly_mac = fly_macs[k][..MAC_LEN].try_into().expect("a FlyoverMAC block holds a MAC");
-        let cand = (word(&w.hop.mac()) ^ word(fly_mac)).to_ne_bytes();
-        w.hop.set_mac(cand[..MAC_LEN].try_into().expect("a word holds a MAC"));
+        w.hop.set_mac(candidate(&w.hop.mac(), &fly_macs[k]));
     }
+}
+
+/// The candidate hop-field MAC `AggMAC ⊕ FlyoverMAC` (the FlyoverMAC the first bytes of its
+/// block), as one XOR of words: byte by byte, a flyover packet ran 14 instructions more in a
+/// batch and 36 more alone (callgrind, 2026-11-26).
+#[inline(always)]
+fn candidate(agg: &[u8; MAC_LEN], fly_block: &[u8; 16]) -> [u8; MAC_LEN] {
+    let word = |b: &[u8]| {
+        let mut w = [0u8; 8];
+        w[..MAC_LEN].copy_from_slice(&b[..MAC_LEN]);
+        u64::from_ne_bytes(w)
+    };
+    let cand = (word(agg) ^ word(fly_block)).to_ne_bytes();
+    cand[..MAC_LEN].try_into().expect("a word holds a MAC")
 }
 
 impl Flyovers {

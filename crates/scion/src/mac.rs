@@ -105,6 +105,13 @@ impl HopMacKey {
         self.mac(&mac_input(seg_id, timestamp, exp_time, cons_ingress, cons_egress))
     }
 
+    /// The cipher whose encryption of a one-block input is its full CMAC (`x ↦ AES_K(x ⊕ K1)`):
+    /// for a caller that runs the CMAC's rounds beside other AES work.
+    #[inline]
+    pub fn cipher(&self) -> &Aes128 {
+        &self.cmac
+    }
+
     /// CMACs of many input blocks in place; AES rounds of several blocks interleave.
     #[inline]
     pub fn macs(&self, blocks: &mut [[u8; 16]]) {

@@ -290,6 +290,30 @@ fn mac_block_by_fields(seg_id: u16, info: InfoWord, hop: HopWord) -> [u8; 16] {
     b.to_be_bytes()
 }
 
+/// Where the MAC to verify enters the MAC input when the SegID is chained with it (SegID ⊕ the
+/// MAC's first two bytes, [`chain_seg_id`]): byte `i` of the block takes byte `SEG_ID_FEED[i]`
+/// of the MAC, none where the top bit is set (a PSHUFB control).
+const SEG_ID_FEED: [u8; 16] = {
+    let mut feed = [0x80; 16];
+    let mut i = 0;
+    while input::SEG_ID.start + i < input::SEG_ID.end {
+        feed[input::SEG_ID.start + i] = i as u8;
+        i += 1;
+    }
+    feed
+};
+
+/// The current hop field's MAC input before [`HopWork::set_mac`] ([`HopWork::mac_input`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MacInput {
+    /// The input as the record stands: the final one unless `feed` is given.
+    pub block: [u8; 16],
+    /// Given while the SegID waits to be chained with the MAC to verify (against construction
+    /// direction): after `set_mac(m)` the input is `block` with byte `i` XORed with byte
+    /// `feed[i]` of `m`, none where `feed[i]`'s top bit is set (a PSHUFB control).
+    pub feed: Option<[u8; 16]>,
+}
+
 /// The second hop field an AS verifies at a segment crossover: where it and its info field
 /// are in the hop layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -414,6 +438,19 @@ impl HopWork {
         (b1, b2)
     }
 
+    /// The current hop field's MAC input as the record stands (before stage 2 of a mechanism
+    /// that sets the MAC to verify), and how [`Self::set_mac`] changes it: for a mechanism
+    /// that computes the hop field's CMAC beside its own cryptography
+    /// ([`super::HopExtension::crypto_single`]). `layout` is the hop layout this work was
+    /// prepared from.
+    #[inline]
+    pub fn mac_input(&self, layout: &[u8]) -> MacInput {
+        let layout = self.proven(layout);
+        // SAFETY: `layout` is proven for this work, whose offsets these are.
+        let block = unsafe { mac_block(self.seg_id, info_at(layout, self.info_off), hop_at(layout, self.hop_off)) };
+        MacInput { block, feed: self.chain_before.then_some(SEG_ID_FEED) }
+    }
+
     /// `layout`, checked once to reach every field this work points at, so that the reads
     /// at its offsets need no further check. A layout shorter than the one the work was
     /// prepared from is a mix-up of packets in the code, not a malformed packet.
@@ -430,6 +467,7 @@ mod mac_block_tests {
 
     use super::*;
     use crate::mac::mac_input;
+    use crate::wire::path::{HOP_LEN, INFO_LEN};
 
     proptest! {
         /// The block [`mac_block`] builds (by a byte shuffle where the target has one) is
@@ -441,6 +479,47 @@ mod mac_block_tests {
             let expected = mac_input(seg_id, info.timestamp(), hop.exp_time(), hop.cons_ingress(), hop.cons_egress());
             prop_assert_eq!(mac_block(seg_id, info, hop), expected);
             prop_assert_eq!(mac_block_by_fields(seg_id, info, hop), expected);
+        }
+
+        /// [`HopWork::mac_input`] before [`HopWork::set_mac`], its feed applied to the MAC
+        /// set, is the MAC input stage 3 reads after it, whether or not the SegID waits to be
+        /// chained.
+        #[test]
+        fn mac_input_with_its_feed_is_the_input_after_set_mac(
+            layout: [u8; field::meta::WORD.end + INFO_LEN + HOP_LEN],
+            seg_id: u16,
+            wire: [u8; MAC_LEN],
+            set: [u8; MAC_LEN],
+            chain_before: bool,
+        ) {
+            // The meta word, one info field and the current hop field after it.
+            let info_off = field::meta::WORD.end;
+            let hop_off = info_off + INFO_LEN;
+            let mut w = HopWork {
+                info_off: info_off as u16,
+                hop_off: hop_off as u16,
+                end: (hop_off + HOP_LEN) as u16,
+                seg_id,
+                mac: wire,
+                hop_ingress: 1,
+                egress: 2,
+                next: NextHop::NONE,
+                chain_before,
+                peering: false,
+                deliver: false,
+                at_end: false,
+                advanced_meta: [0; 4],
+            };
+            let input = w.mac_input(&layout);
+            prop_assert_eq!(input.feed.is_some(), chain_before);
+            let mut fed = input.block;
+            for (b, &f) in fed.iter_mut().zip(&input.feed.unwrap_or([0x80; 16])) {
+                if f & 0x80 == 0 {
+                    *b ^= set[usize::from(f)];
+                }
+            }
+            w.set_mac(set);
+            prop_assert_eq!(fed, w.mac_blocks(&layout).0);
         }
     }
 }

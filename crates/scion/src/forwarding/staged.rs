@@ -5,7 +5,9 @@
 //!    the AS), the standard path, or a path type of the mechanism ([`HopExtension::prepare`]),
 //!    each giving a [`HopWork`] (the hop field(s) to verify and what to write back).
 //! 2. **Mechanism cryptography** ([`HopExtension::crypto`]) for the whole batch: e.g. a
-//!    flyover's A_K and FlyoverMAC, after which the hop's candidate MAC is known.
+//!    flyover's A_K and FlyoverMAC, after which the hop's candidate MAC is known. A packet
+//!    alone goes through [`HopExtension::crypto_single`], where the mechanism may compute the
+//!    current hop field's CMAC of stage 3 inside its own AES chain.
 //! 3. **Hop-field MACs** of every packet (and of the second hop field at a segment crossover)
 //!    under the one AS key, interleaved.
 //! 4. **Finish**: verify, update SegID and CurrINF/CurrHF, let the mechanism check and write
@@ -137,6 +139,26 @@ pub trait HopExtension {
         let _ = (pkts, batch, ingress);
     }
 
+    /// Stage 2 for a batch of one (`pkts` and `batch` hold at most one packet), and stage 3's
+    /// CMAC under `key` of the packet's current hop field if the mechanism computes it here:
+    /// returned, it must be the full CMAC of that hop field's MAC input once the mechanism has
+    /// set the MAC to verify, and it is what the forwarder verifies; `None` leaves it to stage
+    /// 3. The default is [`Self::crypto`] alone. A mechanism whose cryptography is a chain of
+    /// dependent AES steps can compute the CMAC inside it ([`HopWork::mac_input`]: the input,
+    /// and how the MAC the mechanism sets changes it), its rounds beside the chain's or right
+    /// after it, in registers: a packet alone has no other packets' AES work to fill the wait.
+    fn crypto_single(
+        &mut self,
+        pkts: &[&mut [u8]],
+        batch: &mut [Option<Staged<Self::Work>>],
+        ingress: u16,
+        key: &HopMacKey,
+    ) -> Option<[u8; 16]> {
+        let _ = key;
+        self.crypto::<1>(pkts, batch, ingress);
+        None
+    }
+
     /// Stage 4, for a packet whose hop field(s) verified, whose path was updated and which
     /// carries the mechanism's part `ext` (`staged.ext`): check and write back the mechanism's
     /// fields (`path` is the whole path header, `auth` the full MACs of the verified hop fields)
@@ -238,20 +260,27 @@ impl<E: HopExtension> StagedForwarder<E> {
             }
         }
 
-        // Stage 2: the mechanism's cryptography, over the batch.
-        self.ext.crypto::<N>(&pkts[..n], &mut work[..n], ingress);
-
-        // One packet: its blocks are its own two, stages 3 and 4 straight through (through the
-        // batch's arrays, a single packet ran 36 instructions more; callgrind, 2026-11-26).
+        // One packet: stage 2 and the current hop field's CMAC together as the mechanism
+        // chooses (its AES chain is the packet's latency), the rest of stage 3 and stage 4
+        // straight through (through the batch's arrays, a single packet ran 36 instructions
+        // more; callgrind, 2026-11-26). Each block asked for where it is used: from one
+        // `mac_blocks` before the branch, a single flyover ran 17 instructions more and a
+        // single standard packet through the Hummingbird router 17 more (callgrind,
+        // 2026-11-26).
         if N == 1 {
+            let key = self.fwd.mac_keys.current();
+            let early = self.ext.crypto_single(&pkts[..n], &mut work[..n], ingress, key);
             if let (Some(w), [pkt], [verdict]) = (&work[0], &mut *pkts, &mut *verdicts) {
-                let (b1, b2) = w.hop.mac_blocks(w.layout(pkt));
-                let key = self.fwd.mac_keys.current();
-                let next = b2.map(|b| key.cmac_block(&b));
-                *verdict = self.finish_one(w, pkt, &key.cmac_block(&b1), next.as_ref(), ingress, now_ns);
+                let layout = w.layout(pkt);
+                let current = early.unwrap_or_else(|| key.cmac_block(&w.hop.mac_blocks(layout).0));
+                let next = w.hop.mac_blocks(layout).1.map(|b| key.cmac_block(&b));
+                *verdict = self.finish_one(w, pkt, &current, next.as_ref(), ingress, now_ns);
             }
             return;
         }
+
+        // Stage 2: the mechanism's cryptography, over the batch.
+        self.ext.crypto::<N>(&pkts[..n], &mut work[..n], ingress);
 
         // Stage 3: hop-field MACs (and crossover MACs) under the AS key. Packet `i`'s first
         // block is block `i` (zero for a packet that goes no further: one wasted AES block per
