@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::crypto::SecretValue;
-use crate::prepare::{prepare_hbird, FlyoverFields, FlyoverWork};
+use crate::prepare::{prepare_hbird, prepare_hbird_raw, FlyoverFields, FlyoverWork};
 pub use crate::profile::{PolicedLength, PolicingMode, Profile, RouterParams, StartBound};
 
 const NS: u64 = 1_000_000_000;
@@ -136,6 +136,11 @@ impl Router {
     pub fn params(&self) -> &RouterParams {
         &self.inner.ext.params
     }
+    /// The mechanism's part of the forwarder, for tests that run its stages one at a time.
+    pub fn flyovers(&self) -> &Flyovers {
+        &self.inner.ext
+    }
+
     pub fn forwarding(&self) -> &AsForwarding {
         &self.inner.fwd
     }
@@ -189,6 +194,13 @@ impl HopExtension for Flyovers {
             return Err(DropReason::UnsupportedPathType);
         }
         prepare_hbird(fwd, view, ingress)
+    }
+
+    const RAW_PATH_TYPE: Option<u8> = Some(path_type::HUMMINGBIRD);
+
+    #[inline(always)]
+    fn prepare_raw(&self, fwd: &AsForwarding, pkt: &[u8], ingress: u16) -> Option<Staged<FlyoverWork>> {
+        prepare_hbird_raw(fwd, pkt, ingress)
     }
 
     /// A_K = AES_SV(ResInfo) for every flyover under the one SV; then FlyoverMAC =

@@ -9,6 +9,7 @@
 //! crossover with a second verified hop field, egress interface, SegID update in
 //! construction direction, CurrHF advance.
 
+mod checked_header;
 mod drops;
 mod prepare;
 mod raw;
@@ -16,6 +17,7 @@ pub mod reply;
 pub mod rotation;
 pub mod staged;
 
+pub use checked_header::CheckedHeader;
 pub use prepare::HopLayout;
 pub use rotation::KeyGenerations;
 pub use staged::{HopAuth, HopExtension, Staged, StagedForwarder, Standard, StandardForwarder, MAX_BATCH};
