@@ -87,6 +87,9 @@ impl FlyoverWork {
     /// reservation fields are among what is written.
     #[inline]
     pub fn fields(&self, path: &[u8]) -> FlyoverFields {
+        // One compare for both slicings (the meta header, shorter, opens the path).
+        const { assert!(META_LEN <= FLYOVER_LEN) };
+        assert!(path.len() >= usize::from(self.hop_off) + FLYOVER_LEN, "flyover work applied to a shorter path");
         let meta = path[..META_LEN].try_into().expect("stage 1 found the meta header");
         let fly = path[usize::from(self.hop_off)..][..FLYOVER_LEN].try_into().expect("stage 1 found the flyover");
         FlyoverFields { meta: MetaHdr::from_bytes(meta), flyover: Flyover::from_hop_bytes(fly) }

@@ -248,8 +248,10 @@ impl HopExtension for Flyovers {
         now_ns: u64,
     ) -> Result<Admission, DropReason> {
         // The plain hop-field MAC replaces the AggMAC, so the path can be reversed.
+        // The reservation and timestamps first: their one bounds check covers the MAC's too.
+        let fields = f.fields(path);
         path[f.mac_offset()..][..MAC_LEN].copy_from_slice(&staged.hop.mac());
-        Ok(self.charge(ingress, f, &f.fields(path), &staged.hop, now_ns))
+        Ok(self.charge(ingress, f, &fields, &staged.hop, now_ns))
     }
 }
 
