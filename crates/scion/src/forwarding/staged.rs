@@ -57,14 +57,18 @@ impl<W> Staged<W> {
         unsafe { pkt.get_unchecked(start..) }
     }
 
-    /// The path header of `pkt`, the packet this was prepared from, checked to hold the hop
-    /// layout (at `layout_offset`) and every field the work points at.
-    #[inline]
-    fn path_mut<'p>(&self, pkt: &'p mut [u8]) -> &'p mut [u8] {
-        let (start, end) = self.proven_span(pkt.len());
+    /// The path header of `pkt`, the packet this was prepared from, and the hop layout in it
+    /// (at `layout_offset`), not checked again.
+    ///
+    /// # Safety
+    /// [`Self::layout`] passed for this record and a packet of `pkt`'s length: the layout
+    /// holds every field the work points at.
+    #[inline(always)]
+    unsafe fn path_and_layout<'p>(&self, pkt: &'p mut [u8]) -> (&'p mut [u8], usize) {
+        let (start, end) = (usize::from(self.path_start) + usize::from(self.layout_offset), usize::from(self.hop.end));
         debug_assert!(start + end <= pkt.len());
-        // SAFETY: `path_start <= start <= pkt.len()` (just checked).
-        unsafe { pkt.get_unchecked_mut(usize::from(self.path_start)..) }
+        // SAFETY: `path_start <= start <= start + end <= pkt.len()` (the caller's promise).
+        (unsafe { pkt.get_unchecked_mut(usize::from(self.path_start)..) }, usize::from(self.layout_offset))
     }
 
     /// Where the hop layout starts in the packet and how far into it the fields of the work
@@ -263,7 +267,8 @@ impl<E: HopExtension> StagedForwarder<E> {
                 let (b1, b2) = w.hop.mac_blocks(w.layout(pkt));
                 let key = self.fwd.mac_keys.current();
                 let next = b2.map(|b| key.cmac_block(&b));
-                *verdict = self.finish_one(w, pkt, &key.cmac_block(&b1), next.as_ref(), ingress, now_ns);
+                // SAFETY: `w.layout(pkt)` passed just above.
+                *verdict = unsafe { self.finish_one(w, pkt, &key.cmac_block(&b1), next.as_ref(), ingress, now_ns) };
             }
             return;
         }
@@ -327,14 +332,20 @@ impl<E: HopExtension> StagedForwarder<E> {
             // SAFETY: `i < n == pkts.len() == verdicts.len()` (both cut above).
             debug_assert!(i < pkts.len() && i < verdicts.len());
             let (pkt, verdict) = unsafe { (pkts.get_unchecked_mut(i), verdicts.get_unchecked_mut(i)) };
-            *verdict = self.finish_one(w, pkt, current, next, ingress, now_ns);
+            // SAFETY: stage 3 called `w.layout` on this packet (its length cannot change: the
+            // stages hold no way to replace a packet's slice).
+            *verdict = unsafe { self.finish_one(w, pkt, current, next, ingress, now_ns) };
         }
     }
 
     /// Stage 4 for one prepared packet `pkt` (`w` its record, `current` and at a crossover
     /// `next` its full MACs from stage 3).
+    ///
+    /// # Safety
+    /// Stage 3 proved the record for the packet: [`Staged::layout`] passed for `w` and a packet
+    /// of `pkt`'s length.
     #[inline(always)]
-    fn finish_one(
+    unsafe fn finish_one(
         &mut self,
         w: &Staged<E::Work>,
         pkt: &mut [u8],
@@ -344,11 +355,15 @@ impl<E: HopExtension> StagedForwarder<E> {
         now_ns: u64,
     ) -> Verdict {
         let (mac, next_mac) = (truncated(current), next.map(truncated));
-        let path = w.path_mut(pkt);
-        debug_assert!(usize::from(w.layout_offset) <= path.len());
-        // SAFETY: `path_mut` proved the layout within the path.
-        let layout = unsafe { path.get_unchecked_mut(usize::from(w.layout_offset)..) };
-        match self.fwd.finish(layout, &w.hop, mac, next_mac, now_ns) {
+        // SAFETY: stage 3 proved the layout for this record and packet (the caller's promise).
+        let (path, layout_offset) = unsafe { w.path_and_layout(pkt) };
+        debug_assert!(layout_offset + usize::from(w.hop.end) <= path.len());
+        // SAFETY: as above, the layout at `layout_offset` holds every field of the hop work.
+        let finished = unsafe {
+            let layout = path.get_unchecked_mut(layout_offset..);
+            self.fwd.finish_proven(layout, &w.hop, mac, next_mac, now_ns)
+        };
+        match finished {
             Err(DropReason::BadMac) if self.in_overlap(now_ns) => self.verify_previous(pkt, ingress, now_ns),
             result => self.conclude(path, w, current, next, result, ingress, now_ns),
         }
