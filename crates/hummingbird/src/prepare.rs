@@ -4,9 +4,9 @@
 //! the record between the stages holds offsets and lengths, not copies.
 
 use aviary_qos::DropReason;
-use aviary_scion::forwarding::HopWork;
+use aviary_scion::forwarding::{CheckedHeader, HopWork, Staged};
 use aviary_scion::wire::header::field as header;
-use aviary_scion::wire::header::ScionView;
+use aviary_scion::wire::header::{path_type, ScionView};
 use aviary_scion::AsForwarding;
 
 use aviary_scion::raw;
@@ -20,7 +20,7 @@ const MS: u64 = 1_000_000;
 
 /// The flyover part of a hop between the stages: where its hop field is and the two lengths
 /// of the common header it is policed or authenticated by.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FlyoverWork {
     /// Offset of the flyover hop field within the path (a path fits in the header's 1020
     /// bytes), which stage 1 found to lie within it.
@@ -58,12 +58,38 @@ pub fn prepare_hbird(
     Ok((work, Some(flyover)))
 }
 
+/// [`prepare_hbird`] after the common header's checks in one pass over the packet's raw
+/// words: the same record if every check passes, `None` if any fails (the views' route then
+/// names the reason). The header's checks are merged ([`CheckedHeader`]) and the record is
+/// built where the forwarder writes it, with no `Result` of a drop reason on the way.
+#[inline(always)]
+pub fn prepare_hbird_raw(fwd: &AsForwarding, pkt: &[u8], ingress: u16) -> Option<Staged<FlyoverWork>> {
+    let header = CheckedHeader::new(pkt, path_type::HUMMINGBIRD, META_LEN)?;
+    let view = HbirdPathView::new_checked(header.path()).ok()?;
+    let (dst, src) = header.dst_src();
+    let mut hop = fwd.prepare_hop(&view, src, dst, ingress).ok()?;
+    let ext = if view.current_is_flyover() {
+        // PktLenOverflow in the views' route.
+        let pkt_len = u16::try_from(pkt.len()).ok()?;
+        Some(FlyoverWork { hop_off: view.current_hop_offset() as u16, pkt_len, payload_len: header.payload_len() })
+    } else {
+        hop.set_mac(hop.mac());
+        None
+    };
+    // Below 1020 (HdrLen counts 4-byte units in one byte); the hop layout is the path itself
+    // (`HopExtension::hop_layout_offset` is 0 for path type 5).
+    Some(Staged { path_start: header.path_start() as u16, layout_offset: 0, hop, ext })
+}
+
 impl FlyoverWork {
     /// The meta header and reservation of `path`, the path this work was prepared from.
     /// Stage 4 reads them after the path was updated: neither the timestamps nor the
     /// reservation fields are among what is written.
     #[inline]
     pub fn fields(&self, path: &[u8]) -> FlyoverFields {
+        // One compare for both slicings (the meta header, shorter, opens the path).
+        const { assert!(META_LEN <= FLYOVER_LEN) };
+        assert!(path.len() >= usize::from(self.hop_off) + FLYOVER_LEN, "flyover work applied to a shorter path");
         let meta = path[..META_LEN].try_into().expect("stage 1 found the meta header");
         let fly = path[usize::from(self.hop_off)..][..FLYOVER_LEN].try_into().expect("stage 1 found the flyover");
         FlyoverFields { meta: MetaHdr::from_bytes(meta), flyover: Flyover::from_hop_bytes(fly) }

@@ -8,17 +8,13 @@
 use aviary_qos::DropReason;
 
 use super::raw::{self, HopWord, InfoWord};
-use super::{AsForwarding, HopWork, NextHop, PathEnds};
+use super::{AsForwarding, CheckedHeader, HopWork, NextHop, PathEnds};
 use crate::mac::MAC_LEN;
 use crate::wire::header::{self, field as hdr, path_type};
 use crate::wire::path::chain_seg_id;
 use crate::wire::path::{field, segment_of, HOP_LEN, INFO_LEN, MAX_HOPS, META_LEN};
 use crate::wire::path_view::StandardPathView;
 use crate::IsdAsn;
-
-// The ISD-ASes `prepare_scion` reads end before the host addresses, whose start it checks the
-// packet reaches first (the common header's fields: `header::CommonFields`).
-const _: () = assert!(hdr::DST_IA.end <= hdr::DST_HOST && hdr::SRC_IA.end <= hdr::DST_HOST);
 
 /// What the forwarder needs of a checked path view. Positions count in the path type's own
 /// unit (hop fields for the standard path, 4-byte lines for Hummingbird's).
@@ -75,7 +71,9 @@ impl AsForwarding {
     /// (whose first hop field this AS verifies too), and the indices after this AS. The hop
     /// field's MAC is left as it is on the wire: the caller sets the MAC to verify
     /// ([`HopWork::set_mac`]).
-    #[inline]
+    // Forced: in Hummingbird's raw stage 1 LLVM kept it a call that took the view through
+    // memory, +99 instructions a flyover packet (callgrind, 2026-11-26).
+    #[inline(always)]
     pub fn prepare_hop<L: HopLayout>(
         &self,
         path: &L,
@@ -176,32 +174,14 @@ impl AsForwarding {
         };
 
         // Group 1, the common and address header.
-        if pkt.len() < hdr::DST_HOST {
+        let Some(header) = CheckedHeader::new(pkt, path_type::SCION, META_LEN) else {
             return Err(self.scion_drop_reason(pkt, ingress));
-        }
-        // SAFETY: `pkt` reaches DST_HOST.
-        let header::CommonFields { version_tc: first, hdr_units, payload_len, path_type: ptype, addr_types } =
-            unsafe { header::CommonFields::read_unchecked(pkt) };
-        // An unsupported address type gives a path start no header reaches, so the one
-        // compare of HdrLen against the path's start covers the address types, the host
-        // addresses' length and the meta header's (`path_len >= META_LEN`). The packet
-        // reaching the path's start (Truncated in the views) follows from HdrLen + PayloadLen
-        // being its length.
-        let path_start = header::path_start_of(addr_types);
-        let hdr_len = usize::from(hdr_units) * 4;
-        if (header::version_of(first) | (ptype ^ path_type::SCION)) != 0
-            || hdr_len < path_start + META_LEN
-            || hdr_len + usize::from(payload_len) != pkt.len()
-        {
-            return Err(self.scion_drop_reason(pkt, ingress));
-        }
+        };
 
         // Group 2, the path's meta header and indices.
-        let path_len = hdr_len - path_start;
-        debug_assert!(META_LEN <= path_len && path_start + path_len <= pkt.len());
-        // SAFETY: the path, `path_start..hdr_len`, lies within `pkt`: `hdr_len + PayloadLen`
-        // is its length.
-        let path = unsafe { pkt.get_unchecked(path_start..hdr_len) };
+        let path = header.path();
+        let path_len = path.len();
+        debug_assert!(META_LEN <= path_len);
         // SAFETY: the path holds at least META_LEN bytes (group 1).
         let meta = unsafe { raw::be_u32(path, field::meta::WORD.start) };
         let seg = |i: usize| ((meta >> SEG_LEN_SHIFT[i]) & SEG_LEN_MASK) as usize;
@@ -239,13 +219,7 @@ impl AsForwarding {
         let (info, hop) = unsafe { (InfoWord(raw::be_u64(path, info_off)), HopWord(raw::be_u64(path, hop_off))) };
         let cons_dir = info.cons_dir();
         let (hop_in, mut egress) = hop.travel_interfaces(cons_dir);
-        // SAFETY: `pkt` reaches DST_HOST (group 1), which both ISD-ASes end before.
-        let (dst, src) = unsafe {
-            (
-                IsdAsn::from_u64(raw::be_u64(pkt, hdr::DST_IA.start)),
-                IsdAsn::from_u64(raw::be_u64(pkt, hdr::SRC_IA.start)),
-            )
-        };
+        let (dst, src) = header.dst_src();
         let (src_local, dst_local) = (src == self.local_ia, dst == self.local_ia);
         // A peering path has exactly two segments: with a first segment and no gap (group 2),
         // that is `num_inf == 2`. Ingress, source and destination as `check_src_dst`.
@@ -298,7 +272,7 @@ impl AsForwarding {
             ((advanced_seg as u32) << CURR_INF_SHIFT) | ((advanced as u32) << CURR_HF_SHIFT) | (meta & SEG_LENS);
         Ok((
             // Below 1020: HdrLen counts 4-byte units in one byte.
-            path_start as u16,
+            header.path_start() as u16,
             HopWork {
                 // Within the path, which ends before byte 1020.
                 info_off: info_off as u16,

@@ -35,7 +35,7 @@ use crate::wire::header::{field, path_type, ScionView};
 pub const MAX_BATCH: usize = 32;
 
 /// One packet between the stages.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Staged<W> {
     /// Offset of the path header in the packet (the common and address headers end before
     /// byte 1020: HdrLen counts 4-byte units in one byte).
@@ -59,14 +59,18 @@ impl<W> Staged<W> {
         unsafe { pkt.get_unchecked(start..) }
     }
 
-    /// The path header of `pkt`, the packet this was prepared from, checked to hold the hop
-    /// layout (at `layout_offset`) and every field the work points at.
-    #[inline]
-    fn path_mut<'p>(&self, pkt: &'p mut [u8]) -> &'p mut [u8] {
-        let (start, end) = self.proven_span(pkt.len());
+    /// The path header of `pkt`, the packet this was prepared from, and the hop layout in it
+    /// (at `layout_offset`), not checked again.
+    ///
+    /// # Safety
+    /// [`Self::layout`] passed for this record and a packet of `pkt`'s length: the layout
+    /// holds every field the work points at.
+    #[inline(always)]
+    unsafe fn path_and_layout<'p>(&self, pkt: &'p mut [u8]) -> (&'p mut [u8], usize) {
+        let (start, end) = (usize::from(self.path_start) + usize::from(self.layout_offset), usize::from(self.hop.end));
         debug_assert!(start + end <= pkt.len());
-        // SAFETY: `path_start <= start <= pkt.len()` (just checked).
-        unsafe { pkt.get_unchecked_mut(usize::from(self.path_start)..) }
+        // SAFETY: `path_start <= start <= start + end <= pkt.len()` (the caller's promise).
+        (unsafe { pkt.get_unchecked_mut(usize::from(self.path_start)..) }, usize::from(self.layout_offset))
     }
 
     /// Where the hop layout starts in the packet and how far into it the fields of the work
@@ -121,6 +125,21 @@ pub trait HopExtension {
     ) -> Result<(HopWork, Option<Self::Work>), DropReason> {
         let _ = (fwd, view, ingress);
         Err(DropReason::UnsupportedPathType)
+    }
+
+    /// The path type of the mechanism whose stage 1 runs as one pass over the packet's raw
+    /// words ([`Self::prepare_raw`]), if any; its other path types take [`Self::prepare`].
+    const RAW_PATH_TYPE: Option<u8> = None;
+
+    /// Stage 1 for a packet of a path type other than the standard one, in one pass over its
+    /// raw words, if the mechanism has one ([`Self::RAW_PATH_TYPE`]): the packet's record if it
+    /// is of that path type and every check of [`Self::prepare`]'s route passes (the same
+    /// record as there), `None` otherwise. The forwarder then takes [`Self::prepare`]'s route,
+    /// which names the drop reason (or handles the other path types): the pass itself need not
+    /// say which check failed.
+    fn prepare_raw(&self, fwd: &AsForwarding, pkt: &[u8], ingress: u16) -> Option<Staged<Self::Work>> {
+        let _ = (fwd, pkt, ingress);
+        None
     }
 
     /// Where the info and hop fields' layout starts in a path of `path_type` (a type this
@@ -274,7 +293,8 @@ impl<E: HopExtension> StagedForwarder<E> {
                 let layout = w.layout(pkt);
                 let current = early.unwrap_or_else(|| key.cmac_block(&w.hop.mac_blocks(layout).0));
                 let next = w.hop.mac_blocks(layout).1.map(|b| key.cmac_block(&b));
-                *verdict = self.finish_one(w, pkt, &current, next.as_ref(), ingress, now_ns);
+                // SAFETY: `w.layout(pkt)` passed just above.
+                *verdict = unsafe { self.finish_one(w, pkt, &current, next.as_ref(), ingress, now_ns) };
             }
             return;
         }
@@ -341,14 +361,20 @@ impl<E: HopExtension> StagedForwarder<E> {
             // SAFETY: `i < n == pkts.len() == verdicts.len()` (both cut above).
             debug_assert!(i < pkts.len() && i < verdicts.len());
             let (pkt, verdict) = unsafe { (pkts.get_unchecked_mut(i), verdicts.get_unchecked_mut(i)) };
-            *verdict = self.finish_one(w, pkt, current, next, ingress, now_ns);
+            // SAFETY: stage 3 called `w.layout` on this packet (its length cannot change: the
+            // stages hold no way to replace a packet's slice).
+            *verdict = unsafe { self.finish_one(w, pkt, current, next, ingress, now_ns) };
         }
     }
 
     /// Stage 4 for one prepared packet `pkt` (`w` its record, `current` and at a crossover
     /// `next` its full MACs from stage 3).
+    ///
+    /// # Safety
+    /// Stage 3 proved the record for the packet: [`Staged::layout`] passed for `w` and a packet
+    /// of `pkt`'s length.
     #[inline(always)]
-    fn finish_one(
+    unsafe fn finish_one(
         &mut self,
         w: &Staged<E::Work>,
         pkt: &mut [u8],
@@ -358,11 +384,15 @@ impl<E: HopExtension> StagedForwarder<E> {
         now_ns: u64,
     ) -> Verdict {
         let (mac, next_mac) = (truncated(current), next.map(truncated));
-        let path = w.path_mut(pkt);
-        debug_assert!(usize::from(w.layout_offset) <= path.len());
-        // SAFETY: `path_mut` proved the layout within the path.
-        let layout = unsafe { path.get_unchecked_mut(usize::from(w.layout_offset)..) };
-        match self.fwd.finish(layout, &w.hop, mac, next_mac, now_ns) {
+        // SAFETY: stage 3 proved the layout for this record and packet (the caller's promise).
+        let (path, layout_offset) = unsafe { w.path_and_layout(pkt) };
+        debug_assert!(layout_offset + usize::from(w.hop.end) <= path.len());
+        // SAFETY: as above, the layout at `layout_offset` holds every field of the hop work.
+        let finished = unsafe {
+            let layout = path.get_unchecked_mut(layout_offset..);
+            self.fwd.finish_proven(layout, &w.hop, mac, next_mac, now_ns)
+        };
+        match finished {
             Err(DropReason::BadMac) if self.in_overlap(now_ns) => self.verify_previous(pkt, ingress, now_ns),
             result => self.conclude(path, w, current, next, result, ingress, now_ns),
         }
@@ -455,21 +485,54 @@ impl<E: HopExtension> StagedForwarder<E> {
 
     /// Stage 1 for one packet into its `slot` of the batch (left as it is if the packet goes no
     /// further); `Err` is its final verdict (a drop, or local delivery on the empty path). Only
-    /// the path type is read here, so that each route keeps a function of its own.
+    /// the path type is read here, so that each route keeps a function of its own; the
+    /// standard path's is the one tested (testing the mechanism's raw path type here as well
+    /// cost a standard packet 2 instructions; callgrind, 2026-11-26).
     #[inline(always)]
     fn prepare(&self, pkt: &[u8], ingress: u16, slot: &mut Option<Staged<E::Work>>) -> Result<(), Verdict> {
         if pkt.get(field::PATH_TYPE) == Some(&path_type::SCION) {
             self.prepare_standard(pkt, ingress, slot)
         } else {
-            self.prepare_view(pkt, ingress, slot)
+            self.prepare_other(pkt, ingress, slot)
         }
     }
 
-    /// Stage 1 for the path types other than the standard one (which [`Self::prepare`] sends
-    /// to [`Self::prepare_standard`]), over the checked views, into the batch's `slot` as there.
-    // `#[inline]`, not `#[inline(never)]`: LLVM keeps it apart all the same (so it keeps its own
-    // registers), but compiled with the hint it runs 4 to 7 instructions fewer a flyover packet
-    // (callgrind, 2026-11-26).
+    /// Stage 1 for the other path types: the mechanism's raw pass if it has one
+    /// ([`HopExtension::prepare_raw`], its record written into the batch's `slot`), and for a
+    /// packet it rejects or for a mechanism without one, the views ([`Self::prepare_view`]),
+    /// which name the drop reason. A function of its own, as [`Self::prepare_standard`].
+    #[inline(never)]
+    fn prepare_other(&self, pkt: &[u8], ingress: u16, slot: &mut Option<Staged<E::Work>>) -> Result<(), Verdict> {
+        if E::RAW_PATH_TYPE.is_none() {
+            return self.prepare_view(pkt, ingress, slot);
+        }
+        match self.ext.prepare_raw(&self.fwd, pkt, ingress) {
+            Some(staged) => {
+                *slot = Some(staged);
+                Ok(())
+            }
+            None => self.prepare_view_cold(pkt, ingress, slot),
+        }
+    }
+
+    /// [`Self::prepare_view`] for a packet the mechanism's raw pass rejected: the views' route
+    /// names its drop reason, or handles its path type. Apart and cold, so that the raw pass
+    /// keeps its registers.
+    #[cold]
+    #[inline(never)]
+    fn prepare_view_cold(&self, pkt: &[u8], ingress: u16, slot: &mut Option<Staged<E::Work>>) -> Result<(), Verdict> {
+        let outcome = self.prepare_view(pkt, ingress, slot);
+        // The raw pass is exact for its path type, so a packet of it that the views prepare is
+        // a mix-up in the pass; the views' outcome stands all the same (a test build says so).
+        debug_assert!(
+            outcome.is_err() || pkt.get(field::PATH_TYPE).copied() != E::RAW_PATH_TYPE,
+            "the raw pass rejected a packet the views prepare"
+        );
+        outcome
+    }
+
+    /// Stage 1 over the checked views for the path types without a raw pass, into the batch's
+    /// `slot` as [`Self::prepare_standard`] writes it.
     #[inline]
     fn prepare_view(&self, pkt: &[u8], ingress: u16, slot: &mut Option<Staged<E::Work>>) -> Result<(), Verdict> {
         let view = ScionView::new_checked(pkt).map_err(|e| Verdict::Drop(e.into()))?;
