@@ -311,3 +311,25 @@ fn bits_of_is_the_scalar_formula() {
         assert_eq!(bits_of(KeyHash(x)), bits_of_scalar(KeyHash(x)));
     }
 }
+
+/// A new filter takes the epoch of the first time it sees, whatever it is, without clearing
+/// its (empty) generations: a key inserted then is remembered to the end of the next epoch and
+/// forgotten after, as in any other epoch, and a first look that inserts nothing starts the
+/// epoch just the same.
+#[test]
+fn a_new_filter_starts_at_the_first_time_it_sees() {
+    let late = u64::MAX / W - 3;
+    for (first, offset) in [(0, 0), (0, W - 1), (1, 0), (2, W / 2), (late, 7)] {
+        for look_first in [false, true] {
+            let mut f = DuplicateFilter::new(config(1000, 1e-6), KEY).unwrap();
+            let t = first * W + offset;
+            if look_first {
+                assert!(!f.contains(b"k", t));
+            }
+            assert!(f.check_and_insert(b"k", t));
+            assert!(!f.check_and_insert(b"k", t), "epoch {first}");
+            assert!(f.contains(b"k", (first + 2) * W - 1), "epoch {first}");
+            assert!(!f.contains(b"k", (first + 2) * W), "epoch {first}");
+        }
+    }
+}
