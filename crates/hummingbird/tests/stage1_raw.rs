@@ -24,6 +24,7 @@ use aviary_scion::{path_type, AsForwarding, HopMacKey, IsdAsn, ScionView};
 use proptest::prelude::*;
 use proptest::sample::Index;
 
+use strategies::lies::{arb_header_lie, HeaderLie};
 use strategies::{arb_hop, arb_host, arb_info, raw_packet};
 
 type Record = Staged<<Flyovers as HopExtension>::Work>;
@@ -121,15 +122,7 @@ fn arb_path() -> impl Strategy<Value = HbirdPath> {
 #[derive(Clone, Debug)]
 enum Lie {
     None,
-    /// Bytes XORed at random places.
-    Flip(Vec<(Index, u8)>),
-    /// One byte of the first 64 (the headers and the path's start) set.
-    HeaderByte(u8, u8),
-    PathType(u8),
-    HdrLen(u8),
-    PayloadLen(u16),
-    /// The meta header's first word replaced (CurrINF, CurrHF, the reserved bit, SegLens).
-    Meta(u32),
+    Header(HeaderLie),
     /// CurrINF (2 bits) and CurrHF (8 bits) replaced.
     Indices(u8, u8),
     /// SegLens (7 bits each) replaced by small values: gaps, empty segments, lengths that do
@@ -139,25 +132,15 @@ enum Lie {
     /// flyover that runs past its segment's end, a crossover onto a flyover, hop fields out of
     /// step with CurrHF.
     FlyoverBit(Index),
-    /// Cut short, or bytes appended.
-    Cut(Index),
-    Append(Vec<u8>),
 }
 
 fn arb_lie() -> impl Strategy<Value = Lie> {
     prop_oneof![
         10 => Just(Lie::None),
-        1 => prop::collection::vec((any::<Index>(), 1u8..), 1..4).prop_map(Lie::Flip),
-        1 => (0u8..64, any::<u8>()).prop_map(|(at, v)| Lie::HeaderByte(at, v)),
-        1 => any::<u8>().prop_map(Lie::PathType),
-        1 => any::<u8>().prop_map(Lie::HdrLen),
-        1 => any::<u16>().prop_map(Lie::PayloadLen),
-        1 => any::<u32>().prop_map(Lie::Meta),
+        8 => arb_header_lie().prop_map(Lie::Header),
         2 => (0u8..4, any::<u8>()).prop_map(|(ci, ch)| Lie::Indices(ci, ch)),
         2 => prop::array::uniform3(0u8..24).prop_map(Lie::SegLens),
         2 => any::<Index>().prop_map(Lie::FlyoverBit),
-        1 => any::<Index>().prop_map(Lie::Cut),
-        1 => prop::collection::vec(any::<u8>(), 1..9).prop_map(Lie::Append),
     ]
 }
 
@@ -168,21 +151,7 @@ fn tell(pkt: &mut Vec<u8>, path_start: usize, (num_inf, lines): (usize, usize), 
     let word = |pkt: &[u8]| u32::from_be_bytes(pkt[meta.clone()].try_into().unwrap());
     match lie {
         Lie::None => {}
-        Lie::Flip(flips) => {
-            for (at, x) in flips {
-                let i = at.index(pkt.len());
-                pkt[i] ^= x;
-            }
-        }
-        Lie::HeaderByte(at, v) => {
-            if let Some(b) = pkt.get_mut(usize::from(*at)) {
-                *b = *v;
-            }
-        }
-        Lie::PathType(t) => pkt[hdr::PATH_TYPE] = *t,
-        Lie::HdrLen(l) => pkt[hdr::HDR_LEN] = *l,
-        Lie::PayloadLen(l) => pkt[hdr::PAYLOAD_LEN].copy_from_slice(&l.to_be_bytes()),
-        Lie::Meta(m) => pkt[meta].copy_from_slice(&m.to_be_bytes()),
+        Lie::Header(lie) => lie.tell(pkt, path_start),
         Lie::Indices(ci, ch) => {
             let w = (word(pkt) & ((1 << 22) - 1)) | u32::from(*ci) << 30 | u32::from(*ch) << 22;
             pkt[meta].copy_from_slice(&w.to_be_bytes());
@@ -196,8 +165,6 @@ fn tell(pkt: &mut Vec<u8>, path_start: usize, (num_inf, lines): (usize, usize), 
             let line = at.index(lines);
             pkt[path_start + META_LEN + INFO_LEN * num_inf + 4 * line] ^= FLYOVER_BIT;
         }
-        Lie::Cut(at) => pkt.truncate(at.index(pkt.len())),
-        Lie::Append(more) => pkt.extend_from_slice(more),
     }
 }
 

@@ -17,6 +17,7 @@ use aviary_scion::{
 use proptest::prelude::*;
 use proptest::sample::Index;
 
+use strategies::lies::{arb_header_lie, HeaderLie};
 use strategies::{arb_hop, arb_info, arb_packet_with};
 
 /// The checked views' route: what stage 1 did for path type SCION before the raw pass.
@@ -60,37 +61,19 @@ fn arb_path() -> impl Strategy<Value = StandardPath> {
 #[derive(Clone, Debug)]
 enum Lie {
     None,
-    /// Bytes XORed at random places.
-    Flip(Vec<(Index, u8)>),
-    /// One byte of the first 64 (the headers and the path's start) set.
-    HeaderByte(u8, u8),
-    PathType(u8),
-    HdrLen(u8),
-    PayloadLen(u16),
-    /// The path's meta word replaced (CurrINF, CurrHF, reserved bits and SegLens).
-    Meta(u32),
+    Header(HeaderLie),
     /// CurrINF (2 bits) and CurrHF (6 bits) replaced.
     Indices(u8),
     /// SegLens replaced by small values (gaps, empty segments, too many hops).
     SegLens([u8; 3]),
-    /// Cut short, or bytes appended.
-    Cut(Index),
-    Append(Vec<u8>),
 }
 
 fn arb_lie() -> impl Strategy<Value = Lie> {
     prop_oneof![
         3 => Just(Lie::None),
-        3 => prop::collection::vec((any::<Index>(), 1u8..=255), 1..4).prop_map(Lie::Flip),
-        2 => (0u8..64, any::<u8>()).prop_map(|(at, v)| Lie::HeaderByte(at, v)),
-        1 => any::<u8>().prop_map(Lie::PathType),
-        1 => any::<u8>().prop_map(Lie::HdrLen),
-        1 => any::<u16>().prop_map(Lie::PayloadLen),
-        1 => any::<u32>().prop_map(Lie::Meta),
+        11 => arb_header_lie().prop_map(Lie::Header),
         2 => any::<u8>().prop_map(Lie::Indices),
         2 => [0u8..24, 0u8..24, 0u8..24].prop_map(Lie::SegLens),
-        1 => any::<Index>().prop_map(Lie::Cut),
-        1 => prop::collection::vec(any::<u8>(), 1..16).prop_map(Lie::Append),
     ]
 }
 
@@ -99,29 +82,13 @@ fn tell(pkt: &mut Vec<u8>, path_start: usize, lie: &Lie) {
     let meta = path_start..path_start + 4;
     match lie {
         Lie::None => {}
-        Lie::Flip(flips) => {
-            for (at, x) in flips {
-                let i = at.index(pkt.len());
-                pkt[i] ^= x;
-            }
-        }
-        Lie::HeaderByte(at, v) => {
-            if let Some(b) = pkt.get_mut(usize::from(*at)) {
-                *b = *v;
-            }
-        }
-        Lie::PathType(t) => pkt[hdr::PATH_TYPE] = *t,
-        Lie::HdrLen(l) => pkt[hdr::HDR_LEN] = *l,
-        Lie::PayloadLen(l) => pkt[hdr::PAYLOAD_LEN].copy_from_slice(&l.to_be_bytes()),
-        Lie::Meta(m) => pkt[meta].copy_from_slice(&m.to_be_bytes()),
+        Lie::Header(lie) => lie.tell(pkt, path_start),
         Lie::Indices(i) => pkt[path_start] = *i,
         Lie::SegLens(s) => {
             let word = u32::from_be_bytes(pkt[meta.clone()].try_into().unwrap()) & 0xfffc_0000;
             let lens = u32::from(s[0] & 0x3f) << 12 | u32::from(s[1] & 0x3f) << 6 | u32::from(s[2] & 0x3f);
             pkt[meta].copy_from_slice(&(word | lens).to_be_bytes());
         }
-        Lie::Cut(at) => pkt.truncate(at.index(pkt.len())),
-        Lie::Append(more) => pkt.extend_from_slice(more),
     }
 }
 

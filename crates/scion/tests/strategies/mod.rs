@@ -2,6 +2,8 @@
 //! aviary-scion and aviary-hummingbird. Not every suite uses every strategy.
 #![allow(dead_code)]
 
+pub mod lies;
+
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use aviary_scion::{
