@@ -1,25 +1,210 @@
 //! AES-128 encryption of single blocks with a fast key schedule.
 //!
 //! Hummingbird routers expand a fresh key (A_K) for every flyover packet, so the key
-//! schedule is on the per-packet path. On x86-64 with AES-NI enabled at compile time this
-//! module expands keys with `AESENCLAST` (the byte shuffle + SubWord trick), which avoids
-//! the slow `AESKEYGENASSIST` chain, and expands several keys four at a time with their
-//! words transposed (one `AESENCLAST` and four XORs a round for all four); elsewhere it uses
-//! the RustCrypto `aes` crate. Both
-//! are checked against each other and against FIPS-197 in the tests.
+//! schedule is on the per-packet path. With AES-NI ([`ni`]) keys expand with `AESENCLAST` (the
+//! byte shuffle + SubWord trick), which avoids the slow `AESKEYGENASSIST` chain, and several
+//! keys expand four at a time with their words transposed (one `AESENCLAST` and four XORs a
+//! round for all four); batches of four blocks or more go to [`wide`] where the CPU has VAES
+//! with AVX-512. Without AES-NI, [`soft`] runs the same schedule and rounds on RustCrypto's
+//! constant-time AES rounds. Which one runs is chosen at run time ([`crate::cpu`]); all are
+//! checked against RustCrypto's AES and FIPS-197 in the tests (CI runs them at every level).
 
-#[cfg(all(target_arch = "x86_64", target_feature = "aes", target_feature = "ssse3"))]
+#[cfg(target_arch = "x86_64")]
+mod ni;
+mod soft;
+#[cfg(target_arch = "x86_64")]
 pub(crate) mod wide;
 
-#[cfg(all(target_arch = "x86_64", target_feature = "aes", target_feature = "ssse3"))]
-#[path = "aes/ni.rs"]
-mod imp;
+use crate::cpu::{Cpu, Detect};
 
-#[cfg(not(all(target_arch = "x86_64", target_feature = "aes", target_feature = "ssse3")))]
-#[path = "aes/soft.rs"]
-mod imp;
+/// Expanded AES-128 encryption key: 11 round keys, aligned for vector loads.
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+pub struct Aes128 {
+    rk: [[u8; 16]; 11],
+}
 
-pub use imp::Aes128;
+/// `ni::$f(args)` where `cpu` (a [`Cpu`]) says the CPU has AES-NI, else `soft::$f(args)`.
+macro_rules! dispatch {
+    ($cpu:expr, $f:ident($($arg:expr),*)) => {{
+        #[cfg(target_arch = "x86_64")]
+        if $cpu.aes_ni().is_some() {
+            // SAFETY: an `AesNi` exists only where the CPU has the features `ni` is compiled
+            // for (`cpu::AES_NI_FEATURES`).
+            return unsafe { ni::$f($($arg),*) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = $cpu;
+        soft::$f($($arg),*)
+    }};
+}
+
+impl Aes128 {
+    #[inline]
+    pub fn new(key: &[u8; 16]) -> Self {
+        Self::new_on(Detect, key)
+    }
+
+    /// [`Self::new`] on the code `cpu` says the CPU runs.
+    #[inline(always)]
+    pub fn new_on(cpu: impl Cpu, key: &[u8; 16]) -> Self {
+        dispatch!(cpu, new(key))
+    }
+
+    /// [`Aes128::new`] of `M` keys (with AES-NI four at a time, their words transposed).
+    #[inline]
+    pub fn new_each<const M: usize>(keys: &[[u8; 16]; M]) -> [Self; M] {
+        Self::new_each_on::<M>(Detect, keys)
+    }
+
+    /// [`Self::new_each`] on the code `cpu` says the CPU runs.
+    #[inline(always)]
+    pub fn new_each_on<const M: usize>(cpu: impl Cpu, keys: &[[u8; 16]; M]) -> [Self; M] {
+        dispatch!(cpu, new_each(keys))
+    }
+
+    /// The cipher `x ↦ AES(x ⊕ white)`: `white` folded into the first round key, where
+    /// the block is XORed anyway.
+    pub fn whitened(&self, white: &[u8; 16]) -> Self {
+        let mut c = *self;
+        c.rk[0] = (u128::from_ne_bytes(c.rk[0]) ^ u128::from_ne_bytes(*white)).to_ne_bytes();
+        c
+    }
+
+    #[inline]
+    pub fn encrypt(&self, block: &[u8; 16]) -> [u8; 16] {
+        self.encrypt_on(Detect, block)
+    }
+
+    /// [`Self::encrypt`] on the code `cpu` says the CPU runs.
+    #[inline(always)]
+    pub fn encrypt_on(&self, cpu: impl Cpu, block: &[u8; 16]) -> [u8; 16] {
+        dispatch!(cpu, encrypt(self, block))
+    }
+
+    /// Encrypts several blocks under this key with their rounds interleaved: four blocks
+    /// to an instruction where the CPU has VAES with AVX-512, from four blocks on.
+    #[inline]
+    pub fn encrypt_many(&self, blocks: &mut [[u8; 16]]) {
+        self.encrypt_many_on(Detect, blocks)
+    }
+
+    /// [`Self::encrypt_many`] on the code `cpu` says the CPU runs.
+    #[inline(always)]
+    pub fn encrypt_many_on(&self, cpu: impl Cpu, blocks: &mut [[u8; 16]]) {
+        dispatch!(cpu, encrypt_many(self, blocks))
+    }
+
+    /// [`Aes128::new_each`] of `M ≤ 4` keys that also encrypts `B` blocks under each key
+    /// (`blocks[j][k] = AES_{keys[j]}(blocks[j][k])`) while expanding it: each round key goes
+    /// into the blocks' round as it is made, so the schedule is written to memory once (for
+    /// later blocks) and never read back for these.
+    #[inline]
+    pub fn new_each_encrypting<const M: usize, const B: usize>(
+        keys: &[[u8; 16]; M],
+        blocks: &mut [[[u8; 16]; B]; M],
+    ) -> [Self; M] {
+        Self::new_each_encrypting_on::<M, B>(Detect, keys, blocks)
+    }
+
+    /// [`Self::new_each_encrypting`] on the code `cpu` says the CPU runs.
+    #[inline(always)]
+    pub fn new_each_encrypting_on<const M: usize, const B: usize>(
+        cpu: impl Cpu,
+        keys: &[[u8; 16]; M],
+        blocks: &mut [[[u8; 16]; B]; M],
+    ) -> [Self; M] {
+        const { assert!(M >= 1 && M <= 4, "one to four keys") };
+        dispatch!(cpu, new_each_encrypting(keys, blocks))
+    }
+
+    /// `out[i] = AES(AES(m[..16]) ⊕ pad(m[16..]) ⊕ tweak)` for messages `m` of `LEN` bytes,
+    /// 17 to 32: the CBC chain of a two-block message whose last block is completed by
+    /// `tweak` (CMAC's subkey, with the padding's `0x80` for a partial block). The messages'
+    /// rounds interleave.
+    #[inline]
+    pub fn cbc_two_blocks_many<const LEN: usize>(&self, msgs: &[[u8; LEN]], tweak: &[u8; 16], out: &mut [[u8; 16]]) {
+        self.cbc_two_blocks_many_on::<LEN>(Detect, msgs, tweak, out)
+    }
+
+    /// [`Self::cbc_two_blocks_many`] on the code `cpu` says the CPU runs.
+    #[inline(always)]
+    pub fn cbc_two_blocks_many_on<const LEN: usize>(
+        &self,
+        cpu: impl Cpu,
+        msgs: &[[u8; LEN]],
+        tweak: &[u8; 16],
+        out: &mut [[u8; 16]],
+    ) {
+        const { assert!(LEN > 16 && LEN <= 32, "two-block messages are 17 to 32 bytes") };
+        dispatch!(cpu, cbc_two_blocks_many(self, msgs, tweak, out))
+    }
+
+    /// `blocks[i][j] = AES_{ciphers[i]}(blocks[i][j])`: `B` blocks under each of `M` keys,
+    /// the rounds of all `M × B` blocks interleaved (keep `M × B` within the 16 vector
+    /// registers, with room for round keys).
+    #[inline]
+    pub fn encrypt_each<const M: usize, const B: usize>(ciphers: &[Aes128; M], blocks: &mut [[[u8; 16]; B]; M]) {
+        Self::encrypt_each_on::<M, B>(Detect, ciphers, blocks)
+    }
+
+    /// [`Self::encrypt_each`] on the code `cpu` says the CPU runs.
+    #[inline(always)]
+    pub fn encrypt_each_on<const M: usize, const B: usize>(
+        cpu: impl Cpu,
+        ciphers: &[Aes128; M],
+        blocks: &mut [[[u8; 16]; B]; M],
+    ) {
+        dispatch!(cpu, encrypt_each(ciphers, blocks))
+    }
+
+    /// A single flyover's chain, and one block under another key beside it, in one
+    /// function so that the core runs whatever of the two can run at once: `y =
+    /// AES_{AES_self(key_in)}(block)` (A_K under the SV, then the FlyoverMAC under A_K
+    /// expanded on the fly) and `z = AES_other(other_in ⊕ feed(y ⊕ mix))`, where `feed` maps
+    /// bytes into the block as a PSHUFB control does (byte `i` takes byte `feed[i]`, zero
+    /// where its top bit is set). Without `feed` the second block does not wait for `y`.
+    /// Returns `(y, z)`.
+    #[inline]
+    pub fn fresh_key_chain_beside(
+        &self,
+        key_in: &[u8; 16],
+        block: &[u8; 16],
+        other: &Aes128,
+        other_in: &[u8; 16],
+        feed: Option<(&[u8; 16], &[u8; 16])>,
+    ) -> ([u8; 16], [u8; 16]) {
+        self.fresh_key_chain_beside_on(Detect, key_in, block, other, other_in, feed)
+    }
+
+    /// [`Self::fresh_key_chain_beside`] on the code `cpu` says the CPU runs.
+    #[inline(always)]
+    pub fn fresh_key_chain_beside_on(
+        &self,
+        cpu: impl Cpu,
+        key_in: &[u8; 16],
+        block: &[u8; 16],
+        other: &Aes128,
+        other_in: &[u8; 16],
+        feed: Option<(&[u8; 16], &[u8; 16])>,
+    ) -> ([u8; 16], [u8; 16]) {
+        dispatch!(cpu, fresh_key_chain_beside(self, key_in, block, other, other_in, feed))
+    }
+
+    /// `blocks[i] = AES_{keys[i]}(blocks[i])`, expanding each key on the fly (with AES-NI four
+    /// keys at a time with their words transposed; from four keys on, where the CPU has VAES
+    /// with AVX-512, four keys in one register); no schedule is kept.
+    #[inline]
+    pub fn encrypt_fresh_keys(keys: &[[u8; 16]], blocks: &mut [[u8; 16]]) {
+        Self::encrypt_fresh_keys_on(Detect, keys, blocks)
+    }
+
+    /// [`Self::encrypt_fresh_keys`] on the code `cpu` says the CPU runs.
+    #[inline(always)]
+    pub fn encrypt_fresh_keys_on(cpu: impl Cpu, keys: &[[u8; 16]], blocks: &mut [[u8; 16]]) {
+        dispatch!(cpu, encrypt_fresh_keys(keys, blocks))
+    }
+}
 
 impl std::fmt::Debug for Aes128 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -10,10 +10,11 @@
 //! the same way, under one key ([`CmacKey::mac_many`]) or each under its own expanded key
 //! ([`mac_each`]). The tests check all of them against the `cmac` crate.
 
-#[cfg(all(target_arch = "x86_64", target_feature = "aes", target_feature = "ssse3", target_feature = "pclmulqdq"))]
+#[cfg(target_arch = "x86_64")]
 mod wide;
 
 use crate::aes::Aes128;
+use crate::cpu::{Cpu, Detect};
 
 /// `dbl()` of RFC 4493: shift left by one bit in GF(2^128), reducing with x^128 + x^7 + x^2 + x + 1.
 #[inline]
@@ -82,27 +83,35 @@ impl std::fmt::Debug for CmacKey {
 impl CmacKey {
     #[inline]
     pub fn new(key: &[u8; 16]) -> Self {
-        Self::from_cipher(Aes128::new(key))
+        Self::new_on(Detect, key)
     }
 
-    #[inline]
-    fn from_cipher(cipher: Aes128) -> Self {
-        let (k1, k2) = subkeys(cipher.encrypt(&[0; 16]));
+    /// [`Self::new`] on the code `cpu` says the CPU runs ([`crate::cpu::Cpu`]).
+    #[inline(always)]
+    pub fn new_on(cpu: impl Cpu, key: &[u8; 16]) -> Self {
+        let cipher = Aes128::new_on(cpu, key);
+        let (k1, k2) = subkeys(cipher.encrypt_on(cpu, &[0; 16]));
         Self { cipher, k1, k2 }
     }
 
     /// The 16-byte CMAC of `msg`, of any length.
     #[inline]
     pub fn mac(&self, msg: &[u8]) -> [u8; 16] {
+        self.mac_on(Detect, msg)
+    }
+
+    /// [`Self::mac`] on the code `cpu` says the CPU runs.
+    #[inline(always)]
+    pub fn mac_on(&self, cpu: impl Cpu, msg: &[u8]) -> [u8; 16] {
         // Every block but the last goes through the CBC chain as it is; the last (possibly
         // empty or partial) one is completed with a subkey.
         let tail_len = if msg.is_empty() { 0 } else { (msg.len() - 1) % 16 + 1 };
         let (body, tail) = msg.split_at(msg.len() - tail_len);
         let mut x = [0u8; 16];
         for block in body.chunks_exact(16) {
-            x = self.cipher.encrypt(&xor(x, block.try_into().expect("16-byte chunk")));
+            x = self.cipher.encrypt_on(cpu, &xor(x, block.try_into().expect("16-byte chunk")));
         }
-        self.cipher.encrypt(&xor(x, &last_block(tail, (self.k1, self.k2))))
+        self.cipher.encrypt_on(cpu, &xor(x, &last_block(tail, (self.k1, self.k2))))
     }
 
     /// `out[i] = CMAC(msgs[i])` for messages of `LEN` bytes, 17 to 32 (two blocks each); the
@@ -111,30 +120,42 @@ impl CmacKey {
     /// router's AVX2 stages) gets this code in VEX form too.
     #[inline(always)]
     pub fn mac_two_blocks_many<const LEN: usize>(&self, msgs: &[[u8; LEN]], out: &mut [[u8; 16]]) {
+        self.mac_two_blocks_many_on(Detect, msgs, out)
+    }
+
+    /// [`Self::mac_two_blocks_many`] on the code `cpu` says the CPU runs.
+    #[inline(always)]
+    pub fn mac_two_blocks_many_on<const LEN: usize>(&self, cpu: impl Cpu, msgs: &[[u8; LEN]], out: &mut [[u8; 16]]) {
         const { assert!(LEN > 16 && LEN <= 32, "two-block messages are 17 to 32 bytes") };
         let out = &mut out[..msgs.len()];
         // The subkey and the padding of every message's last block: the last block of an
         // empty tail.
         let tweak = last_block(&[0; 16][..LEN - 16], (self.k1, self.k2));
-        self.cipher.cbc_two_blocks_many(msgs, &tweak, out);
+        self.cipher.cbc_two_blocks_many_on(cpu, msgs, &tweak, out);
     }
 
     /// `out[i] = CMAC(msgs[i])` for messages of `LEN` bytes: the CBC chains of all messages
     /// advance block by block together, the AES rounds of several messages interleaved.
     #[inline]
     pub fn mac_many<const LEN: usize>(&self, msgs: &[[u8; LEN]], out: &mut [[u8; 16]]) {
+        self.mac_many_on(Detect, msgs, out)
+    }
+
+    /// [`Self::mac_many`] on the code `cpu` says the CPU runs.
+    #[inline(always)]
+    pub fn mac_many_on<const LEN: usize>(&self, cpu: impl Cpu, msgs: &[[u8; LEN]], out: &mut [[u8; 16]]) {
         let out = &mut out[..msgs.len()];
         out.fill([0; 16]);
         for b in 0..body_blocks(LEN) {
             for (o, m) in out.iter_mut().zip(msgs) {
                 *o = xor(*o, &block(m, b));
             }
-            self.cipher.encrypt_many(out);
+            self.cipher.encrypt_many_on(cpu, out);
         }
         for (o, m) in out.iter_mut().zip(msgs) {
             *o = xor(*o, &last_block(&m[16 * body_blocks(LEN)..], (self.k1, self.k2)));
         }
-        self.cipher.encrypt_many(out);
+        self.cipher.encrypt_many_on(cpu, out);
     }
 }
 
@@ -156,15 +177,21 @@ fn block<const LEN: usize>(msg: &[u8; LEN], b: usize) -> [u8; 16] {
 /// their AES rounds interleaved.
 #[inline]
 pub fn mac_each<const LEN: usize>(keys: &[&CmacKey], msgs: &[[u8; LEN]], out: &mut [[u8; 16]]) {
+    mac_each_on(Detect, keys, msgs, out)
+}
+
+/// [`mac_each`] on the code `cpu` says the CPU runs.
+#[inline(always)]
+pub fn mac_each_on<const LEN: usize>(cpu: impl Cpu, keys: &[&CmacKey], msgs: &[[u8; LEN]], out: &mut [[u8; 16]]) {
     let n = keys.len().min(msgs.len()).min(out.len());
     let (mut keys, mut msgs, mut out) = (&keys[..n], &msgs[..n], &mut out[..n]);
     while !keys.is_empty() {
         // Groups of a fixed size, so that every loop inside has a constant trip count.
         let m = match keys.len() {
-            1 => each_key_group::<1, LEN>(keys, msgs, out),
-            2 => each_key_group::<2, LEN>(keys, msgs, out),
-            3 => each_key_group::<3, LEN>(keys, msgs, out),
-            _ => each_key_group::<4, LEN>(keys, msgs, out),
+            1 => each_key_group::<1, LEN>(cpu, keys, msgs, out),
+            2 => each_key_group::<2, LEN>(cpu, keys, msgs, out),
+            3 => each_key_group::<3, LEN>(cpu, keys, msgs, out),
+            _ => each_key_group::<4, LEN>(cpu, keys, msgs, out),
         };
         (keys, msgs, out) = (&keys[m..], &msgs[m..], &mut std::mem::take(&mut out)[m..]);
     }
@@ -173,24 +200,23 @@ pub fn mac_each<const LEN: usize>(keys: &[&CmacKey], msgs: &[[u8; LEN]], out: &m
 /// The first `M` messages of [`mac_each`]; returns `M`.
 #[inline(always)]
 fn each_key_group<const M: usize, const LEN: usize>(
+    cpu: impl Cpu,
     keys: &[&CmacKey],
     msgs: &[[u8; LEN]],
     out: &mut [[u8; 16]],
 ) -> usize {
-    // `Aes128` is `Copy` with AES-NI, only `Clone` on the fallback.
-    #[allow(clippy::clone_on_copy)]
-    let ciphers: [Aes128; M] = std::array::from_fn(|j| keys[j].cipher.clone());
+    let ciphers: [Aes128; M] = std::array::from_fn(|j| keys[j].cipher);
     let mut x: [[[u8; 16]; 1]; M] = [[[0; 16]]; M];
     for b in 0..body_blocks(LEN) {
         for (xj, m) in x.iter_mut().zip(msgs) {
             xj[0] = xor(xj[0], &block(m, b));
         }
-        Aes128::encrypt_each(&ciphers, &mut x);
+        Aes128::encrypt_each_on(cpu, &ciphers, &mut x);
     }
     for ((xj, m), k) in x.iter_mut().zip(msgs).zip(keys) {
         xj[0] = xor(xj[0], &last_block(&m[16 * body_blocks(LEN)..], (k.k1, k.k2)));
     }
-    Aes128::encrypt_each(&ciphers, &mut x);
+    Aes128::encrypt_each_on(cpu, &ciphers, &mut x);
     for (o, xj) in out.iter_mut().zip(&x) {
         *o = xj[0];
     }
@@ -207,11 +233,22 @@ fn each_key_group<const M: usize, const LEN: usize>(
 /// batches of 32, 566 → 563 one at a time).
 #[inline(always)]
 pub fn mac_two_blocks_fresh_keys<const LEN: usize>(keys: &[[u8; 16]], msgs: &[[u8; LEN]], out: &mut [[u8; 16]]) {
+    mac_two_blocks_fresh_keys_on(Detect, keys, msgs, out)
+}
+
+/// [`mac_two_blocks_fresh_keys`] on the code `cpu` says the CPU runs.
+#[inline(always)]
+pub fn mac_two_blocks_fresh_keys_on<const LEN: usize>(
+    cpu: impl Cpu,
+    keys: &[[u8; 16]],
+    msgs: &[[u8; LEN]],
+    out: &mut [[u8; 16]],
+) {
     const { assert!(LEN > 16 && LEN <= 32, "two-block messages are 17 to 32 bytes") };
     let n = keys.len().min(msgs.len()).min(out.len());
-    #[cfg(all(target_arch = "x86_64", target_feature = "aes", target_feature = "ssse3", target_feature = "pclmulqdq"))]
-    if n >= 4 && crate::aes::wide::available() {
-        // SAFETY: `available` found the CPU features `wide` is compiled for.
+    #[cfg(target_arch = "x86_64")]
+    if n >= 4 && cpu.aes_ni().is_some() && crate::cpu::vaes() {
+        // SAFETY: `cpu::vaes` found the CPU features `wide` is compiled for.
         unsafe { wide::mac_two_blocks_fresh_keys(keys, msgs, out) };
         return;
     }
@@ -219,10 +256,10 @@ pub fn mac_two_blocks_fresh_keys<const LEN: usize>(keys: &[[u8; 16]], msgs: &[[u
     while !keys.is_empty() {
         // Groups of a fixed size, so that every loop inside has a constant trip count.
         let m = match keys.len() {
-            1 => fresh_key_group::<1, LEN>(keys, msgs, out),
-            2 => fresh_key_group::<2, LEN>(keys, msgs, out),
-            3 => fresh_key_group::<3, LEN>(keys, msgs, out),
-            _ => fresh_key_group::<4, LEN>(keys, msgs, out),
+            1 => fresh_key_group::<1, LEN>(cpu, keys, msgs, out),
+            2 => fresh_key_group::<2, LEN>(cpu, keys, msgs, out),
+            3 => fresh_key_group::<3, LEN>(cpu, keys, msgs, out),
+            _ => fresh_key_group::<4, LEN>(cpu, keys, msgs, out),
         };
         (keys, msgs, out) = (&keys[m..], &msgs[m..], &mut std::mem::take(&mut out)[m..]);
     }
@@ -231,15 +268,18 @@ pub fn mac_two_blocks_fresh_keys<const LEN: usize>(keys: &[[u8; 16]], msgs: &[[u
 /// The first `M` messages of [`mac_two_blocks_fresh_keys`]; returns `M`.
 #[inline(always)]
 fn fresh_key_group<const M: usize, const LEN: usize>(
+    cpu: impl Cpu,
     keys: &[[u8; 16]],
     msgs: &[[u8; LEN]],
     out: &mut [[u8; 16]],
 ) -> usize {
     let mut first: [[[u8; 16]; 2]; M] = std::array::from_fn(|j| [[0; 16], first_block(&msgs[j])]);
-    let ciphers = Aes128::new_each_encrypting(&std::array::from_fn(|j| keys[j]), &mut first);
-    let mut last: [[[u8; 16]; 1]; M] =
-        std::array::from_fn(|j| [chained_last_block(&first[j][1], &first[j][0], &msgs[j])]);
-    Aes128::encrypt_each(&ciphers, &mut last);
+    let ciphers = Aes128::new_each_encrypting_on(cpu, &std::array::from_fn(|j| keys[j]), &mut first);
+    let mut last: [[[u8; 16]; 1]; M] = [[[0; 16]]; M];
+    for j in 0..M {
+        last[j][0] = chained_last_block(cpu, &first[j][1], &first[j][0], &msgs[j]);
+    }
+    Aes128::encrypt_each_on(cpu, &ciphers, &mut last);
     for (o, l) in out.iter_mut().zip(&last) {
         *o = l[0];
     }
@@ -248,9 +288,15 @@ fn fresh_key_group<const M: usize, const LEN: usize>(
 
 /// The second block a two-block message (`LEN` of 17 to 32 bytes) enters AES with: the chain
 /// after its first block, XORed with its last block completed by the subkey of `L = AES_K(0)`.
-#[cfg(not(all(target_arch = "x86_64", target_feature = "ssse3", target_feature = "pclmulqdq")))]
 #[inline(always)]
-fn chained_last_block<const LEN: usize>(chain: &[u8; 16], l: &[u8; 16], msg: &[u8; LEN]) -> [u8; 16] {
+fn chained_last_block<const LEN: usize>(cpu: impl Cpu, chain: &[u8; 16], l: &[u8; 16], msg: &[u8; LEN]) -> [u8; 16] {
+    #[cfg(target_arch = "x86_64")]
+    if cpu.aes_ni().is_some() {
+        // SAFETY: an `AesNi` proves the features `chained_last_block_ni` is compiled for.
+        return unsafe { chained_last_block_ni(chain, l, msg) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = cpu;
     xor(*chain, &last_block(&msg[16..], subkeys(*l)))
 }
 
@@ -261,9 +307,10 @@ fn chained_last_block<const LEN: usize>(chain: &[u8; 16], l: &[u8; 16], msg: &[u
 /// `x^7 + x^2 + x + 1` (0x87: one bit out gives 0x87, two give `0x87 ⊗ 0b11` = 0x189, the
 /// `dbl2` of the scalar path), which takes the same time whatever L (a secret) holds. The
 /// tail is the message's final 16 bytes moved down by one byte shuffle.
-#[cfg(all(target_arch = "x86_64", target_feature = "ssse3", target_feature = "pclmulqdq"))]
-#[inline(always)]
-fn chained_last_block<const LEN: usize>(chain: &[u8; 16], l: &[u8; 16], msg: &[u8; LEN]) -> [u8; 16] {
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "aes,pclmulqdq,sse2,ssse3,sse4.1")] // cpu::AES_NI_FEATURES
+#[inline]
+fn chained_last_block_ni<const LEN: usize>(chain: &[u8; 16], l: &[u8; 16], msg: &[u8; LEN]) -> [u8; 16] {
     use std::arch::x86_64::*;
     const { assert!(LEN > 16 && LEN <= 32, "two-block messages are 17 to 32 bytes") };
     let tail = LEN - 16;
@@ -273,7 +320,7 @@ fn chained_last_block<const LEN: usize>(chain: &[u8; 16], l: &[u8; 16], msg: &[u
     let down: [u8; 16] = std::array::from_fn(|i| if i < tail { (32 - LEN + i) as u8 } else { 0x80 });
     let pad: [u8; 16] = std::array::from_fn(|i| if i == tail { 0x80 } else { 0 });
     let mut out = [0u8; 16];
-    // SAFETY: the cfg guarantees SSE2, SSSE3 and PCLMULQDQ; every load reads 16 bytes of a
+    // SAFETY: every load reads 16 bytes of a
     // 16-byte array or, at offset LEN − 16 ≥ 1, of the LEN-byte message; the store writes a
     // 16-byte array; all are unaligned-safe.
     unsafe {

@@ -8,3 +8,4 @@
 
 pub mod aes;
 pub mod cmac;
+pub mod cpu;

@@ -1,88 +1,125 @@
-//! AES-128 through the RustCrypto `aes` crate, where the build has no AES-NI: the same
-//! interface as the AES-NI code, one block at a time.
+//! AES-128 without AES-NI: the round keys [`Aes128`] holds, expanded and applied one round at
+//! a time with RustCrypto's `aes::hazmat` rounds (constant time, bit-sliced in software; they
+//! use the CPU's AES instructions where that crate finds them). The same interface as
+//! [`super::ni`], one block at a time: a fallback, not a fast path.
 
-use aes::cipher::{generic_array::GenericArray, BlockEncrypt, KeyInit};
+use super::Aes128;
+use aes::hazmat::{cipher_round, inv_mix_columns};
+use aes::Block;
 
-/// Expanded AES-128 encryption key, and a block XORed into every input ([`Self::whitened`];
-/// zero from [`Self::new`]).
-#[derive(Clone)]
-pub struct Aes128(aes::Aes128Enc, [u8; 16]);
+fn xor(a: [u8; 16], b: &[u8; 16]) -> [u8; 16] {
+    (u128::from_ne_bytes(a) ^ u128::from_ne_bytes(*b)).to_ne_bytes()
+}
 
-impl Aes128 {
-    pub fn new(key: &[u8; 16]) -> Self {
-        Self(aes::Aes128Enc::new(GenericArray::from_slice(key)), [0; 16])
-    }
-    pub fn whitened(&self, white: &[u8; 16]) -> Self {
-        let mut w = self.1;
-        for (a, b) in w.iter_mut().zip(white) {
-            *a ^= b;
-        }
-        Self(self.0.clone(), w)
-    }
-    pub fn new_each<const M: usize>(keys: &[[u8; 16]; M]) -> [Self; M] {
-        std::array::from_fn(|j| Self::new(&keys[j]))
-    }
-    pub fn new_each_encrypting<const M: usize, const B: usize>(
-        keys: &[[u8; 16]; M],
-        blocks: &mut [[[u8; 16]; B]; M],
-    ) -> [Self; M] {
-        let ciphers = Self::new_each(keys);
-        Self::encrypt_each(&ciphers, blocks);
-        ciphers
-    }
-    pub fn cbc_two_blocks_many<const LEN: usize>(&self, msgs: &[[u8; LEN]], tweak: &[u8; 16], out: &mut [[u8; 16]]) {
-        for (m, o) in msgs.iter().zip(out) {
-            let first = self.encrypt(m[..16].try_into().expect("16 bytes"));
-            let mut last = *tweak;
-            for (l, (b, f)) in last.iter_mut().zip(m[16..].iter().chain(&[0; 16]).zip(first)) {
-                *l ^= b ^ f;
-            }
-            *o = self.encrypt(&last);
-        }
-    }
-    pub fn encrypt(&self, block: &[u8; 16]) -> [u8; 16] {
-        let mut b = GenericArray::from(*block);
-        for (a, w) in b.iter_mut().zip(&self.1) {
-            *a ^= w;
-        }
-        self.0.encrypt_block(&mut b);
-        b.into()
-    }
-    pub fn encrypt_many(&self, blocks: &mut [[u8; 16]]) {
-        for b in blocks {
-            *b = self.encrypt(b);
-        }
-    }
-    pub fn encrypt_each<const M: usize, const B: usize>(ciphers: &[Aes128; M], blocks: &mut [[[u8; 16]; B]; M]) {
-        for (c, bs) in ciphers.iter().zip(blocks) {
-            for b in bs.iter_mut() {
-                *b = c.encrypt(b);
+/// One full round (`AESENC`): SubBytes, ShiftRows, MixColumns, then `k` added.
+fn round(b: [u8; 16], k: &[u8; 16]) -> [u8; 16] {
+    let mut x = Block::from(b);
+    cipher_round(&mut x, Block::from_slice(k));
+    x.into()
+}
+
+/// The last round (`AESENCLAST`): SubBytes and ShiftRows, then `k` added; a full round under
+/// the zero key with its MixColumns undone.
+fn last_round(b: [u8; 16], k: &[u8; 16]) -> [u8; 16] {
+    let mut x = Block::from(b);
+    cipher_round(&mut x, &Block::default());
+    inv_mix_columns(&mut x);
+    xor(x.into(), k)
+}
+
+pub(super) fn new(key: &[u8; 16]) -> Aes128 {
+    let mut rk = [*key; 11];
+    let mut rcon = 1u8;
+    for r in 1..11 {
+        let prev = rk[r - 1];
+        // SubWord(RotWord(w3)): the last round of four equal columns (ShiftRows moves equal
+        // bytes onto each other), as `ni` does with AESENCLAST.
+        let rot = [prev[13], prev[14], prev[15], prev[12]];
+        let sub = last_round(std::array::from_fn(|i| rot[i % 4]), &[0; 16]);
+        let mut w = [sub[0] ^ rcon, sub[1], sub[2], sub[3]];
+        for c in 0..4 {
+            for (i, wi) in w.iter_mut().enumerate() {
+                *wi ^= prev[4 * c + i];
+                rk[r][4 * c + i] = *wi;
             }
         }
+        rcon = (rcon << 1) ^ if rcon & 0x80 != 0 { 0x1b } else { 0 };
     }
-    pub fn encrypt_fresh_keys(keys: &[[u8; 16]], blocks: &mut [[u8; 16]]) {
-        for (k, b) in keys.iter().zip(blocks) {
-            *b = Self::new(k).encrypt(b);
+    Aes128 { rk }
+}
+
+pub(super) fn new_each<const M: usize>(keys: &[[u8; 16]; M]) -> [Aes128; M] {
+    std::array::from_fn(|j| new(&keys[j]))
+}
+
+pub(super) fn encrypt(c: &Aes128, block: &[u8; 16]) -> [u8; 16] {
+    let mut b = xor(*block, &c.rk[0]);
+    for k in &c.rk[1..10] {
+        b = round(b, k);
+    }
+    last_round(b, &c.rk[10])
+}
+
+pub(super) fn encrypt_many(c: &Aes128, blocks: &mut [[u8; 16]]) {
+    for b in blocks {
+        *b = encrypt(c, b);
+    }
+}
+
+pub(super) fn new_each_encrypting<const M: usize, const B: usize>(
+    keys: &[[u8; 16]; M],
+    blocks: &mut [[[u8; 16]; B]; M],
+) -> [Aes128; M] {
+    let ciphers = new_each(keys);
+    encrypt_each(&ciphers, blocks);
+    ciphers
+}
+
+pub(super) fn cbc_two_blocks_many<const LEN: usize>(
+    c: &Aes128,
+    msgs: &[[u8; LEN]],
+    tweak: &[u8; 16],
+    out: &mut [[u8; 16]],
+) {
+    for (m, o) in msgs.iter().zip(out) {
+        let first = encrypt(c, m[..16].try_into().expect("16 bytes"));
+        let mut last = *tweak;
+        for (l, (b, f)) in last.iter_mut().zip(m[16..].iter().chain(&[0; 16]).zip(first)) {
+            *l ^= b ^ f;
         }
+        *o = encrypt(c, &last);
     }
-    pub fn fresh_key_chain_beside(
-        &self,
-        key_in: &[u8; 16],
-        block: &[u8; 16],
-        other: &Aes128,
-        other_in: &[u8; 16],
-        feed: Option<(&[u8; 16], &[u8; 16])>,
-    ) -> ([u8; 16], [u8; 16]) {
-        let y = Self::new(&self.encrypt(key_in)).encrypt(block);
-        let mut z = *other_in;
-        if let Some((feed, mix)) = feed {
-            for (z, &f) in z.iter_mut().zip(feed) {
-                if f & 0x80 == 0 {
-                    let i = usize::from(f & 0x0f);
-                    *z ^= y[i] ^ mix[i];
-                }
+}
+
+pub(super) fn encrypt_each<const M: usize, const B: usize>(ciphers: &[Aes128; M], blocks: &mut [[[u8; 16]; B]; M]) {
+    for (c, bs) in ciphers.iter().zip(blocks) {
+        encrypt_many(c, bs);
+    }
+}
+
+pub(super) fn encrypt_fresh_keys(keys: &[[u8; 16]], blocks: &mut [[u8; 16]]) {
+    for (k, b) in keys.iter().zip(blocks) {
+        *b = encrypt(&new(k), b);
+    }
+}
+
+pub(super) fn fresh_key_chain_beside(
+    c: &Aes128,
+    key_in: &[u8; 16],
+    block: &[u8; 16],
+    other: &Aes128,
+    other_in: &[u8; 16],
+    feed: Option<(&[u8; 16], &[u8; 16])>,
+) -> ([u8; 16], [u8; 16]) {
+    let y = encrypt(&new(&encrypt(c, key_in)), block);
+    let mut z = *other_in;
+    if let Some((feed, mix)) = feed {
+        for (z, &f) in z.iter_mut().zip(feed) {
+            if f & 0x80 == 0 {
+                let i = usize::from(f & 0x0f);
+                *z ^= y[i] ^ mix[i];
             }
         }
-        (y, other.encrypt(&z))
     }
+    (y, encrypt(other, &z))
 }

@@ -10,23 +10,11 @@
 //! takes, with no transposition.
 //!
 //! The functions here do whole groups of four and a last partial group under a lane mask,
-//! and are only called once [`available`] has said yes: the build's baseline (AES-NI,
-//! SSE4.1) does not include AVX-512, and a `#[target_feature]` function is not inlined into
-//! a caller without those features, so they are meant for batches, where one call carries
-//! many blocks.
+//! and are only called once [`crate::cpu::level`] has said [`crate::cpu::Level::Vaes`]: a
+//! `#[target_feature]` function is not inlined into a caller without those features, so they
+//! are meant for batches, where one call carries many blocks.
 
 use std::arch::x86_64::*;
-
-/// Whether this CPU runs the functions of this module and of `cmac`'s (VAES, VPCLMULQDQ,
-/// AVX-512 F and BW; every CPU with the first has the others). Cached by the
-/// standard library after its first detection: a load and a test.
-#[inline(always)]
-pub(crate) fn available() -> bool {
-    is_x86_feature_detected!("vaes")
-        && is_x86_feature_detected!("vpclmulqdq")
-        && is_x86_feature_detected!("avx512f")
-        && is_x86_feature_detected!("avx512bw")
-}
 
 /// The lane mask (in 64-bit elements) of the first `blocks` blocks of a group, `blocks ≤ 4`.
 #[inline(always)]
@@ -59,7 +47,7 @@ pub(crate) unsafe fn store(dst: *mut [u8; 16], n: usize, x: __m512i) {
 /// independent chains keep both AES pipes busy), then the rest.
 ///
 /// # Safety
-/// The CPU has VAES and AVX-512F ([`available`]).
+/// The CPU has VAES and AVX-512F ([`crate::cpu::Level::Vaes`]).
 #[target_feature(enable = "avx512f,vaes")]
 pub(super) unsafe fn encrypt_many(rk: &[__m128i; 11], blocks: &mut [[u8; 16]]) {
     let k: [__m512i; 11] = std::array::from_fn(|r| _mm512_broadcast_i32x4(rk[r]));
@@ -95,7 +83,7 @@ pub(super) unsafe fn encrypt_many(rk: &[__m128i; 11], blocks: &mut [[u8; 16]]) {
 /// registers, then the rest; no schedule is kept.
 ///
 /// # Safety
-/// The CPU has VAES, AVX-512F and AVX-512BW ([`available`]).
+/// The CPU has VAES, AVX-512F and AVX-512BW ([`crate::cpu::Level::Vaes`]).
 #[target_feature(enable = "avx512f,avx512bw,vaes")]
 pub(super) unsafe fn encrypt_fresh_keys(keys: &[[u8; 16]], blocks: &mut [[u8; 16]]) {
     let n = keys.len().min(blocks.len());
@@ -193,7 +181,7 @@ pub(crate) unsafe fn gather<const LEN: usize>(msgs: *const [u8; LEN], n: usize, 
 /// after it).
 ///
 /// # Safety
-/// The CPU has VAES, AVX-512F and AVX-512BW ([`available`]); `LEN` is 17 to 32.
+/// The CPU has VAES, AVX-512F and AVX-512BW ([`crate::cpu::Level::Vaes`]); `LEN` is 17 to 32.
 #[target_feature(enable = "avx512f,avx512bw,vaes")]
 pub(super) unsafe fn cbc_two_blocks_many<const LEN: usize>(
     rk: &[__m128i; 11],
@@ -250,14 +238,14 @@ mod tests {
             blocks in proptest::collection::vec(any::<[u8; 16]>(), 20),
             n in 0usize..=20,
         ) {
-            if !available() {
+            if crate::cpu::hardware() != crate::cpu::Level::Vaes {
                 eprintln!("no VAES with AVX-512 on this CPU: the wide paths are not run");
                 return Ok(());
             }
             let cipher = super::super::Aes128::new(&key);
             let mut one_key = blocks.clone();
-            // SAFETY: `available` said yes.
-            unsafe { encrypt_many(&cipher.0, &mut one_key[..n]) };
+            // SAFETY: the CPU has VAES with AVX-512, just checked.
+            unsafe { encrypt_many(super::super::ni::rks(&cipher), &mut one_key[..n]) };
             let mut fresh = blocks.clone();
             // SAFETY: as above.
             unsafe { encrypt_fresh_keys(&keys[..n], &mut fresh[..n]) };

@@ -10,7 +10,7 @@ use crate::aes::wide::{gather, load, next_round_key, store};
 /// in two groups of four whose instructions interleave, then the rest.
 ///
 /// # Safety
-/// The CPU has VAES, VPCLMULQDQ, AVX-512F and AVX-512BW ([`crate::aes::wide::available`]).
+/// The CPU has VAES, VPCLMULQDQ, AVX-512F and AVX-512BW ([`crate::cpu::Level::Vaes`]).
 #[target_feature(enable = "avx512f,avx512bw,vaes,vpclmulqdq")]
 pub(super) unsafe fn mac_two_blocks_fresh_keys<const LEN: usize>(
     keys: &[[u8; 16]],
