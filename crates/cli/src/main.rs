@@ -285,6 +285,8 @@ fn run() -> Result<()> {
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .init();
     let command = Cli::parse().command;
+    // A mistyped cap would otherwise be ignored, and a measurement taken on the wrong code.
+    aviary_scion::cpu::check_env()?;
     if matches!(command, Command::Lab { .. } | Command::Bench { .. } | Command::Market { .. } | Command::Demo { .. }) {
         exit_quietly_on_broken_pipe();
     }

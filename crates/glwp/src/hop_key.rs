@@ -10,6 +10,9 @@
 //! ISD-AS, `pkt_len` the length of the whole SCION packet that carries the header.
 
 use aviary_scion::cmac::CmacKey;
+#[cfg(target_arch = "x86_64")]
+use aviary_scion::cpu::AesNi;
+use aviary_scion::cpu::{Cpu, Portable};
 use aviary_scion::IsdAsn;
 
 use crate::header::field::HA_LEN;
@@ -80,11 +83,47 @@ pub fn hop_authenticator(hop_key: &[u8; 16], src: IsdAsn, ts_pkt: u64, pkt_len: 
 /// `HA_k` for several hop keys of one packet at once (a source stamping its packet): the
 /// MACs under the different keys run interleaved.
 pub fn hop_authenticators(hop_keys: &[[u8; 16]], src: IsdAsn, ts_pkt: u64, pkt_len: u16, out: &mut [[u8; HA_LEN]]) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(ni) = AesNi::detect() {
+        // SAFETY: `ni` proves the CPU has the features `hop_authenticators_aes_ni` is compiled for.
+        return unsafe { hop_authenticators_aes_ni(ni, hop_keys, src, ts_pkt, pkt_len, out) };
+    }
+    hop_authenticators_on(Portable, hop_keys, src, ts_pkt, pkt_len, out);
+}
+
+/// [`hop_authenticators_on`] compiled with AES-NI enabled: fewer than four keys take the
+/// AES-NI code, inlined here (called piece by piece from the baseline build, a source's
+/// packet over 2 on-path ASes took 120 ns instead of 82).
+///
+/// # Safety
+/// The CPU has the features of `aviary_scion::cpu::AES_NI_FEATURES` (`ni` proves it).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "aes,pclmulqdq,sse2,ssse3,sse4.1")] // cpu::AES_NI_FEATURES
+fn hop_authenticators_aes_ni(
+    ni: AesNi,
+    hop_keys: &[[u8; 16]],
+    src: IsdAsn,
+    ts_pkt: u64,
+    pkt_len: u16,
+    out: &mut [[u8; HA_LEN]],
+) {
+    hop_authenticators_on(ni, hop_keys, src, ts_pkt, pkt_len, out);
+}
+
+#[inline(always)]
+fn hop_authenticators_on(
+    cpu: impl Cpu,
+    hop_keys: &[[u8; 16]],
+    src: IsdAsn,
+    ts_pkt: u64,
+    pkt_len: u16,
+    out: &mut [[u8; HA_LEN]],
+) {
     const CHUNK: usize = 8;
     let input = [hop_authenticator_input(src, ts_pkt, pkt_len); CHUNK];
     for (keys, out) in hop_keys.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
         let mut macs = [[0u8; 16]; CHUNK];
-        aviary_scion::cmac::mac_two_blocks_fresh_keys(keys, &input[..keys.len()], &mut macs);
+        aviary_scion::cmac::mac_two_blocks_fresh_keys_on(cpu, keys, &input[..keys.len()], &mut macs);
         for (o, mac) in out.iter_mut().zip(&macs) {
             *o = truncate(mac);
         }

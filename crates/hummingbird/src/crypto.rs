@@ -74,10 +74,11 @@ impl SecretValue {
     pub fn from_master_secret(master_secret: &[u8]) -> Self {
         Self::new(&derive_sv(master_secret))
     }
-    /// A_K for many ResInfo blocks at once, in place (the blocks interleave in AES-NI).
-    #[inline]
-    pub fn auth_keys_in_place(&self, res_blocks: &mut [[u8; 16]]) {
-        self.0.encrypt_many(res_blocks);
+    /// A_K for many ResInfo blocks at once, in place (the blocks interleave in AES-NI), on
+    /// the code `cpu` says the CPU runs.
+    #[inline(always)]
+    pub fn auth_keys_in_place(&self, cpu: impl aviary_scion::cpu::Cpu, res_blocks: &mut [[u8; 16]]) {
+        self.0.encrypt_many_on(cpu, res_blocks);
     }
 
     /// The expanded SV, for a caller that runs A_K's rounds beside other AES work.
@@ -128,7 +129,13 @@ impl AuthKey {
     /// The 6-byte FlyoverMAC of one input block (Eq. 7a).
     #[inline]
     pub fn flyover_mac(&self, block: &[u8; 16]) -> [u8; 6] {
-        self.0.encrypt(block)[..6].try_into().unwrap()
+        self.flyover_mac_on(aviary_scion::cpu::Detect, block)
+    }
+
+    /// [`Self::flyover_mac`] on the code `cpu` says the CPU runs.
+    #[inline(always)]
+    pub fn flyover_mac_on(&self, cpu: impl aviary_scion::cpu::Cpu, block: &[u8; 16]) -> [u8; 6] {
+        self.0.encrypt_on(cpu, block)[..6].try_into().unwrap()
     }
 }
 

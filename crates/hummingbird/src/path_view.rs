@@ -175,11 +175,13 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> HbirdPathView<T> {
         b[field::meta::HIGH_RES_TS].copy_from_slice(&high_res_ts(millis, counter).to_be_bytes());
     }
     /// Overwrites the (Agg)MAC of the hop field at `line`; panics past the path.
+    #[inline]
     pub fn set_hop_mac(&mut self, line: usize, mac: &[u8; 6]) {
         self.hop_bytes_mut(line)[field::flyover::MAC].copy_from_slice(mac);
     }
     /// Overwrites the reservation fields of the flyover at `line`; `false` (and nothing
     /// written) if there is no flyover there.
+    #[inline]
     pub fn set_flyover(&mut self, line: usize, f: &Flyover) -> bool {
         if !self.fits(line) || self.lines_at(line) != FLYOVER_LINES {
             return false;

@@ -25,6 +25,7 @@ use aviary_qos::{
     DuplicateFilterConfigError, InverseRateTable, PolicerConfigError, ReservationPolicer, Verdict,
 };
 use aviary_scion::aes::Aes128;
+use aviary_scion::cpu::{Cpu, Detect};
 use aviary_scion::forwarding::{HopAuth, HopExtension, HopWork, KeyGenerations, Staged, StagedForwarder};
 use aviary_scion::mac::MAC_LEN;
 use aviary_scion::wire::header::{path_type, ScionView};
@@ -117,7 +118,7 @@ impl Router {
             // identities, and no fixed key in the code. A rotation keeps this key with the
             // filter's state: the identities seen stay seen.
             let mut key = [DUP_KEY_BLOCK];
-            sv.auth_keys_in_place(&mut key);
+            sv.auth_keys_in_place(Detect, &mut key);
             Some(DuplicateFilter::new(config, key[0])?)
         } else {
             None
@@ -215,12 +216,18 @@ impl HopExtension for Flyovers {
     // single standard packet; a single flyover 1005 instead of 995). Measured when packets
     // alone still came through here; they now take `crypto_single`.
     #[inline(always)]
-    fn crypto<const N: usize>(&mut self, pkts: &[&mut [u8]], batch: &mut [Option<Staged<FlyoverWork>>], ingress: u16) {
+    fn crypto<const N: usize>(
+        &mut self,
+        cpu: impl Cpu,
+        pkts: &[&mut [u8]],
+        batch: &mut [Option<Staged<FlyoverWork>>],
+        ingress: u16,
+    ) {
         if batch.iter().flatten().all(|w| w.ext.is_none()) {
             return;
         }
         let policer = self.policers.iter().find(|(i, _)| *i == ingress).map(|(_, p)| p);
-        flyover_candidates::<N, _>(self.svs.current(), pkts, batch, policer);
+        flyover_candidates::<N, _>(cpu, self.svs.current(), pkts, batch, policer);
     }
 
     /// One flyover alone: its chain A_K → FlyoverMAC → candidate is its latency, so the hop
@@ -233,6 +240,7 @@ impl HopExtension for Flyovers {
     #[inline(always)]
     fn crypto_single(
         &mut self,
+        cpu: impl Cpu,
         pkts: &[&mut [u8]],
         batch: &mut [Option<Staged<FlyoverWork>>],
         ingress: u16,
@@ -241,7 +249,7 @@ impl HopExtension for Flyovers {
         // A hop without a flyover (or a standard packet) leaves its CMAC to stage 3.
         let (Some(Some(w)), Some(pkt)) = (batch.first_mut(), pkts.first()) else { return None };
         let Some(f) = &w.ext else { return None };
-        let input = w.hop.mac_input(w.layout(pkt));
+        let input = w.hop.mac_input(cpu, w.layout(pkt));
         let (res_id, ak_block, mac_block) = f.input_blocks(pkt, usize::from(w.path_start), &w.hop);
         if let Some((_, p)) = self.policers.iter().find(|(i, _)| *i == ingress) {
             p.prefetch(res_id);
@@ -250,7 +258,8 @@ impl HopExtension for Flyovers {
         let agg = w.hop.mac();
         let mut mix = [0u8; 16];
         mix[..MAC_LEN].copy_from_slice(&agg);
-        let (fly_mac, cmac) = self.svs.current().cipher().fresh_key_chain_beside(
+        let (fly_mac, cmac) = self.svs.current().cipher().fresh_key_chain_beside_on(
+            cpu,
             &ak_block,
             &mac_block,
             key.cipher(),
@@ -270,7 +279,7 @@ impl HopExtension for Flyovers {
             return false;
         };
         let mut one = [Some(*staged)];
-        flyover_candidates::<1, _>(sv, &[pkt], &mut one, None);
+        flyover_candidates::<1, _>(Detect, sv, &[pkt], &mut one, None);
         if let Some(done) = one[0] {
             *staged = done;
         }
@@ -299,9 +308,11 @@ impl HopExtension for Flyovers {
 
 /// Stage 2 under `sv`: A_K of every flyover of the batch, its FlyoverMAC, and the candidate
 /// hop-field MAC `AggMAC ⊕ FlyoverMAC` set on its hop; `policer`'s slots of the batch's
-/// reservations are prefetched on the way.
-#[inline]
+/// reservations are prefetched on the way. Forced inline: the stages are compiled for AES-NI
+/// where the CPU has it, and only inlined into them does this function's AES code inline too.
+#[inline(always)]
 fn flyover_candidates<const N: usize, P: AsRef<[u8]>>(
+    cpu: impl Cpu,
     sv: &SecretValue,
     pkts: &[P],
     batch: &mut [Option<Staged<FlyoverWork>>],
@@ -327,8 +338,8 @@ fn flyover_candidates<const N: usize, P: AsRef<[u8]>>(
     if nf == 0 {
         return;
     }
-    sv.auth_keys_in_place(&mut keys[..nf]);
-    Aes128::encrypt_fresh_keys(&keys[..nf], &mut fly_macs[..nf]);
+    sv.auth_keys_in_place(cpu, &mut keys[..nf]);
+    Aes128::encrypt_fresh_keys_on(cpu, &keys[..nf], &mut fly_macs[..nf]);
     for k in 0..nf {
         let Some(w) = batch[fly_idx[k]].as_mut() else { continue };
         w.hop.set_mac(candidate(&w.hop.mac(), &fly_macs[k]));

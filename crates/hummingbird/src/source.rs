@@ -1,6 +1,9 @@
 //! Source processing: stamping a reserved path for each packet (BaseTimestamp,
 //! MillisTimestamp, a per-packet Counter, and the AggMAC of every flyover hop).
 
+#[cfg(target_arch = "x86_64")]
+use aviary_scion::cpu::AesNi;
+use aviary_scion::cpu::{Cpu, Portable};
 use aviary_scion::wire::header::{path_type, ScionView};
 use thiserror::Error;
 
@@ -75,6 +78,28 @@ impl Source {
 
     /// Stamps `pkt` (same header as the template, any payload) for sending at `now_ns`.
     pub fn stamp(&mut self, pkt: &mut [u8], now_ns: u64) -> Result<(), StampError> {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(ni) = AesNi::detect() {
+            // SAFETY: `ni` proves the CPU has the features `stamp_aes_ni` is compiled for.
+            return unsafe { self.stamp_aes_ni(ni, pkt, now_ns) };
+        }
+        self.stamp_on(Portable, pkt, now_ns)
+    }
+
+    /// [`Self::stamp_on`] compiled with AES-NI enabled, so that the FlyoverMACs' AES is inlined
+    /// (called once a flyover from the baseline build, a stamp of 8 flyovers took 184 ns
+    /// instead of 50).
+    ///
+    /// # Safety
+    /// The CPU has the features of `aviary_scion::cpu::AES_NI_FEATURES` (`ni` proves it).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "aes,pclmulqdq,sse2,ssse3,sse4.1")] // cpu::AES_NI_FEATURES
+    fn stamp_aes_ni(&mut self, ni: AesNi, pkt: &mut [u8], now_ns: u64) -> Result<(), StampError> {
+        self.stamp_on(ni, pkt, now_ns)
+    }
+
+    #[inline(always)]
+    fn stamp_on(&mut self, cpu: impl Cpu, pkt: &mut [u8], now_ns: u64) -> Result<(), StampError> {
         let mut view = ScionView::new_checked(pkt).map_err(|_| StampError::NotHummingbird)?;
         let pkt_len = view.pkt_len_u16().ok_or(StampError::PktLenOverflow)?;
         let dst = view.dst_ia_bytes();
@@ -89,7 +114,7 @@ impl Source {
         path.set_timestamps(base_ts, millis, counter);
         for s in &self.stamps {
             let off = res_start_offset(base_ts, s.res.start)?;
-            let fm = s.key.flyover_mac(&flyover_block(dst, pkt_len, off, millis, counter));
+            let fm = s.key.flyover_mac_on(cpu, &flyover_block(dst, pkt_len, off, millis, counter));
             let mut agg = s.hop_mac;
             for (a, f) in agg.iter_mut().zip(&fm) {
                 *a ^= f;

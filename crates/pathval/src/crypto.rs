@@ -6,6 +6,9 @@
 //! and `Metadata = SessionID | Timestamp | DataHash` everywhere.
 
 use aviary_scion::cmac::CmacKey;
+#[cfg(target_arch = "x86_64")]
+use aviary_scion::cpu::AesNi;
+use aviary_scion::cpu::{Cpu, Portable};
 use sha3::{Digest, Sha3_256};
 
 use crate::header::{Metadata, BLOCK_LEN, HIDDEN_SAMPLE_LEN};
@@ -131,7 +134,28 @@ impl SamplingKey {
     /// as a big-endian `x`, map to `⌊x · (HopCount + 1) / 2^64⌋`, which is uniform up to a
     /// bias below `256 / 2^64`.
     pub fn rho(&self, meta: &Metadata, hop_count: u8) -> u8 {
-        let out = self.0.mac(&prf_input(meta, hop_count));
+        #[cfg(target_arch = "x86_64")]
+        if let Some(ni) = AesNi::detect() {
+            // SAFETY: `ni` proves the CPU has the features `rho_aes_ni` is compiled for.
+            return unsafe { self.rho_aes_ni(ni, meta, hop_count) };
+        }
+        self.rho_on(Portable, meta, hop_count)
+    }
+
+    /// [`Self::rho_on`] compiled with AES-NI enabled: the CMAC's blocks inlined (called one by
+    /// one from the baseline build, an EpSampling took 53 ns instead of 43).
+    ///
+    /// # Safety
+    /// The CPU has the features of `aviary_scion::cpu::AES_NI_FEATURES` (`ni` proves it).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "aes,pclmulqdq,sse2,ssse3,sse4.1")] // cpu::AES_NI_FEATURES
+    fn rho_aes_ni(&self, ni: AesNi, meta: &Metadata, hop_count: u8) -> u8 {
+        self.rho_on(ni, meta, hop_count)
+    }
+
+    #[inline(always)]
+    fn rho_on(&self, cpu: impl Cpu, meta: &Metadata, hop_count: u8) -> u8 {
+        let out = self.0.mac_on(cpu, &prf_input(meta, hop_count));
         uniform_below(&out, u16::from(hop_count) + 1)
     }
 

@@ -81,6 +81,7 @@ mod sizing;
 mod tests;
 
 use crate::HugeArray;
+use aviary_aes::cpu::{Cpu, Detect};
 use prf::SecretHash;
 use sizing::{WORDS, WORD_BITS};
 use thiserror::Error;
@@ -217,7 +218,13 @@ impl DuplicateFilter {
     /// [`Self::check_and_insert_hashed`].
     #[inline]
     pub fn hash(&self, key: &[u8]) -> KeyHash {
-        KeyHash(self.secret.hash(key))
+        self.hash_on(Detect, key)
+    }
+
+    /// [`Self::hash`] on the code `cpu` says the CPU runs ([`aviary_aes::cpu::Cpu`]).
+    #[inline(always)]
+    pub fn hash_on(&self, cpu: impl Cpu, key: &[u8]) -> KeyHash {
+        KeyHash(self.secret.hash_on(cpu, key))
     }
 
     /// `hashes[i] = self.hash(&keys[i])` for a batch of keys of one length, the AES rounds of
@@ -225,10 +232,16 @@ impl DuplicateFilter {
     /// caller compiled for more features (the GLWP router's AVX2 stages) builds it with them.
     #[inline(always)]
     pub fn hash_many<const L: usize>(&self, keys: &[[u8; L]], hashes: &mut [KeyHash]) {
+        self.hash_many_on(Detect, keys, hashes)
+    }
+
+    /// [`Self::hash_many`] on the code `cpu` says the CPU runs.
+    #[inline(always)]
+    pub fn hash_many_on<const L: usize>(&self, cpu: impl Cpu, keys: &[[u8; L]], hashes: &mut [KeyHash]) {
         if let ([key], [hash, ..]) = (keys, &mut *hashes) {
-            *hash = self.hash(key);
+            *hash = self.hash_on(cpu, key);
         } else {
-            self.secret.hash_many(keys, hashes);
+            self.secret.hash_many_on(cpu, keys, hashes);
         }
     }
 

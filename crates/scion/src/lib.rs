@@ -14,7 +14,7 @@ pub mod segment;
 pub mod wire;
 
 /// AES-128 and AES-CMAC live in aviary-aes, below aviary-qos; re-exported where they were.
-pub use aviary_aes::{aes, cmac};
+pub use aviary_aes::{aes, cmac, cpu};
 
 pub use forwarding::{AsForwarding, InterfaceSet, StandardForwarder};
 pub use mac::{derive_forwarding_key, derive_key, HopMacKey};

@@ -86,6 +86,12 @@ impl HopMacKey {
         self.cmac.encrypt(block)
     }
 
+    /// [`Self::cmac_block`] on the code `cpu` says the CPU runs.
+    #[inline(always)]
+    pub fn cmac_block_on(&self, cpu: impl aviary_aes::cpu::Cpu, block: &[u8; 16]) -> [u8; 16] {
+        self.cmac.encrypt_on(cpu, block)
+    }
+
     /// The 6-byte hop-field MAC of one MAC input block.
     #[inline]
     pub fn mac(&self, block: &[u8; 16]) -> [u8; MAC_LEN] {
@@ -116,6 +122,12 @@ impl HopMacKey {
     #[inline]
     pub fn macs(&self, blocks: &mut [[u8; 16]]) {
         self.cmac.encrypt_many(blocks);
+    }
+
+    /// [`Self::macs`] on the code `cpu` says the CPU runs.
+    #[inline(always)]
+    pub fn macs_on(&self, cpu: impl aviary_aes::cpu::Cpu, blocks: &mut [[u8; 16]]) {
+        self.cmac.encrypt_many_on(cpu, blocks);
     }
 }
 

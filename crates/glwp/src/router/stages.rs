@@ -23,7 +23,10 @@
 
 use arrayvec::ArrayVec;
 use aviary_qos::{Admission, DropReason, KeyHash, Verdict};
-use aviary_scion::cmac::{mac_two_blocks_fresh_keys, CmacKey};
+use aviary_scion::cmac::{mac_two_blocks_fresh_keys, mac_two_blocks_fresh_keys_on, CmacKey};
+#[cfg(target_arch = "x86_64")]
+use aviary_scion::cpu::AesNi;
+use aviary_scion::cpu::{Cpu, Portable};
 
 use aviary_scion::wire::header::{field as scion, path_start_of, CommonFields, NO_PATH_START};
 use aviary_scion::IsdAsn;
@@ -99,14 +102,15 @@ struct MacInputs<const N: usize> {
 }
 
 impl Router {
-    /// [`Self::run`], compiled for AVX2 where the CPU has it (the build's baseline is SSE4.1),
-    /// chosen at run time (std caches the CPU's features): the same code, whose vector
-    /// operations take VEX's three-operand forms instead of copying registers first (GLWP router
-    /// at λ = 8, callgrind, 2026-11-26: 561 → 532 instructions a packet in batches of 32, 737 →
-    /// 730 one at a time; AVX alone 536, AVX2 with BMI2 530 but 738 for one packet). The MACs
-    /// and the filter's hash are always inlined from their crates, so they are built for AVX2
-    /// here too (532 → 529.5, one packet 566 → 563; with BMI1 and BMI2 as well 526, but 577 for
-    /// one packet).
+    /// [`Self::run`], compiled for the CPU's features, chosen at run time: for AES-NI (with
+    /// SSSE3, SSE4.1, PCLMULQDQ: [`aviary_scion::cpu`]), so that the MACs and the filter's
+    /// hash, always inlined from their crates, are inlined here with their AES instructions,
+    /// and where the CPU has AVX2 for that too: the same code, whose vector operations take
+    /// VEX's three-operand forms instead of copying registers first (GLWP router at λ = 8,
+    /// callgrind, 2026-11-26: 561 → 532 instructions a packet in batches of 32, 737 → 730 one
+    /// at a time; AVX alone 536, AVX2 with BMI2 530 but 738 for one packet; the MACs and the
+    /// hash built for AVX2 as well: 532 → 529.5, one packet 566 → 563; with BMI1 and BMI2 as
+    /// well 526, but 577 for one packet). Without AES-NI, the portable build.
     #[inline(always)]
     pub(super) fn run_fastest<const N: usize>(
         &mut self,
@@ -116,33 +120,66 @@ impl Router {
         verdicts: &mut [Verdict],
     ) {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2 (and so AVX), just checked.
-            return unsafe { self.run_avx2::<N>(pkts, ingress, now_ns, verdicts) };
+        if let Some(ni) = AesNi::detect() {
+            // SAFETY: `ni` proves AES-NI and the rest of `AES_NI_FEATURES`; AVX2 (and so AVX)
+            // is checked here.
+            return unsafe {
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    self.run_avx2::<N>(ni, pkts, ingress, now_ns, verdicts)
+                } else {
+                    self.run_aes_ni::<N>(ni, pkts, ingress, now_ns, verdicts)
+                }
+            };
         }
-        self.run::<N>(pkts, ingress, now_ns, verdicts);
+        self.run::<N>(Portable, pkts, ingress, now_ns, verdicts);
     }
 
-    /// [`Self::run`] with AVX2 enabled.
+    /// [`Self::run`] with AES-NI and AVX2 enabled.
     ///
     /// # Safety
     ///
-    /// The CPU has AVX2.
+    /// The CPU has AVX2 and the features of [`aviary_scion::cpu::AES_NI_FEATURES`].
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx,avx2")]
+    #[target_feature(enable = "aes,pclmulqdq,sse2,ssse3,sse4.1,avx,avx2")] // cpu::AES_NI_FEATURES, AVX2
     unsafe fn run_avx2<const N: usize>(
         &mut self,
+        ni: AesNi,
         pkts: &mut [&mut [u8]],
         ingress: u16,
         now_ns: u64,
         verdicts: &mut [Verdict],
     ) {
-        self.run::<N>(pkts, ingress, now_ns, verdicts);
+        self.run::<N>(ni, pkts, ingress, now_ns, verdicts);
+    }
+
+    /// [`Self::run`] with AES-NI enabled.
+    ///
+    /// # Safety
+    ///
+    /// The CPU has the features of [`aviary_scion::cpu::AES_NI_FEATURES`].
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "aes,pclmulqdq,sse2,ssse3,sse4.1")] // cpu::AES_NI_FEATURES
+    unsafe fn run_aes_ni<const N: usize>(
+        &mut self,
+        ni: AesNi,
+        pkts: &mut [&mut [u8]],
+        ingress: u16,
+        now_ns: u64,
+        verdicts: &mut [Verdict],
+    ) {
+        self.run::<N>(ni, pkts, ingress, now_ns, verdicts);
     }
 
     /// The three stages for up to `N` packets.
     #[inline(always)]
-    fn run<const N: usize>(&mut self, pkts: &mut [&mut [u8]], ingress: u16, now_ns: u64, verdicts: &mut [Verdict]) {
+    fn run<const N: usize>(
+        &mut self,
+        cpu: impl Cpu,
+        pkts: &mut [&mut [u8]],
+        ingress: u16,
+        now_ns: u64,
+        verdicts: &mut [Verdict],
+    ) {
         let n = pkts.len().min(verdicts.len()).min(N);
         let mut inputs = MacInputs { hop_key: [[0; 28]; N], hop_authenticator: [[0; 18]; N], len: 0 };
         let mut passed = ArrayVec::<Passed, N>::new();
@@ -167,9 +204,9 @@ impl Router {
             // One packet: the filter's one-key hash, inlined here, instead of the batch function's
             // call (GLWP router at λ = 8, callgrind, 2026-11-26: one packet 730 → 702 instructions;
             // the hash then stays in registers for the filter's bits).
-            duplicate_hashes[0] = self.duplicates.hash(key);
+            duplicate_hashes[0] = self.duplicates.hash_on(cpu, key);
         } else {
-            self.duplicates.hash_many(duplicate_keys, &mut duplicate_hashes[..passed.len()]);
+            self.duplicates.hash_many_on(cpu, duplicate_keys, &mut duplicate_hashes[..passed.len()]);
         }
         // For one packet too: its filter lines then arrive while the MACs are computed, where
         // they missed after them (7 instructions more, 542 → 549; GLWP router at λ = 8, one packet
@@ -185,15 +222,16 @@ impl Router {
         let one = N == 1 && macs == 1;
         let mut hop_keys = [[0u8; 16]; N];
         if one {
-            hop_keys[0] = self.secret.current().mac(&inputs.hop_key[0]);
+            hop_keys[0] = self.secret.current().mac_on(cpu, &inputs.hop_key[0]);
         } else {
-            self.secret.current().mac_two_blocks_many(&inputs.hop_key[..macs], &mut hop_keys[..macs]);
+            self.secret.current().mac_two_blocks_many_on(cpu, &inputs.hop_key[..macs], &mut hop_keys[..macs]);
         }
         let mut authenticators = [[0u8; 16]; N];
         if one {
-            authenticators[0] = CmacKey::new(&hop_keys[0]).mac(&inputs.hop_authenticator[0]);
+            authenticators[0] = CmacKey::new_on(cpu, &hop_keys[0]).mac_on(cpu, &inputs.hop_authenticator[0]);
         } else {
-            mac_two_blocks_fresh_keys(
+            mac_two_blocks_fresh_keys_on(
+                cpu,
                 &hop_keys[..macs],
                 &inputs.hop_authenticator[..macs],
                 &mut authenticators[..macs],

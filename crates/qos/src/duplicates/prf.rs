@@ -14,6 +14,7 @@
 
 use aviary_aes::aes::Aes128;
 use aviary_aes::cmac::{dbl, CmacKey};
+use aviary_aes::cpu::Cpu;
 
 use super::KeyHash;
 
@@ -43,19 +44,19 @@ impl SecretHash {
         }
     }
 
-    /// CMAC of `msg`, as a big-endian integer.
-    #[inline]
-    pub(super) fn hash(&self, msg: &[u8]) -> u128 {
+    /// CMAC of `msg`, as a big-endian integer, on the code `cpu` says the CPU runs.
+    #[inline(always)]
+    pub(super) fn hash_on(&self, cpu: impl Cpu, msg: &[u8]) -> u128 {
         if msg.len() <= 16 {
-            return u128::from_be_bytes(self.short_cipher(msg.len()).encrypt(&padded(msg)));
+            return u128::from_be_bytes(self.short_cipher(msg.len()).encrypt_on(cpu, &padded(msg)));
         }
-        u128::from_be_bytes(self.key.mac(msg))
+        u128::from_be_bytes(self.key.mac_on(cpu, msg))
     }
 
     /// `out[i] = self.hash(&msgs[i])`, with the AES rounds of several messages interleaved:
     /// one message's CBC chain waits on every round, several keep the AES unit busy.
     #[inline(always)]
-    pub(super) fn hash_many<const L: usize>(&self, msgs: &[[u8; L]], out: &mut [KeyHash]) {
+    pub(super) fn hash_many_on<const L: usize>(&self, cpu: impl Cpu, msgs: &[[u8; L]], out: &mut [KeyHash]) {
         let n = msgs.len().min(out.len());
         let mut blocks = [[0u8; 16]; CHUNK];
         for (msgs, out) in msgs[..n].chunks(CHUNK).zip(out[..n].chunks_mut(CHUNK)) {
@@ -64,9 +65,9 @@ impl SecretHash {
                 for (b, m) in blocks.iter_mut().zip(msgs) {
                     *b = padded(m);
                 }
-                self.short_cipher(L).encrypt_many(blocks);
+                self.short_cipher(L).encrypt_many_on(cpu, blocks);
             } else {
-                self.key.mac_many(msgs, blocks);
+                self.key.mac_many_on(cpu, msgs, blocks);
             }
             for (o, b) in out.iter_mut().zip(blocks.iter()) {
                 *o = KeyHash(u128::from_be_bytes(*b));
@@ -101,6 +102,7 @@ fn padded(msg: &[u8]) -> [u8; 16] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use aviary_aes::cpu::Detect;
     use proptest::prelude::*;
 
     fn cmac(h: &SecretHash, msg: &[u8]) -> u128 {
@@ -126,7 +128,7 @@ mod tests {
             (40, "dfa66747de9ae63030ca32611497c827"),
             (64, "51f0bebf7e3b9d92fc49741779363cfe"),
         ] {
-            assert_eq!(h.hash(&msg[..len]).to_be_bytes().to_vec(), unhex(tag), "{len} bytes");
+            assert_eq!(h.hash_on(Detect, &msg[..len]).to_be_bytes().to_vec(), unhex(tag), "{len} bytes");
             assert_eq!(h.key.mac(&msg[..len]).to_vec(), unhex(tag), "{len} bytes, CmacKey");
         }
     }
@@ -142,15 +144,15 @@ mod tests {
         ) {
             let h = SecretHash::new(key);
             let mut out = vec![KeyHash(7); 20];
-            h.hash_many(&short, &mut out);
+            h.hash_many_on(Detect, &short, &mut out);
             for (m, o) in short.iter().zip(&out) {
-                prop_assert_eq!(o.0, h.hash(m));
+                prop_assert_eq!(o.0, h.hash_on(Detect, m));
             }
             // Hashes beyond the batch are left alone.
             prop_assert!(out[short.len().min(20)..].iter().all(|o| *o == KeyHash(7)));
-            h.hash_many(&long, &mut out);
+            h.hash_many_on(Detect, &long, &mut out);
             for (m, o) in long.iter().zip(&out) {
-                prop_assert_eq!(o.0, h.hash(m));
+                prop_assert_eq!(o.0, h.hash_on(Detect, m));
             }
         }
 
@@ -165,22 +167,22 @@ mod tests {
         ) {
             let h = SecretHash::new(key);
             for m in &full {
-                prop_assert_eq!(h.hash(m), cmac(&h, m));
-                prop_assert_eq!(h.hash(&m[..len]), cmac(&h, &m[..len]));
+                prop_assert_eq!(h.hash_on(Detect, m), cmac(&h, m));
+                prop_assert_eq!(h.hash_on(Detect, &m[..len]), cmac(&h, &m[..len]));
             }
             let mut out = vec![KeyHash(7); 21];
-            h.hash_many(&full, &mut out);
+            h.hash_many_on(Detect, &full, &mut out);
             for (m, o) in full.iter().zip(&out) {
                 prop_assert_eq!(o.0, cmac(&h, m));
             }
             prop_assert!(out[full.len()..].iter().all(|o| *o == KeyHash(7)));
             let partial: Vec<[u8; 5]> = full.iter().map(|m| m[..5].try_into().unwrap()).collect();
-            h.hash_many(&partial, &mut out);
+            h.hash_many_on(Detect, &partial, &mut out);
             for (m, o) in partial.iter().zip(&out) {
                 prop_assert_eq!(o.0, cmac(&h, m));
             }
             let empty = vec![[0u8; 0]; full.len()];
-            h.hash_many(&empty, &mut out);
+            h.hash_many_on(Detect, &empty, &mut out);
             for o in &out[..full.len()] {
                 prop_assert_eq!(o.0, cmac(&h, &[]));
             }

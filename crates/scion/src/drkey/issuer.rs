@@ -74,13 +74,27 @@ impl IssuerKeys {
     }
 
     /// `K_{A→B}`.
+    #[inline]
     pub fn level1(&self, dst_ia: IsdAsn) -> Level1Key {
-        level1_with(&self.cipher, dst_ia)
+        self.level1_on(crate::cpu::Detect, dst_ia)
+    }
+
+    /// [`Self::level1`] on the code `cpu` says the CPU runs ([`crate::cpu::Cpu`]).
+    #[inline(always)]
+    pub fn level1_on(&self, cpu: impl crate::cpu::Cpu, dst_ia: IsdAsn) -> Level1Key {
+        level1_with(cpu, &self.cipher, dst_ia)
     }
 
     /// `K_{A→B:H_B}`.
+    #[inline]
     pub fn as_host(&self, dst_ia: IsdAsn, dst_host: &HostAddr) -> AsHostKey {
-        self.level1(dst_ia).as_host(self.derivation, self.protocol, dst_host)
+        self.as_host_on(crate::cpu::Detect, dst_ia, dst_host)
+    }
+
+    /// [`Self::as_host`] on the code `cpu` says the CPU runs ([`crate::cpu::Cpu`]).
+    #[inline(always)]
+    pub fn as_host_on(&self, cpu: impl crate::cpu::Cpu, dst_ia: IsdAsn, dst_host: &HostAddr) -> AsHostKey {
+        level1_with(cpu, &self.cipher, dst_ia).as_host_on(cpu, self.derivation, self.protocol, dst_host)
     }
 
     /// `K_{A:H_A→B}` (H_A is a host of this AS, B the remote AS).

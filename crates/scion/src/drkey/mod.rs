@@ -36,6 +36,7 @@ use std::fmt;
 use thiserror::Error;
 
 use crate::aes::Aes128;
+use crate::cpu::{Cpu, Detect};
 use crate::wire::ia::IsdAsn;
 
 /// PBKDF2 salt of the secret value derivation.
@@ -189,16 +190,24 @@ key_newtype!(
 
 /// DRKey's PRF: AES-128 CBC-MAC with a zero IV over `input` zero-padded to a multiple of
 /// 16 bytes; the output is the last cipher block.
+#[inline]
 pub fn prf(key: &[u8; KEY_LEN], input: &[u8]) -> [u8; KEY_LEN] {
-    cbc_mac(&Aes128::new(key), input)
+    prf_on(Detect, key, input)
 }
 
-fn cbc_mac(cipher: &Aes128, input: &[u8]) -> [u8; KEY_LEN] {
+/// [`prf`] on the code `cpu` says the CPU runs ([`crate::cpu::Cpu`]).
+#[inline(always)]
+pub fn prf_on(cpu: impl Cpu, key: &[u8; KEY_LEN], input: &[u8]) -> [u8; KEY_LEN] {
+    cbc_mac(cpu, &Aes128::new_on(cpu, key), input)
+}
+
+#[inline(always)]
+fn cbc_mac(cpu: impl Cpu, cipher: &Aes128, input: &[u8]) -> [u8; KEY_LEN] {
     let mut state = [0u8; KEY_LEN];
     // A short last chunk XORs only its bytes: the same as XORing a zero-padded block.
     for chunk in input.chunks(KEY_LEN) {
         state.iter_mut().zip(chunk).for_each(|(s, b)| *s ^= b);
-        state = cipher.encrypt(&state);
+        state = cipher.encrypt_on(cpu, &state);
     }
     state
 }
@@ -225,17 +234,19 @@ impl SecretValue {
     }
 
     /// `K_{A→B}`; the secret value is AS A's.
+    #[inline]
     pub fn level1(&self, dst_ia: IsdAsn) -> Level1Key {
-        level1_with(&Aes128::new(&self.0), dst_ia)
+        level1_with(Detect, &Aes128::new(&self.0), dst_ia)
     }
 }
 
 /// Level-1 input: `0x00 ‖ IA(B)`, padded to one block.
-pub(crate) fn level1_with(sv: &Aes128, dst_ia: IsdAsn) -> Level1Key {
+#[inline(always)]
+pub(crate) fn level1_with(cpu: impl Cpu, sv: &Aes128, dst_ia: IsdAsn) -> Level1Key {
     let mut input = [0u8; KEY_LEN];
     input[0] = KeyType::AsAs as u8;
     input[1..9].copy_from_slice(&dst_ia.to_bytes());
-    Level1Key(sv.encrypt(&input))
+    Level1Key(sv.encrypt_on(cpu, &input))
 }
 
 /// Level-2/3 input: `type ‖ [protocol] ‖ type/len(host) ‖ host`, zero-padded to whole
@@ -255,7 +266,9 @@ fn host_input(key_type: KeyType, protocol: Option<Protocol>, host: &HostAddr) ->
     (input, used.div_ceil(KEY_LEN) * KEY_LEN)
 }
 
+#[inline(always)]
 fn level2(
+    cpu: impl Cpu,
     l1: &Level1Key,
     key_type: KeyType,
     derivation: Derivation,
@@ -264,19 +277,32 @@ fn level2(
 ) -> [u8; KEY_LEN] {
     let protocol = (derivation == Derivation::Generic).then_some(protocol);
     let (input, len) = host_input(key_type, protocol, host);
-    prf(&l1.0, &input[..len])
+    prf_on(cpu, &l1.0, &input[..len])
 }
 
 impl Level1Key {
     /// `K_{A→B:H_B}`. Under [`Derivation::Specific`] `protocol` is not used: it is already
     /// in the secret value this key descends from.
+    #[inline]
     pub fn as_host(&self, derivation: Derivation, protocol: Protocol, dst_host: &HostAddr) -> AsHostKey {
-        AsHostKey(level2(self, KeyType::AsHost, derivation, protocol, dst_host))
+        self.as_host_on(Detect, derivation, protocol, dst_host)
+    }
+
+    /// [`Self::as_host`] on the code `cpu` says the CPU runs.
+    #[inline(always)]
+    pub fn as_host_on(
+        &self,
+        cpu: impl Cpu,
+        derivation: Derivation,
+        protocol: Protocol,
+        dst_host: &HostAddr,
+    ) -> AsHostKey {
+        AsHostKey(level2(cpu, self, KeyType::AsHost, derivation, protocol, dst_host))
     }
 
     /// `K_{A:H_A→B}`; `protocol` as for [`Level1Key::as_host`].
     pub fn host_as(&self, derivation: Derivation, protocol: Protocol, src_host: &HostAddr) -> HostAsKey {
-        HostAsKey(level2(self, KeyType::HostAs, derivation, protocol, src_host))
+        HostAsKey(level2(Detect, self, KeyType::HostAs, derivation, protocol, src_host))
     }
 }
 

@@ -12,7 +12,8 @@
 //! EPIC-HP keys the MAC with a hop field's full 16-byte CMAC σ; the per-AS fields append σ
 //! as one more block and key the MAC with a DRKey host key instead ([`super::per_as`]).
 
-use crate::drkey::prf;
+use crate::cpu::{Cpu, Detect};
+use crate::drkey::prf_on;
 use crate::mac::input as mac_block;
 use crate::wire::epic::{PktId, HVF_LEN};
 use crate::wire::header::{HostAddr, ScionView};
@@ -138,13 +139,27 @@ pub fn hop_mac_block(path: &StandardPathView<&[u8]>, info: usize, hop: usize) ->
 }
 
 /// AES-128 CBC-MAC with a zero IV under `key` (the last cipher block), as DRKey's PRF.
+#[inline]
 pub fn cbc_mac(key: &[u8; 16], input: &MacInput) -> [u8; 16] {
-    prf(key, input.as_bytes())
+    cbc_mac_on(Detect, key, input)
+}
+
+/// [`cbc_mac`] on the code `cpu` says the CPU runs ([`crate::cpu::Cpu`]).
+#[inline(always)]
+pub fn cbc_mac_on(cpu: impl Cpu, key: &[u8; 16], input: &MacInput) -> [u8; 16] {
+    prf_on(cpu, key, input.as_bytes())
 }
 
 /// EPIC-HP's PHVF or LHVF: the first 4 bytes of the CBC-MAC keyed with the hop's σ.
+#[inline]
 pub fn hvf(sigma: &[u8; 16], input: &MacInput) -> [u8; HVF_LEN] {
-    first_hvf(&cbc_mac(sigma, input))
+    hvf_on(Detect, sigma, input)
+}
+
+/// [`hvf`] on the code `cpu` says the CPU runs.
+#[inline(always)]
+pub fn hvf_on(cpu: impl Cpu, sigma: &[u8; 16], input: &MacInput) -> [u8; HVF_LEN] {
+    first_hvf(&cbc_mac_on(cpu, sigma, input))
 }
 
 /// The first [`HVF_LEN`] bytes of a MAC.

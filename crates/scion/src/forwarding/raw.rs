@@ -73,14 +73,17 @@ impl HopWord {
 }
 
 /// The hop-field MAC's input block as one byte shuffle of the info and hop words, SegID
-/// inserted apart (it is the record's, chained in stage 1 where SCION chains it).
-#[cfg(all(target_arch = "x86_64", target_feature = "ssse3", target_feature = "sse4.1"))]
+/// inserted apart (it is the record's, chained in stage 1 where SCION chains it). Compiled
+/// for the AES-NI level's features (SSSE3 and SSE4.1 among them), which the stages that
+/// inline it have.
+#[cfg(target_arch = "x86_64")]
 pub(crate) mod shuffled {
     use std::arch::x86_64::{__m128i, _mm_insert_epi16, _mm_set_epi64x, _mm_shuffle_epi8, _mm_storeu_si128};
 
     use super::{HopWord, InfoWord};
     use crate::mac::input;
     use crate::wire::path::field;
+    use aviary_aes::cpu::AesNi;
 
     /// Where the hop word sits in the shuffled vector: its upper half, after the info word.
     const HOP_LANE: usize = 8;
@@ -109,15 +112,15 @@ pub(crate) mod shuffled {
         m
     };
 
+    /// Called only with proof of the features (`_ni`), so that it can be forced inline.
     #[inline(always)]
-    pub(crate) fn mac_block(seg_id: u16, info: InfoWord, hop: HopWord) -> [u8; 16] {
+    pub(crate) fn mac_block(_ni: AesNi, seg_id: u16, info: InfoWord, hop: HopWord) -> [u8; 16] {
         // The words back in wire order (the byte swaps cancel with the loads'): byte `k` of
         // a field is lane byte `k` of the vector.
         let (info, hop) = (info.0.swap_bytes() as i64, hop.0.swap_bytes() as i64);
         let mut b = [0u8; 16];
         debug_assert!(size_of::<__m128i>() == b.len());
-        // SAFETY: SSSE3 and SSE4.1 are enabled at compile time (this module's `cfg`); the mask
-        // and the block are 16 bytes as the vector (any bytes are a valid `__m128i`), the
+        // SAFETY: the CPU has SSSE3 and SSE4.1 (`_ni`); the mask and the block are 16 bytes as the vector (any bytes are a valid `__m128i`), the
         // unaligned store writes exactly the 16 bytes of `b`.
         unsafe {
             let mask: __m128i = std::mem::transmute::<[u8; 16], __m128i>(MASK);

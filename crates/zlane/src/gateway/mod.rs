@@ -34,6 +34,9 @@ mod security_tests;
 mod tests;
 
 use aviary_qos::{mechanism_drops, DuplicateFilterConfigError, KeyHash};
+#[cfg(target_arch = "x86_64")]
+use aviary_scion::cpu::AesNi;
+use aviary_scion::cpu::{Cpu, Portable};
 use aviary_scion::drkey::{
     prf, AsHostKey, DrkeyError, EpochSchedule, HostAddr as DrkeyHost, IssuerKeyring, Protocol, RotatingSecret,
 };
@@ -282,13 +285,41 @@ impl Gateway {
         }
         let mut stage = self.stage.take().unwrap_or_else(Stage::new);
         for (pkts, verdicts) in pkts.chunks_mut(STAGE).zip(verdicts.chunks_mut(STAGE)) {
-            self.process_stage(&mut stage, pkts, now_ns, verdicts);
+            #[cfg(target_arch = "x86_64")]
+            if let Some(ni) = AesNi::detect() {
+                // SAFETY: `ni` proves the CPU has the features `process_stage_aes_ni` is
+                // compiled for.
+                unsafe { self.process_stage_aes_ni(ni, &mut stage, pkts, now_ns, verdicts) };
+                continue;
+            }
+            self.process_stage(Portable, &mut stage, pkts, now_ns, verdicts);
         }
         self.stage = Some(stage);
     }
 
+    /// [`Self::process_stage`] compiled with AES-NI enabled, so that the AES of the source
+    /// check and of every hop's field is inlined (called from the baseline build, 5 ASes took
+    /// 226 ns a packet instead of 127).
+    ///
+    /// # Safety
+    /// The CPU has the features of `aviary_scion::cpu::AES_NI_FEATURES` (`ni` proves it).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "aes,pclmulqdq,sse2,ssse3,sse4.1")] // cpu::AES_NI_FEATURES
+    fn process_stage_aes_ni(
+        &mut self,
+        ni: AesNi,
+        stage: &mut Stage,
+        pkts: &mut [&mut [u8]],
+        now_ns: u64,
+        verdicts: &mut [GatewayVerdict],
+    ) {
+        self.process_stage(ni, stage, pkts, now_ns, verdicts);
+    }
+
+    #[inline(always)]
     fn process_stage(
         &mut self,
+        cpu: impl Cpu,
         stage: &mut Stage,
         pkts: &mut [&mut [u8]],
         now_ns: u64,
@@ -319,23 +350,24 @@ impl Gateway {
         for (p, key) in parsed[..n].iter().zip(keys.iter_mut()) {
             *key = match p.slot.and_then(|s| self.hosts.key(s, epoch)) {
                 Some(k) => k,
-                None => drkeys.as_host(self.ia, &DrkeyHost::from(&p.src_host.host())),
+                None => drkeys.as_host_on(cpu, self.ia, &DrkeyHost::from(&p.src_host.host())),
             };
         }
         // σ_0 of every packet under the AS's one hop-field key, interleaved.
-        self.mac_key.macs(&mut sigmas[..n]);
+        self.mac_key.macs_on(cpu, &mut sigmas[..n]);
         // 3. V_0 of every packet under its host's key, the chains side by side.
         for (input, sigma) in inputs[..n].iter_mut().zip(sigmas.iter()) {
             input.append_authenticator(sigma);
         }
-        hop_validations(&keys[..n], &inputs[..n], &mut v0[..n]);
+        hop_validations(cpu, &keys[..n], &inputs[..n], &mut v0[..n]);
         // 4. Compare, charge and authorize, packet by packet.
         for i in 0..n {
             let j = live[i];
-            verdicts[j] = match self.authorize(pkts[j], &parsed[i], (epoch, keys[i]), (&v0[i], duplicates[i]), now_ns) {
-                Ok(v) => v,
-                Err(d) => self.dropped(d),
-            };
+            verdicts[j] =
+                match self.authorize(cpu, pkts[j], &parsed[i], (epoch, keys[i]), (&v0[i], duplicates[i]), now_ns) {
+                    Ok(v) => v,
+                    Err(d) => self.dropped(d),
+                };
         }
     }
 
@@ -347,6 +379,7 @@ impl Gateway {
     /// Stage 1: the checks before the source's; the MAC input of `V_0` into `input`, the
     /// CMAC input of the AS's hop field (for σ_0) into `sigma_input`, and, if the gateway
     /// suppresses duplicates, the packet's identity's hash into `duplicate`.
+    #[inline(always)]
     fn parse(
         &self,
         pkt: &[u8],
@@ -390,8 +423,10 @@ impl Gateway {
     /// Stage 4: the source check against `v0`, the duplicate filter (`duplicate`: the hash the
     /// parse wrote), the host's bucket and the gateway's fields; `host_key` is the host's key
     /// and its epoch's start.
+    #[inline(always)]
     fn authorize(
         &mut self,
+        cpu: impl Cpu,
         pkt: &mut [u8],
         p: &Parsed,
         host_key: (u32, AsHostKey),
@@ -443,7 +478,7 @@ impl Gateway {
         // them all (its bounds checked once, not per field).
         for (key, field) in keys.iter().zip(path.hvfs_mut().chunks_exact_mut(HVF_LEN)) {
             let hvf: &mut [u8; HVF_LEN] = field.try_into().expect("chunks of HVF_LEN");
-            *hvf = key.hvf(hvf);
+            *hvf = key.hvf_on(cpu, hvf);
         }
         path.set_qos(true);
         Ok(GatewayVerdict::Authorized)
