@@ -27,14 +27,13 @@
 //! whose hop key (and ciphertext) is then the same, never for two different plaintexts (as long
 //! as the AS keeps its secret `K_k` for the DRKey epoch of `K_{k→Src}`).
 
-use aes::Aes128;
 use aes_gcm::aead::{AeadInPlace, KeyInit};
 use aes_gcm::{Aes128Gcm, Nonce, Tag};
+use aviary_scion::cmac::CmacKey;
 use aviary_scion::IsdAsn;
-use cmac::{Cmac, Mac};
 use sha2::{Digest, Sha256};
 
-use crate::discovery::wire::Announced;
+use crate::discovery::wire::{field::HV_LEN, Announced};
 use crate::matrix::InterfaceId;
 
 const AID_LABEL: &[u8] = b"aviary/glwp/aid/v1";
@@ -57,21 +56,21 @@ pub fn aid(ases: &[IsdAsn], path: &[(InterfaceId, InterfaceId)]) -> u64 {
 
 /// `MAC_{K_{a→b}}(Src, ts_pkt, AID, HV_a)`: what AS a adds to AS b's aggregate.
 pub fn hop_values_mac(key: &[u8; 16], src: IsdAsn, ts_pkt: u64, aid: u64, hv: Announced) -> [u8; 16] {
-    let mut mac = <Cmac<Aes128> as Mac>::new(key.into());
-    mac.update(&src.to_bytes());
-    mac.update(&ts_pkt.to_be_bytes());
-    mac.update(&aid.to_be_bytes());
-    mac.update(&hv.bytes());
-    mac.finalize().into_bytes().into()
+    let mut msg = [0u8; 24 + HV_LEN];
+    msg[0..8].copy_from_slice(&src.to_bytes());
+    msg[8..16].copy_from_slice(&ts_pkt.to_be_bytes());
+    msg[16..24].copy_from_slice(&aid.to_be_bytes());
+    msg[24..].copy_from_slice(&hv.bytes());
+    CmacKey::new(key).mac(&msg)
 }
 
 /// `MAC_{K_{a→b}}(label | announcement)`: authenticates AS a's matrix announcement to b. The
 /// label keeps it apart from the hop-value MACs under the same key.
 pub fn announcement_mac(key: &[u8; 16], announcement: &[u8]) -> [u8; 16] {
-    let mut mac = <Cmac<Aes128> as Mac>::new(key.into());
-    mac.update(ANNOUNCEMENT_LABEL);
-    mac.update(announcement);
-    mac.finalize().into_bytes().into()
+    let mut msg = Vec::with_capacity(ANNOUNCEMENT_LABEL.len() + announcement.len());
+    msg.extend_from_slice(ANNOUNCEMENT_LABEL);
+    msg.extend_from_slice(announcement);
+    CmacKey::new(key).mac(&msg)
 }
 
 /// XORs `b` into `a`.
@@ -156,6 +155,28 @@ mod tests {
             position: 1,
             ingress: 2,
             egress: 3,
+        }
+    }
+
+    /// Both MACs are AES-CMAC (RFC 4493) over their fields in order, as the `cmac` crate
+    /// computes it over the pieces.
+    #[test]
+    fn macs_are_cmac_over_their_fields() {
+        use cmac::{Cmac, Mac};
+        let reference = |key: &[u8; 16], pieces: &[&[u8]]| -> [u8; 16] {
+            let mut mac = <Cmac<aes::Aes128> as Mac>::new(key.into());
+            pieces.iter().for_each(|p| mac.update(p));
+            mac.finalize().into_bytes().into()
+        };
+        let (key, src) = ([3u8; 16], IsdAsn::new(1, 0xff00_0000_0110));
+        let hv = Announced { div_bps: 1, m_bps: 2, con_bps: 3 };
+        assert_eq!(
+            hop_values_mac(&key, src, 8, 9, hv),
+            reference(&key, &[&src.to_bytes(), &8u64.to_be_bytes(), &9u64.to_be_bytes(), &hv.bytes()])
+        );
+        for len in [0, 1, 15, 16, 17, 100] {
+            let announcement: Vec<u8> = (0..len as u8).collect();
+            assert_eq!(announcement_mac(&key, &announcement), reference(&key, &[ANNOUNCEMENT_LABEL, &announcement]));
         }
     }
 
