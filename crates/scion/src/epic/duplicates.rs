@@ -49,6 +49,19 @@ impl EpicDuplicates {
     /// [`Self::first_seen_hashed`]: a batch hashes and prefetches every packet before
     /// recording the first, so that their cache misses overlap.
     pub fn hash(&self, src_ia: IsdAsn, src_host: &HostAddr, info_ts: u32, id: PktId) -> KeyHash {
+        self.hash_on(crate::cpu::Detect, src_ia, src_host, info_ts, id)
+    }
+
+    /// [`Self::hash`] on the code `cpu` says the CPU runs ([`crate::cpu::Cpu`]).
+    #[inline(always)]
+    pub fn hash_on(
+        &self,
+        cpu: impl crate::cpu::Cpu,
+        src_ia: IsdAsn,
+        src_host: &HostAddr,
+        info_ts: u32,
+        id: PktId,
+    ) -> KeyHash {
         let mut key = [0u8; MAX_KEY_LEN];
         let (host, host_len) = src_host.to_wire();
         key[..8].copy_from_slice(&src_ia.to_bytes());
@@ -57,7 +70,7 @@ impl EpicDuplicates {
         key[9..at].copy_from_slice(&host[..host_len]);
         key[at..at + 4].copy_from_slice(&info_ts.to_be_bytes());
         key[at + 4..at + 12].copy_from_slice(&id.to_bytes());
-        self.filter.hash(&key[..at + 12])
+        self.filter.hash_on(cpu, &key[..at + 12])
     }
 
     /// Starts loading the filter's lines of the identity hashed to `h` (only a hint).

@@ -167,7 +167,13 @@ impl<C: Copy + Default> SlotTable<C> {
     }
 
     pub fn hash(&self, tag: &Tag) -> HostHash {
-        HostHash(word(&self.hasher.encrypt(&tag.addr)) ^ self.kind_masks[usize::from(tag.kind) % Tag::KINDS])
+        self.hash_on(aviary_scion::cpu::Detect, tag)
+    }
+
+    /// [`Self::hash`] on the code `cpu` says the CPU runs ([`aviary_scion::cpu::Cpu`]).
+    #[inline(always)]
+    pub fn hash_on(&self, cpu: impl aviary_scion::cpu::Cpu, tag: &Tag) -> HostHash {
+        HostHash(word(&self.hasher.encrypt_on(cpu, &tag.addr)) ^ self.kind_masks[usize::from(tag.kind) % Tag::KINDS])
     }
 
     fn home(&self, hash: HostHash) -> usize {

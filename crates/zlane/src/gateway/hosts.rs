@@ -81,13 +81,15 @@ impl HostTable {
 
     /// The hash of the slot of `tag`'s host, and a prefetch of that slot: at parse, so that
     /// the lookups of a stage's packets find their slots in the cache.
-    pub fn prefetch(&self, tag: &Tag) -> HostHash {
-        let hash = self.known.hash(tag);
+    /// `cpu` says which AES code the hash runs on ([`aviary_scion::cpu::Cpu`]).
+    #[inline(always)]
+    pub fn prefetch_on(&self, cpu: impl aviary_scion::cpu::Cpu, tag: &Tag) -> HostHash {
+        let hash = self.known.hash_on(cpu, tag);
         self.known.prefetch(hash);
         hash
     }
 
-    /// The slot of a known host (`hash` from [`HostTable::prefetch`]); prefetches its bucket
+    /// The slot of a known host (`hash` from [`HostTable::prefetch_on`]); prefetches its bucket
     /// and counters, which its charge reads.
     pub fn find(&self, tag: &Tag, hash: HostHash) -> Option<HostSlot> {
         let slot = self.known.find(tag, hash)?;

@@ -330,7 +330,7 @@ impl Gateway {
         let Stage { live, parsed, sigmas, inputs, keys, v0, duplicates } = stage;
         let mut n = 0;
         for (j, pkt) in pkts.iter().enumerate() {
-            match self.parse(pkt, now_ns, (&mut inputs[n], &mut sigmas[n]), &mut duplicates[n]) {
+            match self.parse(cpu, pkt, now_ns, (&mut inputs[n], &mut sigmas[n]), &mut duplicates[n]) {
                 Ok(p) => {
                     (live[n], parsed[n]) = (j, p);
                     n += 1;
@@ -382,6 +382,7 @@ impl Gateway {
     #[inline(always)]
     fn parse(
         &self,
+        cpu: impl Cpu,
         pkt: &[u8],
         now_ns: u64,
         (input, sigma_input): (&mut MacInput, &mut [u8; 16]),
@@ -409,12 +410,12 @@ impl Gateway {
         *input = MacInput::from_wire(&view, info.timestamp.to_be_bytes(), path.pkt_id_bytes());
         *sigma_input = hop_mac_block(&standard, 0, 0);
         if let Some(d) = &self.duplicates {
-            *duplicate = d.hash(src_ia, &tag.host(), info.timestamp, id);
+            *duplicate = d.hash_on(cpu, src_ia, &tag.host(), info.timestamp, id);
             d.prefetch(*duplicate);
         }
         Ok(Parsed {
             header: Some((view.layout(), path.layout())),
-            hash: self.hosts.prefetch(&tag),
+            hash: self.hosts.prefetch_on(cpu, &tag),
             slot: None,
             src_host: tag,
         })
