@@ -67,7 +67,7 @@ impl Aes128 {
     /// the block is XORed anyway.
     pub fn whitened(&self, white: &[u8; 16]) -> Self {
         let mut c = *self;
-        c.rk[0] = (u128::from_ne_bytes(c.rk[0]) ^ u128::from_ne_bytes(*white)).to_ne_bytes();
+        c.rk[0] = crate::xor(c.rk[0], white);
         c
     }
 

@@ -15,6 +15,7 @@ mod wide;
 
 use crate::aes::Aes128;
 use crate::cpu::{Cpu, Detect};
+use crate::xor;
 
 /// `dbl()` of RFC 4493: shift left by one bit in GF(2^128), reducing with x^128 + x^7 + x^2 + x + 1.
 #[inline]
@@ -53,11 +54,6 @@ fn last_block(tail: &[u8], (k1, k2): (u128, u128)) -> [u8; 16] {
         k2
     };
     (u128::from_be_bytes(b) ^ k).to_be_bytes()
-}
-
-#[inline]
-fn xor(a: [u8; 16], b: &[u8; 16]) -> [u8; 16] {
-    (u128::from_ne_bytes(a) ^ u128::from_ne_bytes(*b)).to_ne_bytes()
 }
 
 /// The first block of a two-block message.

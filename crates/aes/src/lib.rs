@@ -9,3 +9,9 @@
 pub mod aes;
 pub mod cmac;
 pub mod cpu;
+
+/// `a ⊕ b`, a block at a time.
+#[inline(always)]
+pub(crate) fn xor(a: [u8; 16], b: &[u8; 16]) -> [u8; 16] {
+    (u128::from_ne_bytes(a) ^ u128::from_ne_bytes(*b)).to_ne_bytes()
+}

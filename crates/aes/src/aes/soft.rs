@@ -7,9 +7,7 @@ use super::Aes128;
 use aes::hazmat::{cipher_round, inv_mix_columns};
 use aes::Block;
 
-fn xor(a: [u8; 16], b: &[u8; 16]) -> [u8; 16] {
-    (u128::from_ne_bytes(a) ^ u128::from_ne_bytes(*b)).to_ne_bytes()
-}
+use crate::xor;
 
 /// One full round (`AESENC`): SubBytes, ShiftRows, MixColumns, then `k` added.
 fn round(b: [u8; 16], k: &[u8; 16]) -> [u8; 16] {

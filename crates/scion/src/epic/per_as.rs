@@ -151,7 +151,12 @@ const MAX_DVF_INPUT: usize = 48 + HVF_LEN * MAX_HOPS;
 /// The destination validation field over the proofs the packet carries on arrival (or the
 /// source expects): `proofs` is HVF 0 … n−1, 4 bytes each.
 pub fn dvf(key: &HostHostKey, input: &MacInput, proofs: &[u8]) -> [u8; HVF_LEN] {
-    dvf_on(Detect, key, input, proofs)
+    #[cfg(target_arch = "x86_64")]
+    if let Some(ni) = AesNi::detect() {
+        // SAFETY: `ni` proves the CPU has the features `dvf_aes_ni` is compiled for.
+        return unsafe { dvf_aes_ni(ni, key, input, proofs) };
+    }
+    dvf_on(Portable, key, input, proofs)
 }
 
 /// [`dvf`] on the code `cpu` says the CPU runs ([`crate::cpu::Cpu`]).
@@ -206,13 +211,7 @@ pub fn verify_at_destination<T: AsRef<[u8]>>(
     input: &MacInput,
     key: &HostHostKey,
 ) -> Result<(), DestinationError> {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(ni) = AesNi::detect() {
-        // SAFETY: `ni` proves the CPU has the features `dvf_aes_ni` is compiled for.
-        let expected = unsafe { dvf_aes_ni(ni, key, input, path.hvfs()) };
-        return if hvf_eq(&path.dvf(), &expected) { Ok(()) } else { Err(DestinationError::BadDvf) };
-    }
-    if hvf_eq(&path.dvf(), &dvf_on(Portable, key, input, path.hvfs())) {
+    if hvf_eq(&path.dvf(), &dvf(key, input, path.hvfs())) {
         Ok(())
     } else {
         Err(DestinationError::BadDvf)
