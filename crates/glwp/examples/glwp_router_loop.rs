@@ -1,9 +1,11 @@
 //! A small driver for instruction counts and wall time of GLWP router validation: the packet
 //! of the `aviary bench` rows (on-path AS 1 of `λ` with distinct timestamps 300 ns apart, so
 //! duplicate suppression and the monitor see fresh packets) run through one router, one
-//! packet or a batch at a time, the hop pointer restored before each run. Under callgrind, counting
-//! only the router's entry points, the difference of two counts cancels the set-up (building
-//! the packets, the duplicate filter's first clearing):
+//! packet or a batch at a time, the hop pointer restored before each run. The packets are read
+//! in place from memory, as in the bench's "packets not in cache" row, not from a receive ring
+//! as in its other GLWP rows: the instruction counts are the same, the wall time is not. Under
+//! callgrind, counting only the router's entry points, the difference of two counts cancels the
+//! set-up (building the packets, the duplicate filter's first clearing):
 //!
 //! ```text
 //! T='--toggle-collect=*Router::process_batch* --toggle-collect=*Router::process'
