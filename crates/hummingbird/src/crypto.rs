@@ -7,15 +7,17 @@ use serde::{Deserialize, Serialize};
 
 use aviary_scion::mac::derive_key;
 
+use crate::path::{field, res_word};
+
 /// Salt of the PBKDF2 derivation of the Hummingbird secret value.
 pub const SV_SALT: &[u8] = b"Derive hbird sv";
 
 /// The largest ResID (22 bits).
-pub const MAX_RES_ID: u32 = (1 << 22) - 1;
+pub const MAX_RES_ID: u32 = u32::MAX >> field::flyover::RES_ID_SHIFT;
 /// The largest Counter (22 bits).
-pub const MAX_COUNTER: u32 = (1 << 22) - 1;
+pub const MAX_COUNTER: u32 = field::meta::COUNTER_MASK;
 /// The largest MillisTimestamp (10 bits).
-pub const MAX_MILLIS: u16 = (1 << 10) - 1;
+pub const MAX_MILLIS: u16 = field::meta::MILLIS_MASK as u16;
 
 /// SV = PBKDF2-HMAC-SHA256(master secret, "Derive hbird sv", 1000, 16).
 pub fn derive_sv(master_secret: &[u8]) -> [u8; 16] {
@@ -43,7 +45,7 @@ impl ResInfo {
         let mut b = [0u8; 16];
         b[0..2].copy_from_slice(&self.ingress.to_be_bytes());
         b[2..4].copy_from_slice(&self.egress.to_be_bytes());
-        b[4..8].copy_from_slice(&(((self.res_id & MAX_RES_ID) << 10) | u32::from(self.bw & 0x3ff)).to_be_bytes());
+        b[4..8].copy_from_slice(&res_word(self.res_id, self.bw).to_be_bytes());
         b[8..12].copy_from_slice(&self.start.to_be_bytes());
         b[12..14].copy_from_slice(&self.duration.to_be_bytes());
         b
@@ -108,7 +110,8 @@ pub fn flyover_block(dst_ia: [u8; 8], pkt_len: u16, res_start_offset: u16, milli
 /// `MillisTimestamp(10) | Counter(22)` as one word.
 #[inline]
 pub const fn high_res_ts(millis: u16, counter: u32) -> u32 {
-    ((millis as u32 & 0x3ff) << 22) | (counter & MAX_COUNTER)
+    use field::meta::{COUNTER_MASK, MILLIS_MASK, MILLIS_SHIFT};
+    ((millis as u32 & MILLIS_MASK) << MILLIS_SHIFT) | (counter & COUNTER_MASK)
 }
 
 /// An expanded authentication key A_K (kept by a source for the reservation's lifetime).

@@ -25,11 +25,29 @@ pub const FLYOVER_LEN: usize = 20;
 pub mod field {
     pub mod meta {
         use std::ops::Range;
-        /// CurrINF, CurrHF and the SegLens in one big-endian word.
+        /// CurrINF (2 bits) | CurrHF (8) | reserved (1) | Seg0Len | Seg1Len | Seg2Len (7 each), one
+        /// big-endian word.
         pub const WORD: Range<usize> = 0..4;
         pub const BASE_TS: Range<usize> = 4..8;
-        /// MillisTimestamp (10 bits) | Counter (22 bits).
+        /// MillisTimestamp (10 bits) | Counter (22 bits), one big-endian word.
         pub const HIGH_RES_TS: Range<usize> = 8..12;
+
+        /// The bit fields of [`WORD`]: shift and mask (after the shift).
+        pub const CURR_INF_SHIFT: u32 = 30;
+        pub const CURR_INF_MASK: u32 = 0x3;
+        pub const CURR_HF_SHIFT: u32 = 22;
+        pub const CURR_HF_MASK: u32 = 0xff;
+        pub const SEG_LEN_SHIFT: [u32; 3] = [14, 7, 0];
+        pub const SEG_LEN_MASK: u32 = 0x7f;
+        /// The three SegLens in place (the word's low 21 bits).
+        pub const SEG_LENS: u32 = (SEG_LEN_MASK << SEG_LEN_SHIFT[0])
+            | (SEG_LEN_MASK << SEG_LEN_SHIFT[1])
+            | (SEG_LEN_MASK << SEG_LEN_SHIFT[2]);
+
+        /// The bit fields of [`HIGH_RES_TS`].
+        pub const MILLIS_SHIFT: u32 = 22;
+        pub const MILLIS_MASK: u32 = 0x3ff;
+        pub const COUNTER_MASK: u32 = (1 << MILLIS_SHIFT) - 1;
     }
     pub mod flyover {
         use std::ops::Range;
@@ -37,8 +55,11 @@ pub mod field {
         pub const FLAGS: usize = aviary_scion::wire::path::field::hop::FLAGS;
         /// The (Agg)MAC.
         pub const MAC: Range<usize> = aviary_scion::wire::path::field::hop::MAC;
-        /// ResID (22 bits) | BW (10 bits).
+        /// ResID (22 bits) | BW (10 bits), one big-endian word.
         pub const RES: Range<usize> = 12..16;
+        /// The bit fields of [`RES`].
+        pub const RES_ID_SHIFT: u32 = 10;
+        pub const BW_MASK: u32 = (1 << RES_ID_SHIFT) - 1;
         pub const RES_START_OFFSET: Range<usize> = 16..18;
         pub const RES_DURATION: Range<usize> = 18..20;
     }
@@ -49,9 +70,15 @@ pub const FLYOVER_LINES: usize = 5;
 /// Bit of byte 0 of a hop field that marks a flyover.
 pub const FLYOVER_BIT: u8 = 0x80;
 /// Largest SegLen (7 bits).
-pub const MAX_SEG_LINES: usize = 127;
-/// The three SegLen fields of the meta header's first word (7 bits each, its low 21).
-const SEG_LENS_BITS: u32 = (1 << 21) - 1;
+pub const MAX_SEG_LINES: usize = field::meta::SEG_LEN_MASK as usize;
+
+/// The word `ResID | BW` of a flyover hop field and of A_K's input block (each cut to its
+/// width).
+#[inline]
+pub(crate) fn res_word(res_id: u32, bw: u16) -> u32 {
+    use field::flyover::{BW_MASK, RES_ID_SHIFT};
+    ((res_id & MAX_RES_ID) << RES_ID_SHIFT) | (u32::from(bw) & BW_MASK)
+}
 
 #[derive(Clone, Copy, Debug, Error, PartialEq, Eq)]
 pub enum HbirdPathError {
@@ -120,28 +147,40 @@ impl MetaHdr {
             curr_hf,
             seg_len,
             base_ts: be_u32(&b[field::meta::BASE_TS]),
-            millis: (t >> 22) as u16,
-            counter: t & MAX_COUNTER,
+            millis: ((t >> field::meta::MILLIS_SHIFT) & field::meta::MILLIS_MASK) as u16,
+            counter: t & field::meta::COUNTER_MASK,
         }
     }
     /// CurrINF, CurrHF and the segment lengths of the first word.
     #[inline]
     pub fn decode_word0(w: u32) -> (u8, u8, [u8; 3]) {
-        ((w >> 30) as u8, (w >> 22) as u8, [((w >> 14) & 0x7f) as u8, ((w >> 7) & 0x7f) as u8, (w & 0x7f) as u8])
+        use field::meta::*;
+        let seg = |i: usize| ((w >> SEG_LEN_SHIFT[i]) & SEG_LEN_MASK) as u8;
+        (
+            ((w >> CURR_INF_SHIFT) & CURR_INF_MASK) as u8,
+            ((w >> CURR_HF_SHIFT) & CURR_HF_MASK) as u8,
+            [seg(0), seg(1), seg(2)],
+        )
     }
     /// The first word `w` with CurrINF and CurrHF replaced (the reserved bit written as zero),
     /// as [`Self::encode_word0`] of its decoded fields with those indices.
     #[inline]
     pub fn advance_word0(w: u32, curr_inf: usize, curr_hf: usize) -> [u8; 4] {
-        ((((curr_inf & 3) as u32) << 30) | (((curr_hf & 0xff) as u32) << 22) | (w & SEG_LENS_BITS)).to_be_bytes()
+        use field::meta::*;
+        ((((curr_inf as u32) & CURR_INF_MASK) << CURR_INF_SHIFT)
+            | (((curr_hf as u32) & CURR_HF_MASK) << CURR_HF_SHIFT)
+            | (w & SEG_LENS))
+            .to_be_bytes()
     }
     /// The first word (indices and segment lengths) alone.
     pub fn encode_word0(&self) -> [u8; 4] {
-        let w = (u32::from(self.curr_inf & 3) << 30)
-            | (u32::from(self.curr_hf) << 22)
-            | (u32::from(self.seg_len[0] & 0x7f) << 14)
-            | (u32::from(self.seg_len[1] & 0x7f) << 7)
-            | u32::from(self.seg_len[2] & 0x7f);
+        use field::meta::*;
+        let seg = |i: usize| (u32::from(self.seg_len[i]) & SEG_LEN_MASK) << SEG_LEN_SHIFT[i];
+        let w = ((u32::from(self.curr_inf) & CURR_INF_MASK) << CURR_INF_SHIFT)
+            | ((u32::from(self.curr_hf) & CURR_HF_MASK) << CURR_HF_SHIFT)
+            | seg(0)
+            | seg(1)
+            | seg(2);
         w.to_be_bytes()
     }
     /// Writes the meta header into `out[..META_LEN]`; panics if `out` is shorter.
@@ -179,8 +218,8 @@ impl Flyover {
         use field::flyover;
         let w = be_u32(&b[flyover::RES]);
         Self {
-            res_id: w >> 10,
-            bw: (w & 0x3ff) as u16,
+            res_id: w >> flyover::RES_ID_SHIFT,
+            bw: (w & flyover::BW_MASK) as u16,
             res_start_offset: be_u16(&b[flyover::RES_START_OFFSET]),
             res_duration: be_u16(&b[flyover::RES_DURATION]),
         }
@@ -189,8 +228,7 @@ impl Flyover {
     /// shorter); the hop field part is left alone.
     pub fn emit_into_hop(&self, out: &mut [u8]) {
         use field::flyover;
-        out[flyover::RES]
-            .copy_from_slice(&(((self.res_id & MAX_RES_ID) << 10) | u32::from(self.bw & 0x3ff)).to_be_bytes());
+        out[flyover::RES].copy_from_slice(&res_word(self.res_id, self.bw).to_be_bytes());
         out[flyover::RES_START_OFFSET].copy_from_slice(&self.res_start_offset.to_be_bytes());
         out[flyover::RES_DURATION].copy_from_slice(&self.res_duration.to_be_bytes());
     }
@@ -198,7 +236,7 @@ impl Flyover {
         if self.res_id > MAX_RES_ID {
             return Err(HbirdPathError::FieldOverflow { field: "ResID", value: self.res_id });
         }
-        if self.bw > 0x3ff {
+        if u32::from(self.bw) > field::flyover::BW_MASK {
             return Err(HbirdPathError::FieldOverflow { field: "BW", value: self.bw.into() });
         }
         Ok(())

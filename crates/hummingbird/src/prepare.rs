@@ -11,7 +11,7 @@ use aviary_scion::AsForwarding;
 
 use aviary_scion::raw;
 
-use crate::crypto::{flyover_block, ResInfo};
+use crate::crypto::{flyover_block, high_res_ts, ResInfo};
 use crate::path::{field, Flyover, MetaHdr, FLYOVER_LEN, META_LEN};
 use crate::path_view::HbirdPathView;
 use crate::profile::PolicedLength;
@@ -158,7 +158,7 @@ impl FlyoverFields {
     /// together with the source address.
     #[inline]
     pub fn packet_id(&self) -> u64 {
-        u64::from(self.meta.base_ts) << 32 | u64::from(self.meta.millis) << 22 | u64::from(self.meta.counter)
+        u64::from(self.meta.base_ts) << 32 | u64::from(high_res_ts(self.meta.millis, self.meta.counter))
     }
 
     /// BaseTimestamp + MillisTimestamp, ns.
