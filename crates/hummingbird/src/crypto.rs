@@ -7,17 +7,10 @@ use serde::{Deserialize, Serialize};
 
 use aviary_scion::mac::derive_key;
 
-use crate::path::{field, res_word};
+use crate::path::{high_res_ts, res_word};
 
 /// Salt of the PBKDF2 derivation of the Hummingbird secret value.
 pub const SV_SALT: &[u8] = b"Derive hbird sv";
-
-/// The largest ResID (22 bits).
-pub const MAX_RES_ID: u32 = u32::MAX >> field::flyover::RES_ID_SHIFT;
-/// The largest Counter (22 bits).
-pub const MAX_COUNTER: u32 = field::meta::COUNTER_MASK;
-/// The largest MillisTimestamp (10 bits).
-pub const MAX_MILLIS: u16 = field::meta::MILLIS_MASK as u16;
 
 /// SV = PBKDF2-HMAC-SHA256(master secret, "Derive hbird sv", 1000, 16).
 pub fn derive_sv(master_secret: &[u8]) -> [u8; 16] {
@@ -107,13 +100,6 @@ pub fn flyover_block(dst_ia: [u8; 8], pkt_len: u16, res_start_offset: u16, milli
     b
 }
 
-/// `MillisTimestamp(10) | Counter(22)` as one word.
-#[inline]
-pub const fn high_res_ts(millis: u16, counter: u32) -> u32 {
-    use field::meta::{COUNTER_MASK, MILLIS_MASK, MILLIS_SHIFT};
-    ((millis as u32 & MILLIS_MASK) << MILLIS_SHIFT) | (counter & COUNTER_MASK)
-}
-
 /// An expanded authentication key A_K (kept by a source for the reservation's lifetime).
 #[derive(Clone)]
 pub struct AuthKey(Aes128);
@@ -145,6 +131,7 @@ impl AuthKey {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::path::{MAX_COUNTER, MAX_RES_ID};
 
     #[test]
     fn blocks_have_the_specified_layout() {

@@ -14,8 +14,6 @@ use aviary_scion::wire::path::{num_info_fields, segment_of, HOP_LEN, INFO_LEN};
 use aviary_scion::{HopField, InfoField, StandardPath};
 use thiserror::Error;
 
-use crate::crypto::{high_res_ts, MAX_COUNTER, MAX_MILLIS, MAX_RES_ID};
-
 pub const META_LEN: usize = 12;
 pub const FLYOVER_LEN: usize = 20;
 
@@ -71,6 +69,19 @@ pub const FLYOVER_LINES: usize = 5;
 pub const FLYOVER_BIT: u8 = 0x80;
 /// Largest SegLen (7 bits).
 pub const MAX_SEG_LINES: usize = field::meta::SEG_LEN_MASK as usize;
+/// The largest ResID (22 bits).
+pub const MAX_RES_ID: u32 = u32::MAX >> field::flyover::RES_ID_SHIFT;
+/// The largest Counter (22 bits).
+pub const MAX_COUNTER: u32 = field::meta::COUNTER_MASK;
+/// The largest MillisTimestamp (10 bits).
+pub const MAX_MILLIS: u16 = field::meta::MILLIS_MASK as u16;
+
+/// `MillisTimestamp(10) | Counter(22)` as one word.
+#[inline]
+pub const fn high_res_ts(millis: u16, counter: u32) -> u32 {
+    use field::meta::{COUNTER_MASK, MILLIS_MASK, MILLIS_SHIFT};
+    ((millis as u32 & MILLIS_MASK) << MILLIS_SHIFT) | (counter & COUNTER_MASK)
+}
 
 /// The word `ResID | BW` of a flyover hop field and of A_K's input block (each cut to its
 /// width).

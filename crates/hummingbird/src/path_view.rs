@@ -6,7 +6,7 @@
 use aviary_scion::forwarding::HopLayout;
 use aviary_scion::wire::path::{num_info_fields, HopField, InfoField, HOP_LEN, INFO_LEN};
 
-use crate::crypto::high_res_ts;
+use crate::path::high_res_ts;
 use crate::path::{
     field, Flyover, HbirdHop, HbirdPathError, MetaHdr, FLYOVER_BIT, FLYOVER_LEN, FLYOVER_LINES, HOP_LINES, META_LEN,
 };

@@ -11,8 +11,8 @@ use aviary_scion::AsForwarding;
 
 use aviary_scion::raw;
 
-use crate::crypto::{flyover_block, high_res_ts, ResInfo};
-use crate::path::{field, Flyover, MetaHdr, FLYOVER_LEN, META_LEN};
+use crate::crypto::{flyover_block, ResInfo};
+use crate::path::{field, high_res_ts, Flyover, MetaHdr, FLYOVER_LEN, META_LEN};
 use crate::path_view::HbirdPathView;
 use crate::profile::PolicedLength;
 

@@ -42,7 +42,8 @@ use hpke::rand_core::{CryptoRng, RngCore};
 use hpke::{Deserializable, Kem as _, OpModeR, OpModeS, Serializable};
 use thiserror::Error;
 
-use crate::crypto::{ResInfo, MAX_RES_ID};
+use crate::crypto::ResInfo;
+use crate::path::MAX_RES_ID;
 use crate::reservation::Reservation;
 
 /// The RNG traits [`seal`] and [`BuyerKey::generate`] take (rand_core 0.9, as `hpke` uses).

@@ -7,8 +7,9 @@ use aviary_scion::cpu::{Cpu, Portable};
 use aviary_scion::wire::header::{path_type, ScionView};
 use thiserror::Error;
 
-use crate::crypto::{flyover_block, AuthKey, ResInfo, MAX_COUNTER};
+use crate::crypto::{flyover_block, AuthKey, ResInfo};
 use crate::path::Flyover;
+use crate::path::MAX_COUNTER;
 use crate::path_view::HbirdPathView;
 use crate::reservation::{res_start_offset, BuildError, Reservation};
 

@@ -7,10 +7,10 @@
 #[path = "../../scion/tests/strategies/mod.rs"]
 mod strategies;
 
-use aviary_hummingbird::crypto::{MAX_COUNTER, MAX_MILLIS, MAX_RES_ID};
 use aviary_hummingbird::path::{
     field, Flyover, HbirdHop, HbirdPathError, MetaHdr, FLYOVER_BIT, FLYOVER_LINES, HOP_LINES, MAX_SEG_LINES, META_LEN,
 };
+use aviary_hummingbird::path::{MAX_COUNTER, MAX_MILLIS, MAX_RES_ID};
 use aviary_hummingbird::{HbirdPath, HbirdPathView};
 use aviary_scion::forwarding::HopLayout;
 use aviary_scion::wire::path::{num_info_fields, segment_of, INFO_LEN};

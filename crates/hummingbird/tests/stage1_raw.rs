@@ -11,8 +11,8 @@ mod strategies;
 
 use std::cell::RefCell;
 
-use aviary_hummingbird::crypto::{MAX_COUNTER, MAX_MILLIS, MAX_RES_ID};
 use aviary_hummingbird::path::{Flyover, HbirdHop, FLYOVER_BIT, HOP_LINES, META_LEN};
+use aviary_hummingbird::path::{MAX_COUNTER, MAX_MILLIS, MAX_RES_ID};
 use aviary_hummingbird::router::Flyovers;
 use aviary_hummingbird::testbed::Chain;
 use aviary_hummingbird::{HbirdPath, Router, RouterParams, SecretValue, Source};

@@ -8,7 +8,8 @@ mod vectors_gen;
 
 use std::collections::HashMap;
 
-use aviary_hummingbird::crypto::{flyover_block, MAX_COUNTER, MAX_MILLIS, MAX_RES_ID};
+use aviary_hummingbird::crypto::flyover_block;
+use aviary_hummingbird::path::{MAX_COUNTER, MAX_MILLIS, MAX_RES_ID};
 use aviary_hummingbird::{derive_sv, AuthKey, ResInfo, Router, RouterParams, SecretValue};
 use aviary_qos::{Admission, DropReason, Verdict};
 use aviary_scion::mac::{derive_forwarding_key, mac_input};

@@ -288,7 +288,7 @@ impl RouterConfig {
             return Err(ConfigError::new(file, "scmp.errors_per_s", "must be a non-negative number"));
         }
         let h = &self.hummingbird;
-        if h.max_res_id > aviary_hummingbird::crypto::MAX_RES_ID {
+        if h.max_res_id > aviary_hummingbird::path::MAX_RES_ID {
             return Err(ConfigError::new(file, "hummingbird.max_res_id", "ResIDs have 22 bits"));
         }
         if h.max_packet_len == 0 {
@@ -400,7 +400,7 @@ impl ControlConfig {
                 return Err(ConfigError::new(&file, "drkey.trust_roots", "names no ISD root"));
             }
         }
-        if c.hummingbird.max_res_id > aviary_hummingbird::crypto::MAX_RES_ID {
+        if c.hummingbird.max_res_id > aviary_hummingbird::path::MAX_RES_ID {
             return Err(ConfigError::new(&file, "hummingbird.max_res_id", "ResIDs have 22 bits"));
         }
         if let Some(g) = &c.glwp {

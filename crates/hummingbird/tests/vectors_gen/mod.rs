@@ -7,8 +7,9 @@
 //! not depend on serde_json's `preserve_order` feature.
 #![allow(dead_code)]
 
-use aviary_hummingbird::crypto::{flyover_block, MAX_COUNTER, MAX_MILLIS, MAX_RES_ID};
+use aviary_hummingbird::crypto::flyover_block;
 use aviary_hummingbird::path::HbirdPath;
+use aviary_hummingbird::path::{MAX_COUNTER, MAX_MILLIS, MAX_RES_ID};
 use aviary_hummingbird::reservation::as_hops;
 use aviary_hummingbird::testbed::{Chain, IF_NEXT, IF_PREV};
 use aviary_hummingbird::{derive_sv, AuthKey, ResInfo, Reservation, Router, RouterParams, SecretValue, Source};

@@ -86,11 +86,9 @@ fn validation_row(lambda: u16, payload: usize, batch: usize, delivery: Delivery,
     let body = vec![0x5a; payload];
     let mut pkts: Vec<Vec<u8>> =
         (0..n).map(|i| source.packet(&addresses, t0 + i as u64 * GAP_NS, &body).expect("a packet")).collect();
-    let hp_at =
-        ScionView::new_checked(&pkts[0][..]).unwrap().path_range().start + aviary_glwp::header::field::HOP_POINTER;
     let freshness = Freshness { lifetime_ns: S / 2, skew_ns: S };
     let fresh = Router::new(&SECRET, freshness, AidMonitor::new(1024, u16::MAX, 9), duplicates());
-    let mut ring: Vec<Vec<u8>> = vec![Vec::with_capacity(pkts[0].len()); BATCH];
+    let mut ring: Vec<Vec<u8>> = vec![Vec::new(); BATCH];
     let mut verdicts = [Verdict::Deliver; BATCH];
     let ns = (0..effort.repeats)
         .map(|_| {
@@ -124,6 +122,8 @@ fn validation_row(lambda: u16, payload: usize, batch: usize, delivery: Delivery,
                     busy
                 }
                 Delivery::Cold => {
+                    let hp_at = ScionView::new_checked(&pkts[0][..]).unwrap().path_range().start
+                        + aviary_glwp::header::field::HOP_POINTER;
                     let mut refs: Vec<&mut [u8]> = pkts.iter_mut().map(|p| p.as_mut_slice()).collect();
                     let t = Instant::now();
                     for (r, chunk) in refs.chunks_mut(BATCH).enumerate() {

@@ -39,7 +39,7 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, ensure, Context as _, Result};
-use aviary_hummingbird::crypto::MAX_RES_ID;
+use aviary_hummingbird::path::MAX_RES_ID;
 use aviary_hummingbird::seal::{self, BuyerKey, SealContext};
 use aviary_hummingbird::{BwCodec, RedeemRequest, ResIdAllocator, ReservationService, ServiceState};
 use aviary_market::bindings::{AsRegistry, BandwidthAssets, Market};
