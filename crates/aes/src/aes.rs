@@ -188,7 +188,51 @@ impl Aes128 {
         other_in: &[u8; 16],
         feed: Option<(&[u8; 16], &[u8; 16])>,
     ) -> ([u8; 16], [u8; 16]) {
-        dispatch!(cpu, fresh_key_chain_beside(self, key_in, block, other, other_in, feed))
+        dispatch!(cpu, fresh_key_chain_beside(self, key_in, block, other, other_in, feed, None))
+    }
+
+    /// [`Self::fresh_key_chain_beside_on`] that also leaves the chain's key, `AES_self(key_in)`,
+    /// expanded in `keep`: its round keys are stored as they are made, off the chain.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn fresh_key_chain_beside_keeping_on(
+        &self,
+        cpu: impl Cpu,
+        key_in: &[u8; 16],
+        block: &[u8; 16],
+        other: &Aes128,
+        other_in: &[u8; 16],
+        feed: Option<(&[u8; 16], &[u8; 16])>,
+        keep: &mut Aes128,
+    ) -> ([u8; 16], [u8; 16]) {
+        dispatch!(cpu, fresh_key_chain_beside(self, key_in, block, other, other_in, feed, Some(keep)))
+    }
+
+    /// [`Self::fresh_key_chain_beside`] with the chain's key at hand: `y = AES_self(block)` and
+    /// `z = AES_other(other_in ⊕ feed(y ⊕ mix))`, in one function so that the core runs
+    /// whatever of the two can run at once (without `feed`, both). Returns `(y, z)`.
+    #[inline]
+    pub fn chain_beside(
+        &self,
+        block: &[u8; 16],
+        other: &Aes128,
+        other_in: &[u8; 16],
+        feed: Option<(&[u8; 16], &[u8; 16])>,
+    ) -> ([u8; 16], [u8; 16]) {
+        self.chain_beside_on(Detect, block, other, other_in, feed)
+    }
+
+    /// [`Self::chain_beside`] on the code `cpu` says the CPU runs.
+    #[inline(always)]
+    pub fn chain_beside_on(
+        &self,
+        cpu: impl Cpu,
+        block: &[u8; 16],
+        other: &Aes128,
+        other_in: &[u8; 16],
+        feed: Option<(&[u8; 16], &[u8; 16])>,
+    ) -> ([u8; 16], [u8; 16]) {
+        dispatch!(cpu, chain_beside(self, block, other, other_in, feed))
     }
 
     /// `blocks[i] = AES_{keys[i]}(blocks[i])`, expanding each key on the fly (with AES-NI four
@@ -287,7 +331,8 @@ mod tests {
 
         /// [`Aes128::fresh_key_chain_beside`] is the chain and the second block computed one
         /// after the other, with and without a feed (any bytes of the chain's result, moved
-        /// anywhere, with the mix).
+        /// anywhere, with the mix); its keeping variant leaves the chain's key expanded, and
+        /// [`Aes128::chain_beside`] under that key computes the same.
         #[test]
         fn chain_beside_is_the_chain_then_the_block(
             keys: [[u8; 16]; 2],
@@ -307,7 +352,14 @@ mod tests {
                 }
             }
             let fed = feed.as_ref().map(|(f, m)| (f, m));
-            prop_assert_eq!(first.fresh_key_chain_beside(&key_in, &block, &other, &other_in, fed), (y, other.encrypt(&z)));
+            let want = (y, other.encrypt(&z));
+            prop_assert_eq!(first.fresh_key_chain_beside(&key_in, &block, &other, &other_in, fed), want);
+            let mut kept = Aes128::new(&[0; 16]);
+            let keeping = first.fresh_key_chain_beside_keeping_on(Detect, &key_in, &block, &other, &other_in, fed, &mut kept);
+            prop_assert_eq!(keeping, want);
+            let x = [0x5a; 16];
+            prop_assert_eq!(kept.encrypt(&x), Aes128::new(&first.encrypt(&key_in)).encrypt(&x));
+            prop_assert_eq!(kept.chain_beside(&block, &other, &other_in, fed), want);
         }
 
         #[test]

@@ -76,11 +76,14 @@ const fn next_rcon(rcon: i32) -> i32 {
 }
 
 /// `AES_k(b)` with the key `k` expanded round by round as [`Aes128::new`] does, each round
-/// key used as it comes and none kept.
+/// key used as it comes and, with `keep`, stored there beside the rounds.
 #[inline(always)]
-fn fresh_key_rounds(mut k: __m128i, b: __m128i) -> __m128i {
+fn fresh_key_rounds(mut k: __m128i, b: __m128i, mut keep: Option<&mut [__m128i; 11]>) -> __m128i {
     // SAFETY: only called with (or inlined into callers with) cpu::AES_NI_FEATURES: AES-NI, SSSE3 and SSE2.
     unsafe {
+        if let Some(keep) = keep.as_deref_mut() {
+            keep[0] = k;
+        }
         let mut b = _mm_xor_si128(b, k);
         // Word 3 rotated and broadcast to all four lanes, as in `new`.
         let rot = _mm_set1_epi32(0x0c0f0e0d);
@@ -89,6 +92,9 @@ fn fresh_key_rounds(mut k: __m128i, b: __m128i) -> __m128i {
             let t = _mm_aesenclast_si128(_mm_shuffle_epi8(k, rot), _mm_set1_epi32(rcon));
             let s = _mm_xor_si128(k, _mm_slli_si128(k, 4));
             k = _mm_xor_si128(_mm_xor_si128(s, _mm_slli_si128(s, 8)), t);
+            if let Some(keep) = keep.as_deref_mut() {
+                keep[round] = k;
+            }
             b = if round < 10 { _mm_aesenc_si128(b, k) } else { _mm_aesenclast_si128(b, k) };
             rcon = next_rcon(rcon);
         }
@@ -394,7 +400,7 @@ fn encrypt_fresh_key(key: &[u8; 16], block: &[u8; 16]) -> [u8; 16] {
     // SAFETY: only called with (or inlined into callers with) cpu::AES_NI_FEATURES: SSE2; loads and stores are unaligned-safe, from and
     // to 16-byte arrays.
     unsafe {
-        let b = fresh_key_rounds(_mm_loadu_si128(key.as_ptr().cast()), _mm_loadu_si128(block.as_ptr().cast()));
+        let b = fresh_key_rounds(_mm_loadu_si128(key.as_ptr().cast()), _mm_loadu_si128(block.as_ptr().cast()), None);
         let mut out = [0u8; 16];
         _mm_storeu_si128(out.as_mut_ptr().cast(), b);
         out
@@ -409,8 +415,9 @@ fn encrypt_fresh_key(key: &[u8; 16], block: &[u8; 16]) -> [u8; 16] {
 /// PSHUFB control does (byte `i` takes byte `feed[i]`, zero where its top bit is set).
 /// Without `feed` the second block does not wait for `y`: its rounds interleave with
 /// `self`'s, the first step of the chain. With `feed` it follows `y`, one byte shuffle
-/// and one XOR after it (`mix`'s part is added before), in vector registers. Returns
-/// `(y, z)`.
+/// and one XOR after it (`mix`'s part is added before), in vector registers. With `keep`, the
+/// chain's key `AES_self(key_in)` is left there expanded, its round keys stored as they are
+/// made. Returns `(y, z)`.
 #[target_feature(enable = "aes,pclmulqdq,sse2,ssse3,sse4.1")] // cpu::AES_NI_FEATURES
 #[inline]
 pub(super) fn fresh_key_chain_beside(
@@ -420,10 +427,13 @@ pub(super) fn fresh_key_chain_beside(
     other: &Aes128,
     other_in: &[u8; 16],
     feed: Option<(&[u8; 16], &[u8; 16])>,
+    keep: Option<&mut Aes128>,
 ) -> ([u8; 16], [u8; 16]) {
     // SAFETY: only called with (or inlined into callers with) cpu::AES_NI_FEATURES: AES-NI, SSSE3 and SSE2; loads and stores are
     // unaligned-safe, from and to 16-byte arrays.
     unsafe {
+        // SAFETY: as in `rks`, mutably.
+        let keep = keep.map(|c| &mut *c.rk.as_mut_ptr().cast::<[__m128i; 11]>());
         let (rk, ork) = (rks(c), rks(other));
         let mut a = _mm_xor_si128(_mm_loadu_si128(key_in.as_ptr().cast()), rk[0]);
         let mut z = _mm_xor_si128(_mm_loadu_si128(other_in.as_ptr().cast()), ork[0]);
@@ -434,7 +444,7 @@ pub(super) fn fresh_key_chain_beside(
                     z = _mm_aesenc_si128(z, *ok);
                 }
                 z = _mm_aesenclast_si128(z, ork[10]);
-                fresh_key_rounds(_mm_aesenclast_si128(a, rk[10]), _mm_loadu_si128(block.as_ptr().cast()))
+                fresh_key_rounds(_mm_aesenclast_si128(a, rk[10]), _mm_loadu_si128(block.as_ptr().cast()), keep)
             }
             Some((feed, mix)) => {
                 // feed(y ⊕ mix) = feed(y) ⊕ feed(mix): the second before the chain ends.
@@ -443,7 +453,7 @@ pub(super) fn fresh_key_chain_beside(
                 for k in &rk[1..10] {
                     a = _mm_aesenc_si128(a, *k);
                 }
-                let y = fresh_key_rounds(_mm_aesenclast_si128(a, rk[10]), _mm_loadu_si128(block.as_ptr().cast()));
+                let y = fresh_key_rounds(_mm_aesenclast_si128(a, rk[10]), _mm_loadu_si128(block.as_ptr().cast()), keep);
                 z = _mm_xor_si128(z, _mm_shuffle_epi8(y, feed));
                 for k in &ork[1..10] {
                     z = _mm_aesenc_si128(z, *k);
@@ -452,6 +462,56 @@ pub(super) fn fresh_key_chain_beside(
                 y
             }
         };
+        let (mut yo, mut zo) = ([0u8; 16], [0u8; 16]);
+        _mm_storeu_si128(yo.as_mut_ptr().cast(), y);
+        _mm_storeu_si128(zo.as_mut_ptr().cast(), z);
+        (yo, zo)
+    }
+}
+
+/// [`fresh_key_chain_beside`] with the chain's key already expanded (`c`, an A_K kept by its
+/// reservation): `y = AES_c(block)` and `z = AES_other(other_in ⊕ feed(y ⊕ mix))`. Without
+/// `feed` the two blocks' rounds interleave; with it the second block's rounds follow `y`,
+/// one byte shuffle and one XOR after it. Returns `(y, z)`.
+#[target_feature(enable = "aes,pclmulqdq,sse2,ssse3,sse4.1")] // cpu::AES_NI_FEATURES
+#[inline]
+pub(super) fn chain_beside(
+    c: &Aes128,
+    block: &[u8; 16],
+    other: &Aes128,
+    other_in: &[u8; 16],
+    feed: Option<(&[u8; 16], &[u8; 16])>,
+) -> ([u8; 16], [u8; 16]) {
+    // SAFETY: only called with (or inlined into callers with) cpu::AES_NI_FEATURES: AES-NI, SSSE3 and SSE2; loads and stores are
+    // unaligned-safe, from and to 16-byte arrays.
+    unsafe {
+        let (rk, ork) = (rks(c), rks(other));
+        let mut y = _mm_xor_si128(_mm_loadu_si128(block.as_ptr().cast()), rk[0]);
+        let mut z = _mm_xor_si128(_mm_loadu_si128(other_in.as_ptr().cast()), ork[0]);
+        match feed {
+            None => {
+                for (k, ok) in rk[1..10].iter().zip(&ork[1..10]) {
+                    y = _mm_aesenc_si128(y, *k);
+                    z = _mm_aesenc_si128(z, *ok);
+                }
+                y = _mm_aesenclast_si128(y, rk[10]);
+                z = _mm_aesenclast_si128(z, ork[10]);
+            }
+            Some((feed, mix)) => {
+                // feed(y ⊕ mix) = feed(y) ⊕ feed(mix): the second before the chain ends.
+                let feed = _mm_loadu_si128(feed.as_ptr().cast());
+                z = _mm_xor_si128(z, _mm_shuffle_epi8(_mm_loadu_si128(mix.as_ptr().cast()), feed));
+                for k in &rk[1..10] {
+                    y = _mm_aesenc_si128(y, *k);
+                }
+                y = _mm_aesenclast_si128(y, rk[10]);
+                z = _mm_xor_si128(z, _mm_shuffle_epi8(y, feed));
+                for k in &ork[1..10] {
+                    z = _mm_aesenc_si128(z, *k);
+                }
+                z = _mm_aesenclast_si128(z, ork[10]);
+            }
+        }
         let (mut yo, mut zo) = ([0u8; 16], [0u8; 16]);
         _mm_storeu_si128(yo.as_mut_ptr().cast(), y);
         _mm_storeu_si128(zo.as_mut_ptr().cast(), z);

@@ -108,8 +108,23 @@ pub(super) fn fresh_key_chain_beside(
     other: &Aes128,
     other_in: &[u8; 16],
     feed: Option<(&[u8; 16], &[u8; 16])>,
+    keep: Option<&mut Aes128>,
 ) -> ([u8; 16], [u8; 16]) {
-    let y = encrypt(&new(&encrypt(c, key_in)), block);
+    let key = new(&encrypt(c, key_in));
+    if let Some(keep) = keep {
+        *keep = key;
+    }
+    chain_beside(&key, block, other, other_in, feed)
+}
+
+pub(super) fn chain_beside(
+    c: &Aes128,
+    block: &[u8; 16],
+    other: &Aes128,
+    other_in: &[u8; 16],
+    feed: Option<(&[u8; 16], &[u8; 16])>,
+) -> ([u8; 16], [u8; 16]) {
+    let y = encrypt(c, block);
     let mut z = *other_in;
     if let Some((feed, mix)) = feed {
         for (z, &f) in z.iter_mut().zip(feed) {
