@@ -93,6 +93,8 @@ fn main() {
         black_box(&verdicts);
     }
     let elapsed = t.elapsed().as_nanos() as f64;
+    let cache = router.auth_key_cache_counters();
+    eprintln!("A_K cache (packets alone): {} hits, {} inserts", cache.hits, cache.inserts);
     assert!(verdicts.iter().all(|v| matches!(v, Verdict::Forward { .. })), "packets not forwarded: {verdicts:?}");
     println!("{kind} batch {batch}: {:.1} ns/packet", elapsed / (rounds * batch as u64) as f64);
 }

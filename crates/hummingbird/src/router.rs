@@ -33,6 +33,7 @@ use aviary_scion::{AsForwarding, HopMacKey};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::auth_key_cache::{AuthKeyCache, AuthKeyCacheCounters};
 use crate::crypto::SecretValue;
 use crate::prepare::{prepare_hbird, prepare_hbird_raw, FlyoverFields, FlyoverWork};
 pub use crate::profile::{PolicedLength, PolicingMode, Profile, RouterParams, StartBound};
@@ -68,6 +69,8 @@ pub struct Flyovers {
     inv_table: InverseRateTable,
     /// Identities of the flyover packets admitted within the freshness window, if enabled.
     duplicates: Option<DuplicateFilter>,
+    /// Expanded A_Ks under the current SV, for flyovers that arrive alone.
+    auth_keys: AuthKeyCache,
     counters: FlyoverCounters,
 }
 
@@ -130,6 +133,7 @@ impl Router {
             policers,
             inv_table: InverseRateTable::new(|c| codec.decode_bps(c)),
             duplicates,
+            auth_keys: AuthKeyCache::new(),
             counters: FlyoverCounters::default(),
         };
         Ok(Self { inner: StagedForwarder::new(fwd, ext) })
@@ -149,6 +153,10 @@ impl Router {
     pub fn counters(&self) -> &FlyoverCounters {
         &self.inner.ext.counters
     }
+    /// What the cache of A_Ks for packets that arrive alone did.
+    pub fn auth_key_cache_counters(&self) -> AuthKeyCacheCounters {
+        self.inner.ext.auth_keys.counters()
+    }
     /// The burst allowance can change at runtime; policing state is kept.
     pub fn set_burst_ns(&mut self, burst_ns: u64) {
         let ext = &mut self.inner.ext;
@@ -159,10 +167,12 @@ impl Router {
     }
 
     /// The AS master secret is now `secret`: new hop-field key and SV; the ones they replace
-    /// verify until `previous_until_ns`. Policing and duplicate state are kept.
+    /// verify until `previous_until_ns`. Policing and duplicate state are kept; the cached
+    /// A_Ks, derived from the SV replaced, are forgotten.
     pub fn rotate_secret(&mut self, secret: &[u8], previous_until_ns: u64) {
         self.inner.fwd.rotate(HopMacKey::from_master_secret(secret), previous_until_ns);
         self.inner.ext.svs.rotate(SecretValue::from_master_secret(secret), previous_until_ns);
+        self.inner.ext.auth_keys.clear();
     }
 
     /// Packets that only a previous key (hop-field key or SV) verified.
@@ -223,6 +233,8 @@ impl HopExtension for Flyovers {
         batch: &mut [Option<Staged<FlyoverWork>>],
         ingress: u16,
     ) {
+        // No A_K expanded for a packet alone is this batch's to cache.
+        self.auth_keys.forget_expanded();
         if batch.iter().flatten().all(|w| w.ext.is_none()) {
             return;
         }
@@ -236,7 +248,9 @@ impl HopExtension for Flyovers {
     /// Against it, SCION chains the SegID of the input with the hop field's MAC before
     /// verifying it, and for a flyover that MAC is the candidate: the CMAC follows the
     /// FlyoverMAC, its input completed in vector registers (`MacInput::feed`) rather than
-    /// through the record and stage 3's block.
+    /// through the record and stage 3's block. Where the reservation's A_K is cached
+    /// ([`AuthKeyCache`]) the chain starts at the FlyoverMAC; where not, A_K is kept aside for
+    /// stage 4 to cache if the packet verifies.
     #[inline(always)]
     fn crypto_single(
         &mut self,
@@ -258,14 +272,16 @@ impl HopExtension for Flyovers {
         let agg = w.hop.mac();
         let mut mix = [0u8; 16];
         mix[..MAC_LEN].copy_from_slice(&agg);
-        let (fly_mac, cmac) = self.svs.current().cipher().fresh_key_chain_beside_on(
-            cpu,
-            &ak_block,
-            &mac_block,
-            key.cipher(),
-            &input.block,
-            input.feed.as_ref().map(|feed| (feed, &mix)),
-        );
+        let reservation = (w.hop.hop_ingress(), res_id);
+        let feed = input.feed.as_ref().map(|feed| (feed, &mix));
+        let (fly_mac, cmac) = match self.auth_keys.get(reservation.0, reservation.1, &ak_block) {
+            Some(ak) => ak.chain_beside_on(cpu, &mac_block, key.cipher(), &input.block, feed),
+            None => {
+                let sv = self.svs.current();
+                let other = key.cipher();
+                self.auth_keys.chain_expanding(cpu, sv, reservation, &ak_block, &mac_block, other, &input.block, feed)
+            }
+        };
         w.hop.set_mac(candidate(&agg, &fly_mac));
         Some(cmac)
     }
@@ -302,6 +318,8 @@ impl HopExtension for Flyovers {
         let fields = f.fields(path);
         // The plain hop-field MAC replaces the AggMAC, so the path can be reversed.
         path[f.mac_offset()..][..MAC_LEN].copy_from_slice(&staged.hop.mac());
+        // Verified: if this packet came alone and missed, its A_K is cached.
+        self.auth_keys.insert_expanded();
         Ok(self.charge(ingress, f, &fields, &staged.hop, now_ns))
     }
 }
@@ -451,6 +469,9 @@ impl aviary_qos::Processor for Router {
         out("flyover_over_rate_packets", c.over_rate);
         out("flyover_duplicate_packets", c.duplicate);
         out("previous_key_packets", self.previous_key_packets());
+        let cache = self.auth_key_cache_counters();
+        out("auth_key_cache_hits", cache.hits);
+        out("auth_key_cache_inserts", cache.inserts);
     }
 
     fn control(&mut self, request: &serde_json::Value) -> Result<(), ControlError> {
