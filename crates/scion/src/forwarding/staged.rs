@@ -290,8 +290,13 @@ impl<E: HopExtension> StagedForwarder<E> {
     }
 
     /// Processes packets that arrived on the same interface at the same time; `verdicts[i]` is
-    /// the verdict of `pkts[i]`.
+    /// the verdict of `pkts[i]`. A lone packet (what the I/O loop hands over when traffic is
+    /// light) takes the stages sized for one, as [`Self::process`]: its AES chain is its latency.
     pub fn process_batch(&mut self, pkts: &mut [&mut [u8]], ingress: u16, now_ns: u64, verdicts: &mut [Verdict]) {
+        if let ([pkt], [verdict]) = (&mut *pkts, &mut *verdicts) {
+            *verdict = self.process(pkt, ingress, now_ns);
+            return;
+        }
         for (p, v) in pkts.chunks_mut(MAX_BATCH).zip(verdicts.chunks_mut(MAX_BATCH)) {
             self.process_chunk_fastest::<MAX_BATCH>(p, ingress, now_ns, v);
         }
