@@ -189,6 +189,45 @@ fn flyover_distinct_row(name: &str, params: RouterParams, now: u64, effort: Effo
     row(name, 1, 100, None, ns)
 }
 
+/// Reservations in the rows of many reservations: four times the entries of a router's cache of
+/// A_Ks ([`aviary_hummingbird::auth_key_cache::ENTRIES`]), cycled through in turn, so that a
+/// packet alone never finds its reservation's A_K and computes it as in a batch.
+const RESERVATIONS: u32 = 4 * aviary_hummingbird::auth_key_cache::ENTRIES as u32;
+
+/// The flyover hop over packets of `RESERVATIONS` reservations (ResIDs 0 to 4095, a policing
+/// array of 32 KiB), `batch` at a time: per packet, the packet is copied from its template
+/// (~150 bytes, included, like the path restore of the other rows).
+fn flyover_reservations_row(batch: usize, now: u64, effort: Effort) -> Row {
+    let chain = Chain::new(5, T0 - 60);
+    let pkts: Vec<Vec<u8>> = (0..RESERVATIONS)
+        .map(|id| {
+            let res = [(TRANSIT, chain.grant(TRANSIT, id, 1023, T0 - 10, 3600))];
+            let mut pkt = chain.hbird_packet(&res, T0, 100).unwrap();
+            Source::new(&pkt, &[res[0].1]).unwrap().stamp(&mut pkt, now).unwrap();
+            for i in 0..TRANSIT {
+                chain.router(i, RouterParams::default()).process(&mut pkt, Chain::forward_ingress(i), now);
+            }
+            pkt
+        })
+        .collect();
+    let mut router = chain.router(TRANSIT, RouterParams::default());
+    let ingress = Chain::forward_ingress(TRANSIT);
+    let mut bufs = vec![pkts[0].clone(); batch];
+    let mut verdicts = vec![Verdict::Deliver; batch];
+    let groups = pkts.len() / batch;
+    let ns = time_per_call(effort, batch as u64, |i| {
+        let first = (i as usize % groups) * batch;
+        for (b, p) in bufs.iter_mut().zip(&pkts[first..]) {
+            b.copy_from_slice(p);
+        }
+        let mut refs: arrayvec::ArrayVec<&mut [u8], BATCH> = bufs.iter_mut().map(|b| &mut b[..]).collect();
+        router.process_batch(black_box(&mut refs), ingress, now + i * 100 * batch as u64, &mut verdicts);
+        debug_assert!(verdicts.iter().all(|v| *v == Verdict::reserved(aviary_hummingbird::testbed::IF_NEXT)));
+        black_box(&verdicts);
+    });
+    row(&format!("flyover hop, {RESERVATIONS} reservations"), batch, 100, None, ns)
+}
+
 /// Source: header template + payload copy + stamping, for `flyovers` reserved hops.
 fn source_row(flyovers: usize, payload: usize, effort: Effort) -> Row {
     let chain = Chain::new(flyovers.max(2), T0 - 60);
@@ -235,6 +274,8 @@ pub fn run(effort: Effort) -> Vec<Row> {
     let dedup = RouterParams { duplicate_suppression: true, ..plain };
     rows.push(flyover_distinct_row("flyover hop, distinct packets", plain, now, effort));
     rows.push(flyover_distinct_row("flyover hop, dup. suppression", dedup, now, effort));
+    rows.push(flyover_reservations_row(1, now, effort));
+    rows.push(flyover_reservations_row(BATCH, now, effort));
     for flyovers in [1, 2, 4, 8] {
         for payload in [100, 500, 1500] {
             rows.push(source_row(flyovers, payload, effort));
