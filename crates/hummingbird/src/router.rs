@@ -237,7 +237,8 @@ impl HopExtension for Flyovers {
         batch: &mut [Option<Staged<FlyoverWork>>],
         ingress: u16,
     ) {
-        // No A_K expanded for a packet alone is this batch's to cache.
+        // No A_K expanded for a packet alone is this batch's to cache (nor, in a rotation's
+        // overlap, that of a packet alone verified again here and under the previous SV).
         self.auth_keys.forget_expanded();
         if batch.iter().flatten().all(|w| w.ext.is_none()) {
             return;

@@ -116,6 +116,12 @@ fn a_rotation_forgets_the_keys_cached_under_the_old_secret() {
     assert!(reserved(alone(&mut router, &packet(&old, &grants(&old, 7), NOW), NOW)));
     assert_eq!(router.auth_key_cache_counters().inserts, 1);
     router.rotate_secret(&new.ases[AT].master_secret, until);
+    // In the overlap the old keys verify, and what the current SV made of the packet's
+    // reservation is not cached for it.
+    let old_pkt = packet(&old, &grants(&old, 7), NOW);
+    assert!(reserved(alone(&mut router, &old_pkt, NOW + 1000)));
+    assert_eq!(router.previous_key_packets(), 1);
+    assert_eq!(router.auth_key_cache_counters().inserts, 1);
 
     let later = until + S;
     let mut res = grants(&new, 7);
