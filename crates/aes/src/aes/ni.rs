@@ -429,43 +429,12 @@ pub(super) fn fresh_key_chain_beside(
     feed: Option<(&[u8; 16], &[u8; 16])>,
     keep: Option<&mut Aes128>,
 ) -> ([u8; 16], [u8; 16]) {
-    // SAFETY: only called with (or inlined into callers with) cpu::AES_NI_FEATURES: AES-NI, SSSE3 and SSE2; loads and stores are
-    // unaligned-safe, from and to 16-byte arrays.
+    // SAFETY: only called with (or inlined into callers with) cpu::AES_NI_FEATURES: AES-NI, SSSE3 and SSE2; loads are unaligned-safe,
+    // from 16-byte arrays; `keep`'s round keys are `rks`' layout, mutably.
     unsafe {
-        // SAFETY: as in `rks`, mutably.
         let keep = keep.map(|c| &mut *c.rk.as_mut_ptr().cast::<[__m128i; 11]>());
-        let (rk, ork) = (rks(c), rks(other));
-        let mut a = _mm_xor_si128(_mm_loadu_si128(key_in.as_ptr().cast()), rk[0]);
-        let mut z = _mm_xor_si128(_mm_loadu_si128(other_in.as_ptr().cast()), ork[0]);
-        let y = match feed {
-            None => {
-                for (k, ok) in rk[1..10].iter().zip(&ork[1..10]) {
-                    a = _mm_aesenc_si128(a, *k);
-                    z = _mm_aesenc_si128(z, *ok);
-                }
-                z = _mm_aesenclast_si128(z, ork[10]);
-                fresh_key_rounds(_mm_aesenclast_si128(a, rk[10]), _mm_loadu_si128(block.as_ptr().cast()), keep)
-            }
-            Some((feed, mix)) => {
-                // feed(y ⊕ mix) = feed(y) ⊕ feed(mix): the second before the chain ends.
-                let feed = _mm_loadu_si128(feed.as_ptr().cast());
-                z = _mm_xor_si128(z, _mm_shuffle_epi8(_mm_loadu_si128(mix.as_ptr().cast()), feed));
-                for k in &rk[1..10] {
-                    a = _mm_aesenc_si128(a, *k);
-                }
-                let y = fresh_key_rounds(_mm_aesenclast_si128(a, rk[10]), _mm_loadu_si128(block.as_ptr().cast()), keep);
-                z = _mm_xor_si128(z, _mm_shuffle_epi8(y, feed));
-                for k in &ork[1..10] {
-                    z = _mm_aesenc_si128(z, *k);
-                }
-                z = _mm_aesenclast_si128(z, ork[10]);
-                y
-            }
-        };
-        let (mut yo, mut zo) = ([0u8; 16], [0u8; 16]);
-        _mm_storeu_si128(yo.as_mut_ptr().cast(), y);
-        _mm_storeu_si128(zo.as_mut_ptr().cast(), z);
-        (yo, zo)
+        let fresh = Some((_mm_loadu_si128(block.as_ptr().cast()), keep));
+        chain_and_beside(_mm_loadu_si128(key_in.as_ptr().cast()), rks(c), fresh, other, other_in, feed)
     }
 }
 
@@ -482,36 +451,59 @@ pub(super) fn chain_beside(
     other_in: &[u8; 16],
     feed: Option<(&[u8; 16], &[u8; 16])>,
 ) -> ([u8; 16], [u8; 16]) {
-    // SAFETY: only called with (or inlined into callers with) cpu::AES_NI_FEATURES: AES-NI, SSSE3 and SSE2; loads and stores are
-    // unaligned-safe, from and to 16-byte arrays.
+    // SAFETY: only called with (or inlined into callers with) cpu::AES_NI_FEATURES: AES-NI, SSSE3 and SSE2; the load is unaligned-safe,
+    // from a 16-byte array.
+    unsafe { chain_and_beside(_mm_loadu_si128(block.as_ptr().cast()), rks(c), None, other, other_in, feed) }
+}
+
+/// The two chains above: `y` is `x` through the rounds of `rk`, then, with `fresh = (b, keep)`,
+/// `b` under that result expanded round by round (its round keys stored in `keep`, if given);
+/// `z = AES_other(other_in ⊕ feed(y ⊕ mix))`. Without `feed`, `z`'s rounds interleave with
+/// `rk`'s; with it they follow `y`, its part of `z`'s input added in vector registers.
+#[inline(always)]
+fn chain_and_beside(
+    x: __m128i,
+    rk: &[__m128i; 11],
+    fresh: Option<(__m128i, Option<&mut [__m128i; 11]>)>,
+    other: &Aes128,
+    other_in: &[u8; 16],
+    feed: Option<(&[u8; 16], &[u8; 16])>,
+) -> ([u8; 16], [u8; 16]) {
+    // SAFETY: only inlined into callers with cpu::AES_NI_FEATURES: AES-NI, SSSE3 and SSE2; loads and stores are unaligned-safe, from and
+    // to 16-byte arrays.
     unsafe {
-        let (rk, ork) = (rks(c), rks(other));
-        let mut y = _mm_xor_si128(_mm_loadu_si128(block.as_ptr().cast()), rk[0]);
+        let ork = rks(other);
+        let mut a = _mm_xor_si128(x, rk[0]);
         let mut z = _mm_xor_si128(_mm_loadu_si128(other_in.as_ptr().cast()), ork[0]);
-        match feed {
+        let then = |a: __m128i| match fresh {
+            Some((b, keep)) => fresh_key_rounds(a, b, keep),
+            None => a,
+        };
+        let y = match feed {
             None => {
                 for (k, ok) in rk[1..10].iter().zip(&ork[1..10]) {
-                    y = _mm_aesenc_si128(y, *k);
+                    a = _mm_aesenc_si128(a, *k);
                     z = _mm_aesenc_si128(z, *ok);
                 }
-                y = _mm_aesenclast_si128(y, rk[10]);
                 z = _mm_aesenclast_si128(z, ork[10]);
+                then(_mm_aesenclast_si128(a, rk[10]))
             }
             Some((feed, mix)) => {
                 // feed(y ⊕ mix) = feed(y) ⊕ feed(mix): the second before the chain ends.
                 let feed = _mm_loadu_si128(feed.as_ptr().cast());
                 z = _mm_xor_si128(z, _mm_shuffle_epi8(_mm_loadu_si128(mix.as_ptr().cast()), feed));
                 for k in &rk[1..10] {
-                    y = _mm_aesenc_si128(y, *k);
+                    a = _mm_aesenc_si128(a, *k);
                 }
-                y = _mm_aesenclast_si128(y, rk[10]);
+                let y = then(_mm_aesenclast_si128(a, rk[10]));
                 z = _mm_xor_si128(z, _mm_shuffle_epi8(y, feed));
                 for k in &ork[1..10] {
                     z = _mm_aesenc_si128(z, *k);
                 }
                 z = _mm_aesenclast_si128(z, ork[10]);
+                y
             }
-        }
+        };
         let (mut yo, mut zo) = ([0u8; 16], [0u8; 16]);
         _mm_storeu_si128(yo.as_mut_ptr().cast(), y);
         _mm_storeu_si128(zo.as_mut_ptr().cast(), z);
