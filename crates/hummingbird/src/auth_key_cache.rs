@@ -106,10 +106,10 @@ impl AuthKeyCache {
         (id.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - ENTRIES.trailing_zeros())) as usize
     }
 
-    /// The expanded A_K of the reservation whose A_K input block is `block` (of the
-    /// reservation `res_id` on `ingress`), if cached.
+    /// The expanded A_K of the reservation whose A_K input block is `block` (the reservation
+    /// `res_id` on `ingress`), if cached.
     #[inline(always)]
-    pub fn get(&mut self, ingress: u16, res_id: u32, block: &[u8; 16]) -> Option<&Aes128> {
+    pub fn get(&mut self, (ingress, res_id): (u16, u32), block: &[u8; 16]) -> Option<&Aes128> {
         // SAFETY: `slot` is below `ENTRIES`, the length of `entries`.
         let e = unsafe { self.entries.get_unchecked(Self::slot(ingress, res_id)) };
         if e.block != *block {
@@ -202,7 +202,7 @@ mod tests {
     }
 
     fn get<'a>(cache: &'a mut AuthKeyCache, r: &ResInfo) -> Option<&'a Aes128> {
-        cache.get(r.ingress, r.res_id, &r.block())
+        cache.get((r.ingress, r.res_id), &r.block())
     }
 
     const OTHER_IN: [u8; 16] = [2; 16];
@@ -274,7 +274,7 @@ mod tests {
             other[byte] ^= 1 << bit;
             prop_assert!(get(&mut cache, &r).is_none());
             insert(&mut cache, &sv, &r);
-            prop_assert!(cache.get(r.ingress, r.res_id, &other).is_none());
+            prop_assert!(cache.get((r.ingress, r.res_id), &other).is_none());
             prop_assert!(get(&mut cache, &r).is_some());
         }
 
@@ -282,7 +282,7 @@ mod tests {
         #[test]
         fn no_block_matches_an_empty_entry(ingress: u16, id in 0u32..(1 << 22), mut block: [u8; 16]) {
             block[14..].fill(0);
-            prop_assert!(AuthKeyCache::new().get(ingress, id, &block).is_none());
+            prop_assert!(AuthKeyCache::new().get((ingress, id), &block).is_none());
         }
     }
 }

@@ -66,9 +66,6 @@ pub struct Flyovers {
     params: RouterParams,
     /// Policing array per ingress interface (0 = traffic from inside the AS).
     policers: Vec<(u16, ReservationPolicer)>,
-    /// Where in `policers` the ingress of the packets being processed is, found once a batch
-    /// by stage 2 (`usize::MAX`: none).
-    batch_policer: usize,
     inv_table: InverseRateTable,
     /// Identities of the flyover packets admitted within the freshness window, if enabled.
     duplicates: Option<DuplicateFilter>,
@@ -134,7 +131,6 @@ impl Router {
             svs: KeyGenerations::new(sv),
             params,
             policers,
-            batch_policer: usize::MAX,
             inv_table: InverseRateTable::new(|c| codec.decode_bps(c)),
             duplicates,
             auth_keys: AuthKeyCache::new(),
@@ -243,8 +239,7 @@ impl HopExtension for Flyovers {
         if batch.iter().flatten().all(|w| w.ext.is_none()) {
             return;
         }
-        self.batch_policer = self.policer_index(ingress);
-        let policer = self.policers.get(self.batch_policer).map(|(_, p)| p);
+        let policer = self.policers.iter().find(|(i, _)| *i == ingress).map(|(_, p)| p);
         flyover_candidates::<N, _>(cpu, self.svs.current(), pkts, batch, policer);
     }
 
@@ -271,8 +266,7 @@ impl HopExtension for Flyovers {
         let Some(f) = &w.ext else { return None };
         let input = w.hop.mac_input(cpu, w.layout(pkt));
         let (res_id, ak_block, mac_block) = f.input_blocks(pkt, usize::from(w.path_start), &w.hop);
-        self.batch_policer = self.policer_index(ingress);
-        if let Some((_, p)) = self.policers.get(self.batch_policer) {
+        if let Some((_, p)) = self.policers.iter().find(|(i, _)| *i == ingress) {
             p.prefetch(res_id);
         }
         // The candidate AggMAC ⊕ FlyoverMAC enters the input where the SegID is chained with it.
@@ -281,7 +275,7 @@ impl HopExtension for Flyovers {
         mix[..MAC_LEN].copy_from_slice(&agg);
         let reservation = (w.hop.hop_ingress(), res_id);
         let feed = input.feed.as_ref().map(|feed| (feed, &mix));
-        let (fly_mac, cmac) = match self.auth_keys.get(reservation.0, reservation.1, &ak_block) {
+        let (fly_mac, cmac) = match self.auth_keys.get(reservation, &ak_block) {
             Some(ak) => ak.chain_beside_on(cpu, &mac_block, key.cipher(), &input.block, feed),
             None => {
                 let sv = self.svs.current();
@@ -386,12 +380,6 @@ fn candidate(agg: &[u8; MAC_LEN], fly_block: &[u8; 16]) -> [u8; MAC_LEN] {
 }
 
 impl Flyovers {
-    /// Where the policer of `ingress` is in `policers`, `usize::MAX` if it has none.
-    #[inline]
-    fn policer_index(&self, ingress: u16) -> usize {
-        self.policers.iter().position(|(i, _)| *i == ingress).unwrap_or(usize::MAX)
-    }
-
     /// Alg. 1 for a flyover that is fresh and active; everything else is unauthenticated best
     /// effort. Called only once every check has passed: a dropped packet costs nothing.
     #[inline]
@@ -434,13 +422,7 @@ impl Flyovers {
                 return Admission::UNAUTHENTICATED;
             }
         }
-        // Stage 2 found the batch's policer (ingress checked again: one compare, where the
-        // search ran 10 instructions a packet; callgrind, 2026-11-29).
-        let at = match self.policers.get(self.batch_policer) {
-            Some((i, _)) if *i == ingress => self.batch_policer,
-            _ => self.policer_index(ingress),
-        };
-        let Some((_, p)) = self.policers.get_mut(at) else {
+        let Some((_, p)) = self.policers.iter_mut().find(|(i, _)| *i == ingress) else {
             return Admission::UNAUTHENTICATED;
         };
         let len = f.policed_len(params.policed_length);

@@ -125,18 +125,31 @@ fn standard_case(now: u64) -> RouterCase {
 
 fn flyover_case(now: u64) -> RouterCase {
     let chain = Chain::new(5, T0 - 60);
-    // Largest bandwidth: the benchmark measures the work, not the policing outcome.
-    let res = [(TRANSIT, chain.grant(TRANSIT, 77, 1023, T0 - 10, 3600))];
-    let mut pkt = chain.hbird_packet(&res, T0, 100).unwrap();
-    Source::new(&pkt, &[res[0].1]).unwrap().stamp(&mut pkt, now).unwrap();
+    let pkt = flyover_packet(&chain, 77, now);
     at_transit(&chain, pkt, now)
 }
 
-/// The packet as it reaches the transit AS, and that AS's router.
-fn at_transit(chain: &Chain, mut pkt: Vec<u8>, now: u64) -> RouterCase {
+/// A flyover packet of reservation `res_id` at the transit AS, stamped at `now` by its source,
+/// as it leaves the source. Largest bandwidth: the benchmark measures the work, not the policing
+/// outcome.
+fn flyover_packet(chain: &Chain, res_id: u32, now: u64) -> Vec<u8> {
+    let res = [(TRANSIT, chain.grant(TRANSIT, res_id, 1023, T0 - 10, 3600))];
+    let mut pkt = chain.hbird_packet(&res, T0, 100).unwrap();
+    Source::new(&pkt, &[res[0].1]).unwrap().stamp(&mut pkt, now).unwrap();
+    pkt
+}
+
+/// `pkt` through the routers before the transit AS: the packet as the transit AS gets it.
+fn arriving(chain: &Chain, mut pkt: Vec<u8>, now: u64) -> Vec<u8> {
     for i in 0..TRANSIT {
         chain.router(i, RouterParams::default()).process(&mut pkt, Chain::forward_ingress(i), now);
     }
+    pkt
+}
+
+/// The packet as it reaches the transit AS, and that AS's router.
+fn at_transit(chain: &Chain, pkt: Vec<u8>, now: u64) -> RouterCase {
+    let pkt = arriving(chain, pkt, now);
     let path = ScionView::new_checked(&pkt[..]).unwrap().path_range();
     RouterCase {
         router: chain.router(TRANSIT, RouterParams::default()),
@@ -163,10 +176,7 @@ fn flyover_distinct_row(name: &str, params: RouterParams, now: u64, effort: Effo
         .map(|_| {
             let mut pkt = template.clone();
             src.stamp(&mut pkt, now).unwrap();
-            for i in 0..TRANSIT {
-                chain.router(i, RouterParams::default()).process(&mut pkt, Chain::forward_ingress(i), now);
-            }
-            pkt
+            arriving(&chain, pkt, now)
         })
         .collect();
     let router = chain.router(TRANSIT, params);
@@ -199,17 +209,8 @@ const RESERVATIONS: u32 = 4 * aviary_hummingbird::auth_key_cache::ENTRIES as u32
 /// (~150 bytes, included, like the path restore of the other rows).
 fn flyover_reservations_row(batch: usize, now: u64, effort: Effort) -> Row {
     let chain = Chain::new(5, T0 - 60);
-    let pkts: Vec<Vec<u8>> = (0..RESERVATIONS)
-        .map(|id| {
-            let res = [(TRANSIT, chain.grant(TRANSIT, id, 1023, T0 - 10, 3600))];
-            let mut pkt = chain.hbird_packet(&res, T0, 100).unwrap();
-            Source::new(&pkt, &[res[0].1]).unwrap().stamp(&mut pkt, now).unwrap();
-            for i in 0..TRANSIT {
-                chain.router(i, RouterParams::default()).process(&mut pkt, Chain::forward_ingress(i), now);
-            }
-            pkt
-        })
-        .collect();
+    let pkts: Vec<Vec<u8>> =
+        (0..RESERVATIONS).map(|id| arriving(&chain, flyover_packet(&chain, id, now), now)).collect();
     let mut router = chain.router(TRANSIT, RouterParams::default());
     let ingress = Chain::forward_ingress(TRANSIT);
     let mut bufs = vec![pkts[0].clone(); batch];
