@@ -145,9 +145,11 @@ pub(crate) fn next_round_key(k: __m512i, rcon: i32) -> __m512i {
         // columns).
         let t =
             _mm512_aesenclast_epi128(_mm512_shuffle_epi8(k, _mm512_set1_epi32(0x0c0f0e0d)), _mm512_set1_epi32(rcon));
-        // The prefix XOR of the lane's words, w0, w0⊕w1, …, independent of `t`.
+        // The prefix XOR of the lane's words, w0, w0⊕w1, …, independent of `t`; its last step
+        // and `t` in one three-way XOR (truth table 0x96): seven instructions a round key where
+        // eight were, on the two ports that run 512-bit work.
         let s = _mm512_xor_si512(k, _mm512_bslli_epi128::<4>(k));
-        _mm512_xor_si512(_mm512_xor_si512(s, _mm512_bslli_epi128::<8>(s)), t)
+        _mm512_ternarylogic_epi32::<0x96>(s, _mm512_bslli_epi128::<8>(s), t)
     }
 }
 
