@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::Context;
+use aviary_node::router::metrics::CLASS_COUNTERS_TIME;
 
 /// Bytes of one class on one egress interface (monotonic counters).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -74,6 +75,21 @@ fn label<'a>(labels: &'a str, key: &str) -> Option<&'a str> {
     labels.split(',').find_map(|kv| kv.strip_prefix(key)?.strip_prefix("=\"")?.strip_suffix('"'))
 }
 
+/// When the router read its class counters (Unix time, s): a rate is the counters' growth over
+/// this time's growth between two scrapes. The counters are published every few hundred ms, so
+/// the time between the scrapes themselves is off by up to that, and under load by more.
+pub fn class_counters_time_s(text: &str) -> anyhow::Result<f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|line| {
+            let (name, rest) = line.split_once('{')?;
+            let value = rest.rsplit_once('}')?.1.trim();
+            (name == CLASS_COUNTERS_TIME).then(|| value.parse::<f64>().ok()).flatten()
+        })
+        .filter(|t| *t > 0.0)
+        .with_context(|| format!("the router's metrics have no {CLASS_COUNTERS_TIME}"))
+}
+
 const MECHANISM_DROPPED: &str = "aviary_router_mechanism_dropped_packets_total";
 
 /// The packets `mechanism` dropped, by reason (every reason the router lists, zeros included).
@@ -115,6 +131,21 @@ mod tests {
             ]
         );
         assert_eq!(c[1].1.since(&ClassBytes { sent: 0, queue_dropped: 200 }).offered(), 500);
+    }
+
+    #[test]
+    fn the_counters_time_is_read_from_the_routers_own_text() {
+        let status = aviary_node::router::metrics::RouterStatus {
+            ia: Some("1-ff00:0:110".parse().unwrap()),
+            classes_read_unix_ns: 1_750_000_003_125_000_000,
+            ..Default::default()
+        };
+        assert_eq!(class_counters_time_s(&status.prometheus()).unwrap(), 1_750_000_003.125);
+        // Before the leader read any (0), or from a router without the gauge: no time to take
+        // a rate over.
+        let unread = aviary_node::router::metrics::RouterStatus::default().prometheus();
+        assert!(class_counters_time_s(&unread).is_err());
+        assert!(class_counters_time_s("aviary_router_sent_bytes_total{interface=\"3\",class=\"G\"} 1500\n").is_err());
     }
 
     #[test]

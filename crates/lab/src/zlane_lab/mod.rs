@@ -12,7 +12,7 @@ mod report;
 pub mod scenario;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{bail, Context};
 use aviary_node::host::{SenderReport, SinkReport};
@@ -197,13 +197,18 @@ fn run_policy(
     }
     progress(opts.progress, &format!("{}: attack at {} Mbit/s", policy.name(), attack_bps(capacity) / 1_000_000));
     std::thread::sleep(Duration::from_millis(ATTACK_MARGIN_MS));
-    let before = metrics::class_bytes(&metrics::scrape(router)?, CONGESTED_INTERFACE);
-    let started = Instant::now();
+    let before = metrics::scrape(router)?;
     let args = PROTECTED.send_args(dst, capacity, dur, &report(PROTECTED.name));
     senders.push((PROTECTED.name, start_host(exe, l, PROTECTED.name, PROTECTED.name, &args)?));
     std::thread::sleep(Duration::from_millis(dur));
-    let after = metrics::class_bytes(&metrics::scrape(router)?, CONGESTED_INTERFACE);
-    let window_s = started.elapsed().as_secs_f64();
+    let after = metrics::scrape(router)?;
+    // Over the router's own times of its counters: between two scrapes they could be a
+    // publishing period (200 ms) further apart or closer than the scrapes, several per cent of
+    // a quick run's window, and a class would seem to get more than the link carries.
+    let window_s = metrics::class_counters_time_s(&after)? - metrics::class_counters_time_s(&before)?;
+    anyhow::ensure!(window_s > 0.0, "the router published no counters during the {dur} ms measured");
+    let (before, after) =
+        (metrics::class_bytes(&before, CONGESTED_INTERFACE), metrics::class_bytes(&after, CONGESTED_INTERFACE));
     let grace = Duration::from_secs(10);
     for (name, child) in senders {
         wait_host(child, l, name, grace)?;

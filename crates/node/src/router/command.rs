@@ -204,7 +204,9 @@ impl Forwarder {
         for (counters, stats) in self.counters.iter().zip(&mut self.stats) {
             counters.publish(&self.pipeline, stats);
         }
+        let mut classes_read_unix_ns = 0;
         if self.index == 0 {
+            classes_read_unix_ns = unix_ns();
             self.stats[0].kernel_receive_drops = self.shared.internal.kernel_receive_drops();
             for (i, link) in self.shared.links.iter().enumerate() {
                 self.stats[i + 1].kernel_receive_drops = link.sock.kernel_receive_drops();
@@ -226,6 +228,7 @@ impl Forwarder {
             interfaces: self.stats.clone(),
             mechanisms: self.pipeline.report(),
             scmp: self.scmp.counters,
+            classes_read_unix_ns,
         };
         self.board.publish(self.index, status);
     }

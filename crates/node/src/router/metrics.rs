@@ -141,6 +141,9 @@ impl IngressCounters {
     }
 }
 
+/// The gauge of [`RouterStatus::classes_read_unix_ns`], in seconds.
+pub const CLASS_COUNTERS_TIME: &str = "aviary_router_class_counters_time_seconds";
+
 /// What the management API shows; each worker publishes a fresh copy of its own a few
 /// times per second.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -153,6 +156,11 @@ pub struct RouterStatus {
     pub mechanisms: Vec<MechanismReport>,
     /// SCMP messages the router sent, or held back.
     pub scmp: ScmpCounters,
+    /// Unix time (ns) at which the leader read the links' class counters (0 before it did).
+    /// Each round polls the links before it publishes, so the counters are those of this time;
+    /// a status is up to a publishing period old when it is read, so a rate is the counters'
+    /// growth over this time's, not over the time between two reads.
+    pub classes_read_unix_ns: u64,
 }
 
 impl RouterStatus {
@@ -292,8 +300,21 @@ impl RouterStatus {
             "SCMP messages the router sent (echo and traceroute replies, errors), and errors it held back.",
             scmp,
         );
+        out.family(
+            CLASS_COUNTERS_TIME,
+            Kind::Gauge,
+            "Unix time at which the egress class counters were read: rates are their growth over this one's.",
+        )
+        .sample(&[("ia", ia)], unix_s(self.classes_read_unix_ns));
         out.finish()
     }
+}
+
+/// Unix time `ns` in seconds, whole seconds and fraction converted apart: `ns` itself is
+/// beyond the integers an `f64` holds exactly.
+fn unix_s(ns: u64) -> f64 {
+    const NS: u64 = 1_000_000_000;
+    (ns / NS) as f64 + (ns % NS) as f64 / NS as f64
 }
 
 /// Adds `theirs` to `mine`, label by label (labels `mine` lacks are appended).
@@ -355,6 +376,7 @@ mod tests {
             ia: Some("1-ff00:0:110".parse().unwrap()),
             interfaces: vec![i],
             mechanisms: vec![m],
+            classes_read_unix_ns: 1_750_000_000_250_000_000,
             ..Default::default()
         };
         let text = s.prometheus();
@@ -369,6 +391,11 @@ mod tests {
         assert!(text.contains(
             "aviary_router_mechanism_events_total{ia=\"1-ff00:0:110\",mechanism=\"hummingbird\",counter=\"flyover_stale_packets\"} 3"
         ));
+        // To the millisecond and beyond: rates of a few seconds' counters are taken over it.
+        assert!(
+            text.contains("aviary_router_class_counters_time_seconds{ia=\"1-ff00:0:110\"} 1750000000.25\n"),
+            "{text}"
+        );
         // The shared writer keeps the router's text as it was: HELP, TYPE, then the samples.
         assert!(text.starts_with(
             "# HELP aviary_router_received_packets_total Packets received.\n\
