@@ -5,10 +5,12 @@
 //! - [`bw`]: the bandwidth codecs.
 //! - [`reservation`]: ASes of a path and building a reserved path (crossover rule).
 //! - [`router`]: border-router processing (Alg. 1-4) returning a verdict.
+//! - [`admission`]: the freshness and activity checks' bounds at one time, for a batch.
 //! - [`auth_key_cache`]: the expanded A_Ks a router keeps for packets that arrive alone.
 //! - [`profile`]: the verdict parameters, as named profiles (`paper`, `scionproto`).
 //! - [`source`]: per-packet stamping at the source.
 
+pub mod admission;
 pub mod auth_key_cache;
 pub mod bw;
 pub mod crypto;

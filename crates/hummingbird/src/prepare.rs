@@ -16,8 +16,6 @@ use crate::path::{field, high_res_ts, Flyover, MetaHdr, FLYOVER_LEN, META_LEN};
 use crate::path_view::HbirdPathView;
 use crate::profile::PolicedLength;
 
-const MS: u64 = 1_000_000;
-
 /// The flyover part of a hop between the stages: where its hop field is and the two lengths
 /// of the common header it is policed or authenticated by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,11 +157,5 @@ impl FlyoverFields {
     #[inline]
     pub fn packet_id(&self) -> u64 {
         u64::from(self.meta.base_ts) << 32 | u64::from(high_res_ts(self.meta.millis, self.meta.counter))
-    }
-
-    /// BaseTimestamp + MillisTimestamp, ns.
-    #[inline]
-    pub fn sent_ns(&self) -> u64 {
-        (u64::from(self.meta.base_ts) * 1000 + u64::from(self.meta.millis)) * MS
     }
 }

@@ -34,12 +34,11 @@ use serde::{Deserialize, Serialize};
 use std::mem::MaybeUninit;
 use thiserror::Error;
 
+use crate::admission::Windows;
 use crate::auth_key_cache::{AuthKeyCache, AuthKeyCacheCounters};
 use crate::crypto::SecretValue;
 use crate::prepare::{prepare_hbird, prepare_hbird_raw, FlyoverFields, FlyoverWork};
 pub use crate::profile::{PolicedLength, PolicingMode, Profile, RouterParams, StartBound};
-
-const NS: u64 = 1_000_000_000;
 
 /// False-positive rate of the duplicate filter at `duplicates_per_window` packets: a false
 /// positive only demotes one legitimate packet to best effort.
@@ -82,6 +81,17 @@ pub enum RouterConfigError {
     Policer(#[from] PolicerConfigError),
     #[error("duplicate suppression: {0}")]
     Duplicates(#[from] DuplicateFilterConfigError),
+}
+
+/// What admitting flyovers needs of a batch's ingress and arrival time, worked out once a
+/// batch ([`HopExtension::admit_context`]).
+#[derive(Clone, Copy, Debug)]
+pub struct AdmitContext {
+    ingress: u16,
+    /// Where the ingress's policing array is in [`Flyovers`]'s, if it has one.
+    policer: Option<usize>,
+    /// The freshness and activity bounds at the batch's time, and that time.
+    windows: Windows,
 }
 
 /// What became of the valid flyover packets this router forwarded.
@@ -195,6 +205,15 @@ impl Router {
 
 impl HopExtension for Flyovers {
     type Work = FlyoverWork;
+    type Admit = AdmitContext;
+
+    fn admit_context(&self, ingress: u16, now_ns: u64) -> AdmitContext {
+        AdmitContext {
+            ingress,
+            policer: self.policers.iter().position(|(i, _)| *i == ingress),
+            windows: Windows::at(&self.params, now_ns),
+        }
+    }
 
     #[inline]
     fn prepare(
@@ -311,8 +330,7 @@ impl HopExtension for Flyovers {
         staged: &Staged<FlyoverWork>,
         f: &FlyoverWork,
         _auth: &HopAuth,
-        ingress: u16,
-        now_ns: u64,
+        at: &AdmitContext,
     ) -> Result<Admission, DropReason> {
         // The reservation and timestamps read first: their one bounds check covers the MAC's
         // too, and a packet alone's write-back stores the last value of its AES chain (−6
@@ -322,7 +340,7 @@ impl HopExtension for Flyovers {
         path[f.mac_offset()..][..MAC_LEN].copy_from_slice(&staged.hop.mac());
         // Verified: if this packet came alone and missed, its A_K is cached.
         self.auth_keys.insert_expanded();
-        Ok(self.charge(ingress, f, &fields, &staged.hop, now_ns))
+        Ok(self.charge(f, &fields, &staged.hop, at))
     }
 }
 
@@ -423,28 +441,14 @@ impl Flyovers {
     /// Alg. 1 for a flyover that is fresh and active; everything else is unauthenticated best
     /// effort. Called only once every check has passed: a dropped packet costs nothing.
     #[inline]
-    fn charge(
-        &mut self,
-        ingress: u16,
-        f: &FlyoverWork,
-        fields: &FlyoverFields,
-        hop: &HopWork,
-        now_ns: u64,
-    ) -> Admission {
+    fn charge(&mut self, f: &FlyoverWork, fields: &FlyoverFields, hop: &HopWork, at: &AdmitContext) -> Admission {
         let params = &self.params;
         let res = fields.res(hop);
-        let sent_ns = fields.sent_ns();
-        let fresh = sent_ns <= now_ns.saturating_add(params.freshness_future_ns)
-            && now_ns <= sent_ns.saturating_add(params.freshness_past_ns);
-        if !fresh {
+        if !at.windows.fresh(fields.meta.base_ts, fields.meta.millis) {
             self.counters.stale += 1;
             return Admission::UNAUTHENTICATED;
         }
-        let start_ns = u64::from(res.start) * NS;
-        // `now > start` is `now >= start + 1`: one compare for both bounds (no overflow:
-        // `start_ns < 2^32 · 10^9`).
-        let first_ns = start_ns + u64::from(params.start == StartBound::Strict);
-        if now_ns < first_ns || now_ns >= start_ns + u64::from(res.duration) * NS {
+        if !at.windows.active(res.start, res.duration) {
             self.counters.inactive += 1;
             return Admission::UNAUTHENTICATED;
         }
@@ -454,21 +458,21 @@ impl Flyovers {
             // authenticated, so keying by it would let a replay with a rewritten source
             // address through, still spending the owner's budget.
             let mut key = [0u8; 14];
-            key[0..2].copy_from_slice(&ingress.to_be_bytes());
+            key[0..2].copy_from_slice(&at.ingress.to_be_bytes());
             key[2..6].copy_from_slice(&res.res_id.to_be_bytes());
             key[6..14].copy_from_slice(&fields.packet_id().to_be_bytes());
-            if !filter.check_and_insert(&key, now_ns) {
+            if !filter.check_and_insert(&key, at.windows.now_ns()) {
                 self.counters.duplicate += 1;
                 return Admission::UNAUTHENTICATED;
             }
         }
-        let Some((_, p)) = self.policers.iter_mut().find(|(i, _)| *i == ingress) else {
+        let Some((_, p)) = at.policer.and_then(|k| self.policers.get_mut(k)) else {
             return Admission::UNAUTHENTICATED;
         };
         let len = f.policed_len(params.policed_length);
         let admitted = match params.policing {
-            PolicingMode::Division => p.admit(res.res_id, len, params.codec.decode_bps(res.bw), now_ns),
-            PolicingMode::Table => p.admit_table(res.res_id, len, res.bw, &self.inv_table, now_ns),
+            PolicingMode::Division => p.admit(res.res_id, len, params.codec.decode_bps(res.bw), at.windows.now_ns()),
+            PolicingMode::Table => p.admit_table(res.res_id, len, res.bw, &self.inv_table, at.windows.now_ns()),
         };
         if admitted {
             self.counters.reserved += 1;

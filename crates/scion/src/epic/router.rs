@@ -118,6 +118,12 @@ fn prepare_on<L: HopLayout>(
 
 impl HopExtension for Epic {
     type Work = EpicWork;
+    /// The time: an EPIC hop's timestamp is checked against it.
+    type Admit = u64;
+
+    fn admit_context(&self, _ingress: u16, now_ns: u64) -> u64 {
+        now_ns
+    }
 
     fn prepare(
         &self,
@@ -173,8 +179,7 @@ impl HopExtension for Epic {
         _staged: &Staged<EpicWork>,
         w: &EpicWork,
         auth: &HopAuth,
-        _ingress: u16,
-        now_ns: u64,
+        &now_ns: &u64,
     ) -> Result<Admission, DropReason> {
         #[cfg(target_arch = "x86_64")]
         if let Some(ni) = AesNi::detect() {
