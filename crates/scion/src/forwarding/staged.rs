@@ -12,7 +12,9 @@
 //!    under the one AS key, interleaved.
 //! 4. **Finish**: verify, update SegID and CurrINF/CurrHF, let the mechanism check and write
 //!    back its fields with the full hop-field MACs of stage 3 (EPIC keys its validation fields
-//!    with them) and decide the admission or drop the packet ([`HopExtension::admit`]).
+//!    with them) and decide the admission or drop the packet ([`HopExtension::admit`]), with
+//!    what admission needs of the batch's ingress and time worked out once
+//!    ([`HopExtension::admit_context`]).
 //!
 //! During a key rotation's overlap (see [`super::rotation`]) a packet refused for its MAC is
 //! prepared again from its unchanged bytes and verified under the previous keys as well (the
@@ -121,7 +123,7 @@ pub trait HopExtension {
     /// What admitting the mechanism's packets needs of their ingress and arrival time, worked
     /// out once for a batch ([`Self::admit_context`]), which shares both, and passed to
     /// [`Self::admit`] for each of its packets.
-    type Admit: Copy;
+    type Admit;
 
     /// The [`Self::Admit`] of packets that arrived on `ingress` at `now_ns`. A batch asks for it
     /// once, before stage 4; a packet alone only if it carries the mechanism's part.
