@@ -210,7 +210,7 @@ impl HopExtension for Flyovers {
     fn admit_context(&self, ingress: u16, now_ns: u64) -> AdmitContext {
         AdmitContext {
             ingress,
-            policer: self.policers.iter().position(|(i, _)| *i == ingress),
+            policer: self.policer(ingress).map(|(k, _)| k),
             windows: Windows::at(&self.params, now_ns),
         }
     }
@@ -259,7 +259,7 @@ impl HopExtension for Flyovers {
         if batch.iter().flatten().all(|w| w.ext.is_none()) {
             return;
         }
-        let policer = self.policers.iter().find(|(i, _)| *i == ingress).map(|(_, p)| p);
+        let policer = self.policer(ingress).map(|(_, p)| p);
         flyover_candidates::<N, _>(cpu, self.svs.current(), pkts, batch, policer);
     }
 
@@ -286,7 +286,7 @@ impl HopExtension for Flyovers {
         let Some(f) = &w.ext else { return None };
         let input = w.hop.mac_input(cpu, w.layout(pkt));
         let (res_id, ak_block, mac_block) = f.input_blocks(pkt, usize::from(w.path_start), &w.hop);
-        if let Some((_, p)) = self.policers.iter().find(|(i, _)| *i == ingress) {
+        if let Some((_, p)) = self.policer(ingress) {
             p.prefetch(res_id);
         }
         // The candidate AggMAC ⊕ FlyoverMAC enters the input where the SegID is chained with it.
@@ -438,6 +438,13 @@ fn candidate(agg: &[u8; MAC_LEN], fly_block: &[u8; 16]) -> [u8; MAC_LEN] {
 }
 
 impl Flyovers {
+    /// The policing array of packets from `ingress`, and where it is among the router's.
+    #[inline]
+    fn policer(&self, ingress: u16) -> Option<(usize, &ReservationPolicer)> {
+        let k = self.policers.iter().position(|(i, _)| *i == ingress)?;
+        Some((k, &self.policers[k].1))
+    }
+
     /// Alg. 1 for a flyover that is fresh and active; everything else is unauthenticated best
     /// effort. Called only once every check has passed: a dropped packet costs nothing.
     #[inline]

@@ -37,7 +37,7 @@ const QUEUE_DROPPED: &str = "aviary_router_queue_dropped_bytes_total";
 pub fn class_bytes(text: &str, interface: u16) -> Vec<(String, ClassBytes)> {
     let mut out: Vec<(String, ClassBytes)> = Vec::new();
     let interface = interface.to_string();
-    for (name, labels, value) in samples(text) {
+    for (name, labels, value) in samples::<u64>(text) {
         if name != SENT && name != QUEUE_DROPPED {
             continue;
         }
@@ -61,12 +61,13 @@ pub fn class_bytes(text: &str, interface: u16) -> Vec<(String, ClassBytes)> {
     out
 }
 
-/// The labelled integer samples of a Prometheus text: name, labels (`k="v",...`), value.
-fn samples(text: &str) -> impl Iterator<Item = (&str, &str, u64)> {
+/// The labelled samples of a Prometheus text whose values parse as `V`: name, labels
+/// (`k="v",...`), value.
+fn samples<V: std::str::FromStr>(text: &str) -> impl Iterator<Item = (&str, &str, V)> {
     text.lines().filter(|l| !l.starts_with('#')).filter_map(|line| {
         let (name, rest) = line.split_once('{')?;
         let (labels, value) = rest.rsplit_once('}')?;
-        Some((name, labels, value.trim().parse::<u64>().ok()?))
+        Some((name, labels, value.trim().parse::<V>().ok()?))
     })
 }
 
@@ -79,13 +80,8 @@ fn label<'a>(labels: &'a str, key: &str) -> Option<&'a str> {
 /// this time's growth between two scrapes. The counters are published every few hundred ms, so
 /// the time between the scrapes themselves is off by up to that, and under load by more.
 pub fn class_counters_time_s(text: &str) -> anyhow::Result<f64> {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .find_map(|line| {
-            let (name, rest) = line.split_once('{')?;
-            let value = rest.rsplit_once('}')?.1.trim();
-            (name == CLASS_COUNTERS_TIME).then(|| value.parse::<f64>().ok()).flatten()
-        })
+    samples::<f64>(text)
+        .find_map(|(name, _, t)| (name == CLASS_COUNTERS_TIME).then_some(t))
         .filter(|t| *t > 0.0)
         .with_context(|| format!("the router's metrics have no {CLASS_COUNTERS_TIME}"))
 }
@@ -94,7 +90,7 @@ const MECHANISM_DROPPED: &str = "aviary_router_mechanism_dropped_packets_total";
 
 /// The packets `mechanism` dropped, by reason (every reason the router lists, zeros included).
 pub fn mechanism_drops(text: &str, mechanism: &str) -> std::collections::BTreeMap<String, u64> {
-    samples(text)
+    samples::<u64>(text)
         .filter(|(name, labels, _)| *name == MECHANISM_DROPPED && label(labels, "mechanism") == Some(mechanism))
         .filter_map(|(_, labels, value)| Some((label(labels, "reason")?.to_owned(), value)))
         .collect()
