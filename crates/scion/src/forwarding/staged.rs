@@ -591,10 +591,13 @@ impl<E: HopExtension> StagedForwarder<E> {
 
     /// Stage 1 for a packet of the standard path type, in one pass over its words without
     /// the views, its record written straight into the batch's `slot` (returned, it was
-    /// copied there through a temporary, ≈ 7 instructions a packet). A function of its own:
-    /// inlined into one function with the other path types' route, the two shared registers
-    /// and spilled, and a flyover packet paid 12 instructions more (callgrind, 2026-11-26).
-    #[inline(never)]
+    /// copied there through a temporary, ≈ 7 instructions a packet). Inlined into stage 1's
+    /// loop with the mechanism's raw pass: as a function of its own called a packet, a
+    /// batched standard packet ran 436.7 instructions where it now runs 407.1, one alone 493
+    /// where 450, a batched flyover 753.8 where 749.0 (callgrind, 2026-11-29; wall time
+    /// unchanged). Before admission was inlined into stage 4, inlining it cost a flyover 12
+    /// instructions (2026-11-26).
+    #[inline(always)]
     fn prepare_standard(&self, pkt: &[u8], ingress: u16, slot: &mut Option<Staged<E::Work>>) -> Result<(), Verdict> {
         let (path_start, hop) = self.fwd.prepare_scion(pkt, ingress).map_err(Verdict::Drop)?;
         *slot = Some(Staged { path_start, layout_offset: 0, hop, ext: None });
@@ -620,10 +623,8 @@ impl<E: HopExtension> StagedForwarder<E> {
     /// packet it rejects or for a mechanism without one, the views ([`Self::prepare_view`]),
     /// which name the drop reason. The raw pass is inlined into stage 1's loop, where the
     /// batch's `self`, ingress and slots stay in registers: a function of its own, called a
-    /// packet, a batched flyover ran 764.7 instructions where it now runs 753.8, and a packet
-    /// alone 790 where it runs 780 (the standard packet pays for the loop's registers: 433.7 →
-    /// 436.7 batched, 485 → 493 alone, no change in wall time; callgrind, 2026-11-29). The
-    /// views' route is a function of its own.
+    /// packet, a batched flyover ran 764.7 instructions where it ran 753.8 inlined, and a packet
+    /// alone 790 where 780 (callgrind, 2026-11-29). The views' route is a function of its own.
     #[inline(always)]
     fn prepare_other(&self, pkt: &[u8], ingress: u16, slot: &mut Option<Staged<E::Work>>) -> Result<(), Verdict> {
         if E::RAW_PATH_TYPE.is_none() {
