@@ -16,13 +16,12 @@ use crate::path::{field, high_res_ts, Flyover, MetaHdr, FLYOVER_LEN, META_LEN};
 use crate::path_view::HbirdPathView;
 use crate::profile::PolicedLength;
 
-/// The flyover part of a hop between the stages: where its hop field is and the two lengths
-/// of the common header it is policed or authenticated by.
+/// The flyover part of a hop between the stages: the two lengths of the common header it is
+/// policed or authenticated by. Where its hop field is, the hop's [`HopWork`] says: the hop
+/// layout of path type 5 is the path itself ([`HopWork::hop_offset`]; kept here as well, a
+/// batched flyover ran 4 instructions more; callgrind, 2026-11-29).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FlyoverWork {
-    /// Offset of the flyover hop field within the path (a path fits in the header's 1020
-    /// bytes), which stage 1 found to lie within it.
-    hop_off: u16,
     pkt_len: u16,
     /// The common header's PayloadLen (policed instead of `pkt_len` in some profiles).
     payload_len: u16,
@@ -52,7 +51,7 @@ pub fn prepare_hbird(
         return Ok((work, None));
     }
     let pkt_len = pkt.pkt_len_u16().ok_or(DropReason::PktLenOverflow)?;
-    let flyover = FlyoverWork { hop_off: view.current_hop_offset() as u16, pkt_len, payload_len: pkt.payload_len() };
+    let flyover = FlyoverWork { pkt_len, payload_len: pkt.payload_len() };
     Ok((work, Some(flyover)))
 }
 
@@ -69,7 +68,7 @@ pub fn prepare_hbird_raw(fwd: &AsForwarding, pkt: &[u8], ingress: u16) -> Option
     let ext = if view.current_is_flyover() {
         // PktLenOverflow in the views' route.
         let pkt_len = u16::try_from(pkt.len()).ok()?;
-        Some(FlyoverWork { hop_off: view.current_hop_offset() as u16, pkt_len, payload_len: header.payload_len() })
+        Some(FlyoverWork { pkt_len, payload_len: header.payload_len() })
     } else {
         hop.set_mac(hop.mac());
         None
@@ -80,23 +79,24 @@ pub fn prepare_hbird_raw(fwd: &AsForwarding, pkt: &[u8], ingress: u16) -> Option
 }
 
 impl FlyoverWork {
-    /// The meta header and reservation of `path`, the path this work was prepared from.
-    /// Stage 4 reads them after the path was updated: neither the timestamps nor the
+    /// The meta header and reservation of `path`, the path this work and `hop` were prepared
+    /// from. Stage 4 reads them after the path was updated: neither the timestamps nor the
     /// reservation fields are among what is written.
     #[inline]
-    pub fn fields(&self, path: &[u8]) -> FlyoverFields {
+    pub fn fields(&self, path: &[u8], hop: &HopWork) -> FlyoverFields {
         // One compare for both slicings (the meta header, shorter, opens the path).
         const { assert!(META_LEN <= FLYOVER_LEN) };
-        assert!(path.len() >= usize::from(self.hop_off) + FLYOVER_LEN, "flyover work applied to a shorter path");
+        let fly = hop.hop_offset();
+        assert!(path.len() >= fly + FLYOVER_LEN, "flyover work applied to a shorter path");
         let meta = path[..META_LEN].try_into().expect("stage 1 found the meta header");
-        let fly = path[usize::from(self.hop_off)..][..FLYOVER_LEN].try_into().expect("stage 1 found the flyover");
+        let fly = path[fly..][..FLYOVER_LEN].try_into().expect("stage 1 found the flyover");
         FlyoverFields { meta: MetaHdr::from_bytes(meta), flyover: Flyover::from_hop_bytes(fly) }
     }
 
-    /// Where the (Agg)MAC of the flyover hop field is in the path.
+    /// Where the (Agg)MAC of the flyover hop field of `hop` is in the path.
     #[inline]
-    pub fn mac_offset(&self) -> usize {
-        usize::from(self.hop_off) + field::flyover::MAC.start
+    pub fn mac_offset(hop: &HopWork) -> usize {
+        hop.hop_offset() + field::flyover::MAC.start
     }
 
     /// The length Alg. 1 polices: the packet's or its payload's.
@@ -116,7 +116,7 @@ impl FlyoverWork {
     /// one).
     #[inline]
     pub fn input_blocks(&self, pkt: &[u8], path_start: usize, hop: &HopWork) -> (u32, [u8; 16], [u8; 16]) {
-        let fly = path_start + usize::from(self.hop_off);
+        let fly = path_start + hop.hop_offset();
         // The flyover hop field ends after the meta header (which is shorter and opens the path)
         // and, for a path stage 1 found, after the address header: one compare for every read.
         const { assert!(META_LEN <= FLYOVER_LEN) };

@@ -426,6 +426,12 @@ impl HopWork {
         self.chain_before
     }
 
+    /// Offset of the current hop field in the hop layout.
+    #[inline]
+    pub fn hop_offset(&self) -> usize {
+        usize::from(self.hop_off)
+    }
+
     /// The current hop field's ingress interface in the direction of travel.
     #[inline]
     pub fn hop_ingress(&self) -> u16 {
