@@ -204,7 +204,8 @@ fn segment_end(seg_len: [u8; 3], s: usize) -> usize {
 }
 
 // SAFETY: the checked constructor made sure that the buffer holds exactly the meta header,
-// `num_info_fields()` info fields and `lines()` lines of hop fields, that CurrINF <
+// `num_info_fields()` info fields and `lines()` lines of hop fields, in that order (every hop
+// field's offset is `hop_offset`'s, after the info fields), that CurrINF <
 // `num_info_fields()`, and that the current hop field (`curr_off`, `curr_lines` of at least
 // `HOP_LINES`) ends within its segment, so within the buffer; a crossover's hop field is
 // given only where `fits` (it ends within the lines) and it is a plain one of `HOP_LEN` bytes.
