@@ -283,10 +283,7 @@ impl AsForwarding {
                 // Within the path, which ends before byte 1020.
                 info_off: info_off as u16,
                 hop_off: hop_off as u16,
-                // Hop fields lie after the info fields (the contract of `HopLayout`): the current
-            // info field ends before `end` (its `max` cost a flyover 4 instructions; callgrind,
-            // 2026-11-29).
-            end: end as u16,
+                end: end as u16,
                 seg_id,
                 mac,
                 hop_ingress: hop_in,
