@@ -21,9 +21,6 @@ pub struct HbirdPathView<T> {
     curr_inf: usize,
     curr_hf: usize,
     seg_len: [u8; 3],
-    /// The first word itself: the advanced one replaces its indices, rather than encoding
-    /// the fields again (callgrind, 2026-11-26: -2 instructions a flyover packet).
-    word: u32,
     num_inf: usize,
     /// Total hop-field lines (at most 3 · 127).
     lines: usize,
@@ -76,7 +73,7 @@ impl<T: AsRef<[u8]>> HbirdPathView<T> {
             return Err(HbirdPathError::Misaligned(ci));
         }
         // At most 3 info fields, 381 lines, a path of 1560 bytes, 5 lines per hop field.
-        Ok(Self { buf, curr_inf: ci, curr_hf: ch, seg_len, word, num_inf, lines, curr_off, curr_lines, curr_seg_end })
+        Ok(Self { buf, curr_inf: ci, curr_hf: ch, seg_len, num_inf, lines, curr_off, curr_lines, curr_seg_end })
     }
 
     /// The meta header, as the buffer holds it now.
@@ -254,6 +251,11 @@ unsafe impl HopLayout for HbirdPathView<&[u8]> {
     }
     #[inline]
     fn advanced_word(&self, curr_inf: usize, curr_hf: usize) -> [u8; 4] {
-        MetaHdr::advance_word0(self.word, curr_inf, curr_hf)
+        // The first word read again, its indices replaced (rather than the fields encoded again:
+        // -2 instructions a flyover packet, callgrind, 2026-11-26); kept in the view from the
+        // checks, it held a register through stage 1 (-4; 2026-11-29).
+        // SAFETY: the checked constructor found the buffer to hold the meta header.
+        let word = unsafe { aviary_scion::raw::be_u32(self.buf, field::meta::WORD.start) };
+        MetaHdr::advance_word0(word, curr_inf, curr_hf)
     }
 }
