@@ -11,6 +11,7 @@
 
 mod checked_header;
 mod drops;
+mod extension;
 mod prepare;
 mod raw;
 pub mod reply;
