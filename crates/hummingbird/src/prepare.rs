@@ -79,11 +79,11 @@ pub fn prepare_hbird_raw(fwd: &AsForwarding, pkt: &[u8], ingress: u16) -> Option
 }
 
 impl FlyoverWork {
-    /// The meta header and reservation of `path`, the path this work and `hop` were prepared
+    /// The meta header and reservation of `path`, the path the flyover's `hop` was prepared
     /// from. Stage 4 reads them after the path was updated: neither the timestamps nor the
     /// reservation fields are among what is written.
     #[inline]
-    pub fn fields(&self, path: &[u8], hop: &HopWork) -> FlyoverFields {
+    pub fn fields(path: &[u8], hop: &HopWork) -> FlyoverFields {
         // One compare for both slicings (the meta header, shorter, opens the path).
         const { assert!(META_LEN <= FLYOVER_LEN) };
         let fly = hop.hop_offset();

@@ -339,7 +339,7 @@ impl HopExtension for Flyovers {
         // The reservation and timestamps read first: their one bounds check covers the MAC's
         // too, and a packet alone's write-back stores the last value of its AES chain (−6
         // instructions a batched flyover, −3 a single one; callgrind, 2026-11-26).
-        let fields = f.fields(path, &staged.hop);
+        let fields = FlyoverWork::fields(path, &staged.hop);
         // The plain hop-field MAC replaces the AggMAC, so the path can be reversed.
         path[FlyoverWork::mac_offset(&staged.hop)..][..MAC_LEN].copy_from_slice(&staged.hop.mac());
         // Verified: if this packet came alone and missed, its A_K is cached.
