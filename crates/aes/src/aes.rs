@@ -17,6 +17,20 @@ pub(crate) mod wide;
 
 use crate::cpu::{Cpu, Detect};
 
+/// An input block of a cipher and its encryption under that cipher, `[input, output]`, kept so
+/// that the same input need not go through the rounds again ([`Aes128::chain_recalling_on`]).
+pub type Recall = [[u8; 16]; 2];
+
+/// What a chain with a second block beside it computed: the chain's result `y`, the second
+/// block `z` and that block's input `z_in` (its feed applied), from which a [`Recall`] of `z`
+/// is made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Chained {
+    pub y: [u8; 16],
+    pub z: [u8; 16],
+    pub z_in: [u8; 16],
+}
+
 /// Expanded AES-128 encryption key: 11 round keys, aligned for vector loads.
 #[derive(Clone, Copy)]
 #[repr(C, align(16))]
@@ -188,11 +202,13 @@ impl Aes128 {
         other_in: &[u8; 16],
         feed: Option<(&[u8; 16], &[u8; 16])>,
     ) -> ([u8; 16], [u8; 16]) {
-        dispatch!(cpu, fresh_key_chain_beside(self, key_in, block, other, other_in, feed, None))
+        let c = self.fresh_key_chained_on(cpu, key_in, block, other, other_in, feed);
+        (c.y, c.z)
     }
 
     /// [`Self::fresh_key_chain_beside_on`] that also leaves the chain's key, `AES_self(key_in)`,
-    /// expanded in `keep`: its round keys are stored as they are made, off the chain.
+    /// expanded in `keep`: its round keys are stored as they are made, off the chain. Returns
+    /// the second block's input as well.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub fn fresh_key_chain_beside_keeping_on(
@@ -204,7 +220,7 @@ impl Aes128 {
         other_in: &[u8; 16],
         feed: Option<(&[u8; 16], &[u8; 16])>,
         keep: &mut Aes128,
-    ) -> ([u8; 16], [u8; 16]) {
+    ) -> Chained {
         dispatch!(cpu, fresh_key_chain_beside(self, key_in, block, other, other_in, feed, Some(keep)))
     }
 
@@ -232,7 +248,50 @@ impl Aes128 {
         other_in: &[u8; 16],
         feed: Option<(&[u8; 16], &[u8; 16])>,
     ) -> ([u8; 16], [u8; 16]) {
-        dispatch!(cpu, chain_beside(self, block, other, other_in, feed))
+        let c = self.chained_on(cpu, block, other, other_in, feed);
+        (c.y, c.z)
+    }
+
+    #[inline(always)]
+    fn chained_on(
+        &self,
+        cpu: impl Cpu,
+        block: &[u8; 16],
+        other: &Aes128,
+        other_in: &[u8; 16],
+        feed: Option<(&[u8; 16], &[u8; 16])>,
+    ) -> Chained {
+        dispatch!(cpu, chain_beside(self, block, other, other_in, feed, None))
+    }
+
+    #[inline(always)]
+    fn fresh_key_chained_on(
+        &self,
+        cpu: impl Cpu,
+        key_in: &[u8; 16],
+        block: &[u8; 16],
+        other: &Aes128,
+        other_in: &[u8; 16],
+        feed: Option<(&[u8; 16], &[u8; 16])>,
+    ) -> Chained {
+        dispatch!(cpu, fresh_key_chain_beside(self, key_in, block, other, other_in, feed, None))
+    }
+
+    /// [`Self::chain_beside_on`] with a `feed`, where `z`'s input may be one whose encryption
+    /// under `other` is known: if `z_in` (`other_in ⊕ feed(y ⊕ mix)`) is `recall`'s input, `z`
+    /// is `recall`'s output and the second block's rounds, which would follow the chain's, are
+    /// not run. Exact only if `recall` was made under `other` (the caller keeps it so).
+    #[inline(always)]
+    pub fn chain_recalling_on(
+        &self,
+        cpu: impl Cpu,
+        block: &[u8; 16],
+        other: &Aes128,
+        other_in: &[u8; 16],
+        feed: (&[u8; 16], &[u8; 16]),
+        recall: &Recall,
+    ) -> Chained {
+        dispatch!(cpu, chain_beside(self, block, other, other_in, Some(feed), Some(recall)))
     }
 
     /// `blocks[i] = AES_{keys[i]}(blocks[i])`, expanding each key on the fly (with AES-NI four
@@ -356,10 +415,43 @@ mod tests {
             prop_assert_eq!(first.fresh_key_chain_beside(&key_in, &block, &other, &other_in, fed), want);
             let mut kept = Aes128::new(&[0; 16]);
             let keeping = first.fresh_key_chain_beside_keeping_on(Detect, &key_in, &block, &other, &other_in, fed, &mut kept);
-            prop_assert_eq!(keeping, want);
+            prop_assert_eq!(keeping, Chained { y: want.0, z: want.1, z_in: z });
             let x = [0x5a; 16];
             prop_assert_eq!(kept.encrypt(&x), Aes128::new(&first.encrypt(&key_in)).encrypt(&x));
             prop_assert_eq!(kept.chain_beside(&block, &other, &other_in, fed), want);
+        }
+
+        /// [`Aes128::chain_recalling_on`] takes the recalled output exactly where the second
+        /// block's input is the recalled input (an output that is not that input's encryption
+        /// shows the rounds were skipped), and computes the block for any other input.
+        #[test]
+        fn a_recall_replaces_exactly_its_input(
+            keys: [[u8; 16]; 2],
+            block: [u8; 16],
+            other_in: [u8; 16],
+            feed: [u8; 16],
+            mix: [u8; 16],
+            planted: [u8; 16],
+            byte in 0usize..16,
+            bit in 0u8..8,
+        ) {
+            let (chain, other) = (Aes128::new(&keys[0]), Aes128::new(&keys[1]));
+            let y = chain.encrypt(&block);
+            let mut z_in = other_in;
+            for (z, &f) in z_in.iter_mut().zip(&feed) {
+                if f & 0x80 == 0 {
+                    *z ^= y[usize::from(f & 0x0f)] ^ mix[usize::from(f & 0x0f)];
+                }
+            }
+            let computed = Chained { y, z: other.encrypt(&z_in), z_in };
+            let recall = |input: [u8; 16], output: [u8; 16]| {
+                chain.chain_recalling_on(Detect, &block, &other, &other_in, (&feed, &mix), &[input, output])
+            };
+            prop_assert_eq!(recall(z_in, computed.z), computed);
+            prop_assert_eq!(recall(z_in, planted), Chained { z: planted, ..computed });
+            let mut near = z_in;
+            near[byte] ^= 1 << bit;
+            prop_assert_eq!(recall(near, planted), computed);
         }
 
         #[test]

@@ -2,52 +2,79 @@
 //!
 //! A flyover's verification is a chain of three AES steps: A_K = AES_SV(ResInfo), the
 //! FlyoverMAC under A_K (whose key schedule is expanded on the way), and, against construction
-//! direction, the hop field's CMAC, whose input waits for the FlyoverMAC. In a batch the
+//! direction, the hop field's CMAC, whose input waits for the FlyoverMAC (SCION chains the
+//! SegID with the hop field's MAC, and a flyover's MAC is AggMAC ⊕ FlyoverMAC). In a batch the
 //! chains of many packets overlap; a packet alone waits for its own, about 120 cycles. With
-//! A_K's schedule at hand the chain starts at the FlyoverMAC.
+//! A_K's schedule at hand the chain starts at the FlyoverMAC; with the hop field's CMAC
+//! recalled as well, it ends there.
+//!
+//! Each entry holds a reservation's expanded A_K and the last hop-field CMAC a packet of it
+//! verified with under the AS key ([`Recall`]: the CMAC's input block and output). Packets of
+//! one path carry one hop field, so their CMAC inputs are equal once the candidate MAC is
+//! chained into the SegID: a packet whose input is the recalled one has that CMAC without its
+//! ten rounds.
 //!
 //! The cache changes no verdict:
-//! - **A hit is exact.** An entry is found by the whole A_K input block (ingress, egress,
+//! - **A hit is exact.** An A_K is found by the whole A_K input block (ingress, egress,
 //!   ResID, BW, ResStart, ResDuration), compared in full, so it holds the A_K a recomputation
 //!   would give. A packet with any reservation field changed misses and is recomputed, and a
-//!   forged field still fails the MAC.
+//!   forged field still fails the MAC. A CMAC is recalled only for its whole input block,
+//!   compared after the packet's own candidate MAC was chained into it, so it is the CMAC a
+//!   recomputation would give; a forged candidate makes another input and is computed.
 //! - **Only verified packets fill it.** A packet that fails its MAC never inserts, so a sender
 //!   without a reservation can neither fill nor flush it; a reservation's holder can evict a
 //!   reservation whose entry its own shares, which costs the evicted one a recomputation.
-//! - **It holds the current SV's keys only.** It is emptied, its keys overwritten, when the SV
-//!   rotates; a packet that only the previous SV verifies during a rotation's overlap is
-//!   verified without it and does not fill it.
+//! - **It holds the current keys' results only.** It is emptied, its keys overwritten, when the
+//!   AS secret rotates (the SV and the hop-field key together, [`crate::Router::rotate_secret`]);
+//!   a packet that only a previous key verifies during a rotation's overlap is verified
+//!   without it and does not fill it.
 //!
 //! It is direct-mapped and small ([`ENTRIES`]): the packets that come alone are those of a
 //! lightly loaded router, where few reservations are active at a time. What a packet costs when
 //! its reservation is not cached is a row of its own in `aviary bench`.
 
-use aviary_scion::aes::Aes128;
+use aviary_scion::aes::{Aes128, Chained, Recall};
 use aviary_scion::cpu::Cpu;
 
 use crate::crypto::SecretValue;
 
-/// Entries of a router's cache: 192 KiB, within a core's L2.
+/// Entries of a router's cache: 256 KiB, within a core's L2.
 pub const ENTRIES: usize = 1024;
 
 /// An A_K input block ends in two zero bytes (`ResInfo::block`); this one does not, so an
 /// empty entry never matches.
 const EMPTY: [u8; 16] = [0xff; 16];
 
-/// One reservation's A_K, expanded, behind its input block. Its first cache line holds the
-/// block and the first round keys.
+/// A hop field's CMAC input block opens with two zero bytes (`aviary_scion::mac::input`); this
+/// one does not, so an empty entry recalls nothing.
+const NO_RECALL: Recall = [[0xff; 16], [0; 16]];
+
+/// One reservation's A_K, expanded, behind its input block, and the hop-field CMAC its last
+/// verified packet alone had. Its first cache line holds the block, the recall and the first
+/// round key.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
 struct Entry {
     block: [u8; 16],
+    hop: Recall,
     key: Aes128,
 }
 
 impl Entry {
     /// No reservation's: the schedule of the all-zero key, which is no secret.
     fn empty() -> Self {
-        Self { block: EMPTY, key: Aes128::new(&[0; 16]) }
+        Self { block: EMPTY, hop: NO_RECALL, key: Aes128::new(&[0; 16]) }
     }
+}
+
+/// What the packet alone being processed leaves to cache if it verifies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pending {
+    Nothing,
+    /// Its reservation missed: the whole entry in `expanded`.
+    Entry,
+    /// Its reservation hit but its CMAC was not the recalled one: `expanded`'s recall.
+    Recall,
 }
 
 /// Expanded A_Ks of recently verified reservations, by their A_K input blocks.
@@ -58,10 +85,10 @@ pub struct AuthKeyCache {
     /// and its slot. Boxed: inline, its alignment moved the router's other state, and a packet
     /// alone ran 54 ns instead of 42 (2026-11-29).
     expanded: (usize, Box<Entry>),
-    /// Whether `expanded` is the current packet's, to be cached if it verifies. A flag here
-    /// rather than in the packet's record: there it cost every batched flyover 14 instructions
+    /// What of `expanded` is the current packet's, to be cached if it verifies. Here rather
+    /// than in the packet's record: there a flag cost every batched flyover 14 instructions
     /// (callgrind, 2026-11-29).
-    pending: bool,
+    pending: Pending,
     counters: AuthKeyCacheCounters,
 }
 
@@ -72,6 +99,8 @@ pub struct AuthKeyCacheCounters {
     pub hits: u64,
     /// A_Ks expanded into it after their packets verified.
     pub inserts: u64,
+    /// Packets whose hop-field CMAC was recalled, not computed.
+    pub mac_recalls: u64,
 }
 
 impl std::fmt::Debug for AuthKeyCache {
@@ -91,7 +120,7 @@ impl AuthKeyCache {
         Self {
             entries: vec![Entry::empty(); ENTRIES].into_boxed_slice(),
             expanded: (0, Box::new(Entry::empty())),
-            pending: false,
+            pending: Pending::Nothing,
             counters: AuthKeyCacheCounters::default(),
         }
     }
@@ -106,30 +135,72 @@ impl AuthKeyCache {
         (id.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - ENTRIES.trailing_zeros())) as usize
     }
 
-    /// The expanded A_K of the reservation whose A_K input block is `block` (the reservation
-    /// `res_id` on `ingress`), if cached.
+    /// The slot of the reservation whose A_K input block is `block` (the reservation `res_id` on
+    /// `ingress`), if cached.
     #[inline(always)]
-    pub fn get(&mut self, (ingress, res_id): (u16, u32), block: &[u8; 16]) -> Option<&Aes128> {
-        // SAFETY: `slot` is below `ENTRIES`, the length of `entries`.
-        let e = unsafe { self.entries.get_unchecked(Self::slot(ingress, res_id)) };
-        if e.block != *block {
-            return None;
-        }
-        self.pending = false;
-        self.counters.hits += 1;
-        Some(&e.key)
+    fn find(&self, (ingress, res_id): (u16, u32), block: &[u8; 16]) -> Option<usize> {
+        let slot = Self::slot(ingress, res_id);
+        (self.entry(slot).block == *block).then_some(slot)
     }
 
-    /// A packet's chain where its reservation is not cached: A_K of `ak_block` under `sv` (the
-    /// current SV), the FlyoverMAC of `mac_block` under A_K and the block beside it, as
-    /// [`Aes128::fresh_key_chain_beside_on`] computes them; A_K is left expanded aside for
-    /// [`Self::insert_expanded`] (of the reservation `res_id` on `ingress`), its round keys
-    /// stored off the chain. Inlined beside the cached chain, whose results then stay in
-    /// registers: called, a packet whose reservation was cached ran 51 ns instead of 46
-    /// (2026-11-29).
+    #[inline(always)]
+    fn entry(&self, slot: usize) -> &Entry {
+        debug_assert!(slot < ENTRIES);
+        // SAFETY: every slot is `Self::slot`'s, below `ENTRIES`, the length of `entries`.
+        unsafe { self.entries.get_unchecked(slot) }
+    }
+
+    /// The chain of a flyover packet alone, and the block beside it, as
+    /// [`Aes128::fresh_key_chain_beside_on`] computes them: `y`, the FlyoverMAC of `mac_block`
+    /// under A_K = AES_SV(`ak_block`) (the reservation `res_id` on `ingress`; `sv` the current
+    /// SV), and `z`, the hop field's CMAC of `other_in` under `other` (the AS key's current
+    /// cipher), fed with `y` where `feed` says. Where the reservation is cached the chain starts
+    /// at the FlyoverMAC, and where `z`'s input is the recalled one, `z` is recalled; what it
+    /// computed instead is left aside for [`Self::insert_expanded`] if the packet verifies.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub fn chain_expanding(
+    pub fn chain(
+        &mut self,
+        cpu: impl Cpu,
+        sv: &SecretValue,
+        reservation: (u16, u32),
+        ak_block: &[u8; 16],
+        mac_block: &[u8; 16],
+        other: &Aes128,
+        other_in: &[u8; 16],
+        feed: Option<(&[u8; 16], &[u8; 16])>,
+    ) -> ([u8; 16], [u8; 16]) {
+        let Some(slot) = self.find(reservation, ak_block) else {
+            let c = self.chain_expanding(cpu, sv, reservation, ak_block, mac_block, other, other_in, feed);
+            return (c.y, c.z);
+        };
+        self.counters.hits += 1;
+        let e = self.entry(slot);
+        let Some(feed) = feed else {
+            // The CMAC's rounds run beside the FlyoverMAC's: nothing to recall.
+            let out = e.key.chain_beside_on(cpu, mac_block, other, other_in, None);
+            self.pending = Pending::Nothing;
+            return out;
+        };
+        let c = e.key.chain_recalling_on(cpu, mac_block, other, other_in, feed, &e.hop);
+        if c.z_in == e.hop[0] {
+            self.counters.mac_recalls += 1;
+            self.pending = Pending::Nothing;
+        } else {
+            self.expanded.0 = slot;
+            self.expanded.1.hop = [c.z_in, c.z];
+            self.pending = Pending::Recall;
+        }
+        (c.y, c.z)
+    }
+
+    /// The chain where the reservation is not cached: A_K is expanded aside, its round keys
+    /// stored off the chain, with the CMAC that followed, for [`Self::insert_expanded`].
+    /// Inlined beside the cached chain, whose results then stay in registers: called, a packet
+    /// whose reservation was cached ran 51 ns instead of 46 (2026-11-29).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn chain_expanding(
         &mut self,
         cpu: impl Cpu,
         sv: &SecretValue,
@@ -139,21 +210,25 @@ impl AuthKeyCache {
         other: &Aes128,
         other_in: &[u8; 16],
         feed: Option<(&[u8; 16], &[u8; 16])>,
-    ) -> ([u8; 16], [u8; 16]) {
+    ) -> Chained {
         let (slot, e) = (&mut self.expanded.0, &mut *self.expanded.1);
         *slot = Self::slot(ingress, res_id);
-        self.pending = true;
+        self.pending = Pending::Entry;
         e.block = *ak_block;
-        sv.cipher().fresh_key_chain_beside_keeping_on(cpu, ak_block, mac_block, other, other_in, feed, &mut e.key)
+        let c =
+            sv.cipher().fresh_key_chain_beside_keeping_on(cpu, ak_block, mac_block, other, other_in, feed, &mut e.key);
+        e.hop = [c.z_in, c.z];
+        c
     }
 
-    /// Puts the A_K [`Self::chain_expanding`] expanded for the packet being processed into the
-    /// cache, in place of whatever was in its entry, if that packet missed. Called once the
-    /// packet verified; [`Self::get`] (a hit) and [`Self::forget_expanded`] (a batch, whose
-    /// A_Ks are not expanded) say there is nothing to cache.
+    /// Puts what [`Self::chain`] computed for the packet being processed into the cache: the
+    /// A_K it expanded with its CMAC, in place of whatever was in its entry, if its reservation
+    /// missed; its CMAC, in place of the recalled one, if only that missed. Called once the
+    /// packet verified; a packet that missed nothing, and [`Self::forget_expanded`] (a batch,
+    /// which computes no chain here), leave nothing to cache.
     #[inline(always)]
     pub fn insert_expanded(&mut self) {
-        if self.pending {
+        if self.pending != Pending::Nothing {
             self.insert_pending();
         }
     }
@@ -162,21 +237,28 @@ impl AuthKeyCache {
     #[inline(never)]
     fn insert_pending(&mut self) {
         let (slot, e) = (self.expanded.0, *self.expanded.1);
-        self.entries[slot] = e;
-        self.pending = false;
-        self.counters.inserts += 1;
+        match self.pending {
+            Pending::Nothing => {}
+            Pending::Entry => {
+                self.entries[slot] = e;
+                self.counters.inserts += 1;
+            }
+            Pending::Recall => self.entries[slot].hop = e.hop,
+        }
+        self.pending = Pending::Nothing;
     }
 
     /// Nothing expanded is to be cached: the packets that follow come in a batch (or a packet
     /// alone is verified again, in a rotation's overlap).
     #[inline(always)]
     pub fn forget_expanded(&mut self) {
-        self.pending = false;
+        self.pending = Pending::Nothing;
     }
 
-    /// Forgets every key, overwriting them (the SV they were derived under is being replaced).
+    /// Forgets every key and CMAC, overwriting them (the AS secret they were derived from is
+    /// being replaced).
     pub fn clear(&mut self) {
-        self.pending = false;
+        self.pending = Pending::Nothing;
         let empty = Entry::empty();
         for e in self.entries.iter_mut().chain([&mut *self.expanded.1]) {
             // Volatile: the old keys are overwritten even though nothing reads them again.
@@ -201,27 +283,52 @@ mod tests {
         ResInfo { ingress: 2, egress: 3, res_id, bw: 800, start: 1_750_000_000, duration: 3600 }
     }
 
-    fn get<'a>(cache: &'a mut AuthKeyCache, r: &ResInfo) -> Option<&'a Aes128> {
-        cache.get((r.ingress, r.res_id), &r.block())
+    fn get<'a>(cache: &'a AuthKeyCache, r: &ResInfo) -> Option<&'a Aes128> {
+        cache.find((r.ingress, r.res_id), &r.block()).map(|slot| &cache.entry(slot).key)
     }
 
     const OTHER_IN: [u8; 16] = [2; 16];
+    /// SCION's feed: the candidate MAC's first two bytes into the SegID's place.
+    const FEED: [u8; 16] = [0x80, 0x80, 0, 1, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80];
 
-    /// The chain of a packet of `r` whose A_K was not cached, with the block beside it under
-    /// `other`.
+    /// The chain of a packet alone of `r`, with the block beside it under `other`, fed with
+    /// the candidate `y ⊕ mix` where a `mix` is given.
     fn chain(
         cache: &mut AuthKeyCache,
         sv: &SecretValue,
         r: &ResInfo,
         mac_block: &[u8; 16],
         other: &Aes128,
+        mix: Option<&[u8; 16]>,
     ) -> ([u8; 16], [u8; 16]) {
-        cache.chain_expanding(Detect, sv, (r.ingress, r.res_id), &r.block(), mac_block, other, &OTHER_IN, None)
+        let feed = mix.map(|mix| (&FEED, mix));
+        cache.chain(Detect, sv, (r.ingress, r.res_id), &r.block(), mac_block, other, &OTHER_IN, feed)
+    }
+
+    /// The same, computed without the cache.
+    fn recomputed(
+        sv: &SecretValue,
+        r: &ResInfo,
+        mac_block: &[u8; 16],
+        other: &Aes128,
+        mix: Option<&[u8; 16]>,
+    ) -> ([u8; 16], [u8; 16]) {
+        let y = Aes128::new(&sv.auth_key(r)).encrypt(mac_block);
+        let mut z_in = OTHER_IN;
+        if let Some(mix) = mix {
+            z_in[2] ^= y[0] ^ mix[0];
+            z_in[3] ^= y[1] ^ mix[1];
+        }
+        (y, other.encrypt(&z_in))
     }
 
     fn insert(cache: &mut AuthKeyCache, sv: &SecretValue, r: &ResInfo) {
-        chain(cache, sv, r, &[1; 16], &Aes128::new(&[3; 16]));
+        chain(cache, sv, r, &[1; 16], &Aes128::new(&[3; 16]), None);
         cache.insert_expanded();
+    }
+
+    fn counters(hits: u64, inserts: u64, mac_recalls: u64) -> AuthKeyCacheCounters {
+        AuthKeyCacheCounters { hits, inserts, mac_recalls }
     }
 
     #[test]
@@ -232,12 +339,44 @@ mod tests {
         let r = res(5);
         let block = [0x42; 16];
         let fresh = Aes128::new(&sv.auth_key(&r)).encrypt(&block);
-        assert!(get(&mut cache, &r).is_none());
-        assert_eq!(chain(&mut cache, &sv, &r, &block, &other), (fresh, other.encrypt(&OTHER_IN)));
-        assert!(get(&mut cache, &r).is_none(), "expanded, not yet cached");
+        assert!(get(&cache, &r).is_none());
+        assert_eq!(chain(&mut cache, &sv, &r, &block, &other, None), (fresh, other.encrypt(&OTHER_IN)));
+        assert!(get(&cache, &r).is_none(), "expanded, not yet cached");
         cache.insert_expanded();
-        assert_eq!(get(&mut cache, &r).expect("inserted").encrypt(&block), fresh);
-        assert_eq!(cache.counters(), AuthKeyCacheCounters { hits: 1, inserts: 1 });
+        assert_eq!(get(&cache, &r).expect("inserted").encrypt(&block), fresh);
+        assert_eq!(chain(&mut cache, &sv, &r, &block, &other, None), (fresh, other.encrypt(&OTHER_IN)));
+        assert_eq!(cache.counters(), counters(1, 1, 0));
+    }
+
+    /// Against construction direction: a packet alone whose CMAC input is the one its
+    /// reservation's last verified packet had gets that CMAC recalled, and any other input
+    /// (another candidate chained into it) gets its own computed; only a verified packet's
+    /// CMAC replaces the recalled one, and a recall without its A_K is never used.
+    #[test]
+    fn recalls_only_the_cmac_of_the_same_input() {
+        let sv = SecretValue::new(&[7; 16]);
+        let other = Aes128::new(&[3; 16]);
+        let mut cache = AuthKeyCache::new();
+        let r = res(5);
+        let (block, mix, forged) = ([0x42; 16], [0x17; 16], [0x18; 16]);
+        let want = |mix| recomputed(&sv, &r, &block, &other, Some(mix));
+        // Missed and verified: the A_K and the CMAC are cached.
+        assert_eq!(chain(&mut cache, &sv, &r, &block, &other, Some(&mix)), want(&mix));
+        cache.insert_expanded();
+        assert_eq!(chain(&mut cache, &sv, &r, &block, &other, Some(&mix)), want(&mix));
+        assert_eq!(cache.counters(), counters(1, 1, 1));
+        // Another candidate: computed, and not recalled after it unless it verified.
+        assert_eq!(chain(&mut cache, &sv, &r, &block, &other, Some(&forged)), want(&forged));
+        cache.forget_expanded();
+        assert_eq!(chain(&mut cache, &sv, &r, &block, &other, Some(&forged)), want(&forged));
+        assert_eq!(cache.counters(), counters(3, 1, 1));
+        cache.insert_expanded();
+        assert_eq!(chain(&mut cache, &sv, &r, &block, &other, Some(&forged)), want(&forged));
+        assert_eq!(chain(&mut cache, &sv, &r, &block, &other, Some(&mix)), want(&mix));
+        assert_eq!(cache.counters(), counters(5, 1, 2));
+        // Along construction direction the CMAC runs beside the chain: nothing recalled.
+        assert_eq!(chain(&mut cache, &sv, &r, &block, &other, None), recomputed(&sv, &r, &block, &other, None));
+        assert_eq!(cache.counters(), counters(6, 1, 2));
     }
 
     #[test]
@@ -256,10 +395,10 @@ mod tests {
             insert(&mut cache, &sv, &res(id));
         }
         cache.clear();
-        assert!((0..64).all(|id| get(&mut cache, &res(id)).is_none()));
+        assert!((0..64).all(|id| get(&cache, &res(id)).is_none()));
         let (x, zero_key) = ([0x42; 16], Aes128::new(&[0; 16]));
         let mut all = cache.entries.iter().chain([&*cache.expanded.1]);
-        assert!(all.all(|e| e.block == EMPTY && e.key.encrypt(&x) == zero_key.encrypt(&x)));
+        assert!(all.all(|e| e.block == EMPTY && e.hop == NO_RECALL && e.key.encrypt(&x) == zero_key.encrypt(&x)));
     }
 
     proptest! {
@@ -272,17 +411,17 @@ mod tests {
             let r = res(id);
             let mut other = r.block();
             other[byte] ^= 1 << bit;
-            prop_assert!(get(&mut cache, &r).is_none());
+            prop_assert!(get(&cache, &r).is_none());
             insert(&mut cache, &sv, &r);
-            prop_assert!(cache.get((r.ingress, r.res_id), &other).is_none());
-            prop_assert!(get(&mut cache, &r).is_some());
+            prop_assert!(cache.find((r.ingress, r.res_id), &other).is_none());
+            prop_assert!(get(&cache, &r).is_some());
         }
 
         /// No A_K input block (its last two bytes zero) matches an empty entry.
         #[test]
         fn no_block_matches_an_empty_entry(ingress: u16, id in 0u32..(1 << 22), mut block: [u8; 16]) {
             block[14..].fill(0);
-            prop_assert!(AuthKeyCache::new().get((ingress, id), &block).is_none());
+            prop_assert!(AuthKeyCache::new().find((ingress, id), &block).is_none());
         }
     }
 }

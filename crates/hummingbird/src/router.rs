@@ -295,14 +295,9 @@ impl HopExtension for Flyovers {
         mix[..MAC_LEN].copy_from_slice(&agg);
         let reservation = (w.hop.hop_ingress(), res_id);
         let feed = input.feed.as_ref().map(|feed| (feed, &mix));
-        let (fly_mac, cmac) = match self.auth_keys.get(reservation, &ak_block) {
-            Some(ak) => ak.chain_beside_on(cpu, &mac_block, key.cipher(), &input.block, feed),
-            None => {
-                let sv = self.svs.current();
-                let other = key.cipher();
-                self.auth_keys.chain_expanding(cpu, sv, reservation, &ak_block, &mac_block, other, &input.block, feed)
-            }
-        };
+        let sv = self.svs.current();
+        let (fly_mac, cmac) =
+            self.auth_keys.chain(cpu, sv, reservation, &ak_block, &mac_block, key.cipher(), &input.block, feed);
         w.hop.set_mac(candidate(&agg, &fly_mac));
         Some(cmac)
     }
@@ -529,6 +524,7 @@ impl aviary_qos::Processor for Router {
         let cache = self.auth_key_cache_counters();
         out("auth_key_cache_hits", cache.hits);
         out("auth_key_cache_inserts", cache.inserts);
+        out("auth_key_cache_mac_recalls", cache.mac_recalls);
     }
 
     fn control(&mut self, request: &serde_json::Value) -> Result<(), ControlError> {

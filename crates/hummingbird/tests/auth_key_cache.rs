@@ -1,8 +1,10 @@
-//! The router's cache of expanded A_Ks (`aviary_hummingbird::auth_key_cache`) changes no verdict:
-//! only packets that verified fill it, a packet whose reservation fields differ from the cached
-//! ones in anything is recomputed, and a rotation of the AS secret empties it, so that after
-//! the overlap a reservation authenticated under the old SV gets nothing from a key cached
-//! before the rotation.
+//! The router's cache of expanded A_Ks and recalled hop-field CMACs
+//! (`aviary_hummingbird::auth_key_cache`) changes no verdict: only packets that verified fill
+//! it, a packet whose reservation fields differ from the cached ones in anything is recomputed,
+//! a packet whose candidate MAC differs from the verified one is refused whether its CMAC is
+//! recalled or not, and a rotation of the AS secret empties it, so that after the overlap a
+//! reservation authenticated under the old SV, or a hop field under the old key, gets nothing
+//! from what was cached before the rotation.
 
 use aviary_hummingbird::auth_key_cache::AuthKeyCacheCounters;
 use aviary_hummingbird::path::field;
@@ -70,16 +72,16 @@ fn only_verified_packets_fill_the_cache_and_later_ones_hit_it() {
     // Valid packets in a batch right after: the A_K the forged packet left expanded is not
     // theirs to cache, and a batch neither uses nor fills the cache.
     batch(&mut router, NOW);
-    assert_eq!(router.auth_key_cache_counters(), AuthKeyCacheCounters { hits: 0, inserts: 0 });
+    assert_eq!(router.auth_key_cache_counters(), AuthKeyCacheCounters { hits: 0, inserts: 0, mac_recalls: 0 });
     for k in 0..3 {
         assert!(reserved(alone(&mut router, &pkt, NOW + (k + 1) * 1000)));
     }
-    assert_eq!(router.auth_key_cache_counters(), AuthKeyCacheCounters { hits: 2, inserts: 1 });
+    assert_eq!(router.auth_key_cache_counters(), AuthKeyCacheCounters { hits: 2, inserts: 1, mac_recalls: 2 });
     // A forged packet of the cached reservation uses the cached A_K and still fails.
     assert_eq!(alone(&mut router, &forged, NOW), Verdict::Drop(DropReason::BadMac));
-    assert_eq!(router.auth_key_cache_counters(), AuthKeyCacheCounters { hits: 3, inserts: 1 });
+    assert_eq!(router.auth_key_cache_counters(), AuthKeyCacheCounters { hits: 3, inserts: 1, mac_recalls: 2 });
     batch(&mut router, NOW + 5000);
-    assert_eq!(router.auth_key_cache_counters(), AuthKeyCacheCounters { hits: 3, inserts: 1 });
+    assert_eq!(router.auth_key_cache_counters(), AuthKeyCacheCounters { hits: 3, inserts: 1, mac_recalls: 2 });
 }
 
 #[test]
@@ -98,11 +100,11 @@ fn a_reservation_field_changed_is_not_taken_for_the_cached_one() {
         let pkt = packet(&chain, &claimed, NOW);
         assert_eq!(alone(&mut router, &pkt, NOW), Verdict::Drop(DropReason::BadMac));
     }
-    assert_eq!(router.auth_key_cache_counters(), AuthKeyCacheCounters { hits: 0, inserts: 1 });
+    assert_eq!(router.auth_key_cache_counters(), AuthKeyCacheCounters { hits: 0, inserts: 1, mac_recalls: 0 });
     // The granted reservation's next packet hits; the claimed reservation's A_K, left expanded
     // by the last refused packet, is not cached after it.
     assert!(reserved(alone(&mut router, &packet(&chain, &res, NOW), NOW + 1000)));
-    assert_eq!(router.auth_key_cache_counters(), AuthKeyCacheCounters { hits: 1, inserts: 1 });
+    assert_eq!(router.auth_key_cache_counters(), AuthKeyCacheCounters { hits: 1, inserts: 1, mac_recalls: 1 });
 }
 
 /// A packet whose hop fields are under the new keys but whose reservation at the AS was
@@ -128,9 +130,53 @@ fn a_rotation_forgets_the_keys_cached_under_the_old_secret() {
     res[AT] = grants(&old, 7)[AT];
     let mixed = packet(&new, &res, later);
     assert_eq!(alone(&mut router, &mixed, later), Verdict::Drop(DropReason::BadMac));
+    // Nor does a packet all under the old keys, which verified before the rotation: its A_K and
+    // its hop field's CMAC were cached then.
+    let old_later = packet(&old, &grants(&old, 7), later);
+    assert_eq!(alone(&mut router, &old_later, later), Verdict::Drop(DropReason::BadMac));
     // Under the new keys throughout, the same reservation verifies (and is cached anew).
     let current = packet(&new, &grants(&new, 7), later);
     assert!(reserved(alone(&mut router, &current, later)));
     assert!(reserved(alone(&mut router, &current, later + 1000)));
-    assert_eq!(router.auth_key_cache_counters(), AuthKeyCacheCounters { hits: 1, inserts: 2 });
+    assert_eq!(router.auth_key_cache_counters(), AuthKeyCacheCounters { hits: 1, inserts: 2, mac_recalls: 1 });
+}
+
+/// Against construction direction, the candidate MAC's first two bytes enter the hop field's
+/// CMAC input (chained into the SegID): a packet whose AggMAC differs there has another input,
+/// computed; one whose AggMAC differs only in the last four bytes has the recalled input, and its
+/// CMAC, recalled, is still not its candidate. Every such packet is refused, and the valid one
+/// still passes with its CMAC recalled.
+#[test]
+fn a_changed_agg_mac_is_refused_with_the_cmac_recalled_or_not() {
+    let chain = Chain::new(ASES, T0 - 60);
+    let mut router = chain.router(AT, params());
+    let pkt = packet(&chain, &grants(&chain, 7), NOW);
+    assert!(reserved(alone(&mut router, &pkt, NOW)));
+    assert!(reserved(alone(&mut router, &pkt, NOW + 1000)));
+    assert_eq!(router.auth_key_cache_counters(), AuthKeyCacheCounters { hits: 1, inserts: 1, mac_recalls: 1 });
+    let view = ScionView::new_checked(&pkt[..]).unwrap();
+    let path = view.path_range();
+    let flyover = aviary_hummingbird::path_view::HbirdPathView::new_checked(&pkt[path.clone()]).unwrap();
+    let agg = path.start + flyover.current_hop_offset() + field::flyover::MAC.start;
+    for byte in 0..6 {
+        for bit in [0, 7] {
+            let mut forged = pkt.clone();
+            forged[agg + byte] ^= 1 << bit;
+            let recalls = router.auth_key_cache_counters().mac_recalls;
+            assert_eq!(
+                alone(&mut router, &forged, NOW + 2000),
+                Verdict::Drop(DropReason::BadMac),
+                "AggMAC byte {byte}"
+            );
+            let recalled = router.auth_key_cache_counters().mac_recalls - recalls;
+            assert_eq!(recalled, u64::from(byte >= 2), "AggMAC byte {byte}: recalled {recalled} times");
+        }
+    }
+    // The hop field's expiry extended, its AggMAC kept: the candidate is the verified MAC, but
+    // the CMAC input is not the recalled one.
+    let mut extended = pkt.clone();
+    extended[agg - field::flyover::MAC.start + aviary_scion::wire::path::field::hop::EXP_TIME] += 1;
+    assert_eq!(alone(&mut router, &extended, NOW + 2000), Verdict::Drop(DropReason::BadMac));
+    assert!(reserved(alone(&mut router, &pkt, NOW + 3000)));
+    assert_eq!(router.auth_key_cache_counters(), AuthKeyCacheCounters { hits: 15, inserts: 1, mac_recalls: 10 });
 }

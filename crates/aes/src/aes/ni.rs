@@ -5,7 +5,7 @@
 //! [`crate::cpu::aes_ni`] has said yes. Callers compiled for those features too (the routers'
 //! per-packet stages) get them inlined; others make one call per operation.
 
-use super::{wide, Aes128};
+use super::{wide, Aes128, Chained, Recall};
 use crate::cpu;
 use std::arch::x86_64::*;
 
@@ -428,20 +428,20 @@ pub(super) fn fresh_key_chain_beside(
     other_in: &[u8; 16],
     feed: Option<(&[u8; 16], &[u8; 16])>,
     keep: Option<&mut Aes128>,
-) -> ([u8; 16], [u8; 16]) {
+) -> Chained {
     // SAFETY: only called with (or inlined into callers with) cpu::AES_NI_FEATURES: AES-NI, SSSE3 and SSE2; loads are unaligned-safe,
     // from 16-byte arrays; `keep`'s round keys are `rks`' layout, mutably.
     unsafe {
         let keep = keep.map(|c| &mut *c.rk.as_mut_ptr().cast::<[__m128i; 11]>());
         let fresh = Some((_mm_loadu_si128(block.as_ptr().cast()), keep));
-        chain_and_beside(_mm_loadu_si128(key_in.as_ptr().cast()), rks(c), fresh, other, other_in, feed)
+        chain_and_beside(_mm_loadu_si128(key_in.as_ptr().cast()), rks(c), fresh, other, other_in, feed, None)
     }
 }
 
 /// [`fresh_key_chain_beside`] with the chain's key already expanded (`c`, an A_K kept by its
 /// reservation): `y = AES_c(block)` and `z = AES_other(other_in ⊕ feed(y ⊕ mix))`. Without
 /// `feed` the two blocks' rounds interleave; with it the second block's rounds follow `y`,
-/// one byte shuffle and one XOR after it. Returns `(y, z)`.
+/// one byte shuffle and one XOR after it, and are skipped where `z`'s input is `recall`'s.
 #[target_feature(enable = "aes,pclmulqdq,sse2,ssse3,sse4.1")] // cpu::AES_NI_FEATURES
 #[inline]
 pub(super) fn chain_beside(
@@ -450,16 +450,18 @@ pub(super) fn chain_beside(
     other: &Aes128,
     other_in: &[u8; 16],
     feed: Option<(&[u8; 16], &[u8; 16])>,
-) -> ([u8; 16], [u8; 16]) {
+    recall: Option<&Recall>,
+) -> Chained {
     // SAFETY: only called with (or inlined into callers with) cpu::AES_NI_FEATURES: AES-NI, SSSE3 and SSE2; the load is unaligned-safe,
     // from a 16-byte array.
-    unsafe { chain_and_beside(_mm_loadu_si128(block.as_ptr().cast()), rks(c), None, other, other_in, feed) }
+    unsafe { chain_and_beside(_mm_loadu_si128(block.as_ptr().cast()), rks(c), None, other, other_in, feed, recall) }
 }
 
 /// The two chains above: `y` is `x` through the rounds of `rk`, then, with `fresh = (b, keep)`,
 /// `b` under that result expanded round by round (its round keys stored in `keep`, if given);
-/// `z = AES_other(other_in ⊕ feed(y ⊕ mix))`. Without `feed`, `z`'s rounds interleave with
-/// `rk`'s; with it they follow `y`, its part of `z`'s input added in vector registers.
+/// `z = AES_other(z_in)`, `z_in = other_in ⊕ feed(y ⊕ mix)`. Without `feed`, `z`'s rounds
+/// interleave with `rk`'s; with it they follow `y`, its part of `z`'s input added in vector
+/// registers, and where `z_in` is `recall`'s input, `z` is `recall`'s output without them.
 #[inline(always)]
 fn chain_and_beside(
     x: __m128i,
@@ -468,46 +470,57 @@ fn chain_and_beside(
     other: &Aes128,
     other_in: &[u8; 16],
     feed: Option<(&[u8; 16], &[u8; 16])>,
-) -> ([u8; 16], [u8; 16]) {
-    // SAFETY: only inlined into callers with cpu::AES_NI_FEATURES: AES-NI, SSSE3 and SSE2; loads and stores are unaligned-safe, from and
+    recall: Option<&Recall>,
+) -> Chained {
+    // SAFETY: only inlined into callers with cpu::AES_NI_FEATURES: AES-NI, SSSE3, SSE4.1 and SSE2; loads and stores are unaligned-safe, from and
     // to 16-byte arrays.
     unsafe {
         let ork = rks(other);
         let mut a = _mm_xor_si128(x, rk[0]);
-        let mut z = _mm_xor_si128(_mm_loadu_si128(other_in.as_ptr().cast()), ork[0]);
+        let mut z_in = _mm_loadu_si128(other_in.as_ptr().cast());
         let then = |a: __m128i| match fresh {
             Some((b, keep)) => fresh_key_rounds(a, b, keep),
             None => a,
         };
-        let y = match feed {
+        let (y, z) = match feed {
             None => {
+                let mut z = _mm_xor_si128(z_in, ork[0]);
                 for (k, ok) in rk[1..10].iter().zip(&ork[1..10]) {
                     a = _mm_aesenc_si128(a, *k);
                     z = _mm_aesenc_si128(z, *ok);
                 }
-                z = _mm_aesenclast_si128(z, ork[10]);
-                then(_mm_aesenclast_si128(a, rk[10]))
+                (then(_mm_aesenclast_si128(a, rk[10])), _mm_aesenclast_si128(z, ork[10]))
             }
             Some((feed, mix)) => {
                 // feed(y ⊕ mix) = feed(y) ⊕ feed(mix): the second before the chain ends.
                 let feed = _mm_loadu_si128(feed.as_ptr().cast());
-                z = _mm_xor_si128(z, _mm_shuffle_epi8(_mm_loadu_si128(mix.as_ptr().cast()), feed));
+                z_in = _mm_xor_si128(z_in, _mm_shuffle_epi8(_mm_loadu_si128(mix.as_ptr().cast()), feed));
                 for k in &rk[1..10] {
                     a = _mm_aesenc_si128(a, *k);
                 }
                 let y = then(_mm_aesenclast_si128(a, rk[10]));
-                z = _mm_xor_si128(z, _mm_shuffle_epi8(y, feed));
-                for k in &ork[1..10] {
-                    z = _mm_aesenc_si128(z, *k);
-                }
-                z = _mm_aesenclast_si128(z, ork[10]);
-                y
+                z_in = _mm_xor_si128(z_in, _mm_shuffle_epi8(y, feed));
+                let recalled = recall.filter(|[input, _]| {
+                    _mm_testz_si128(_mm_xor_si128(z_in, _mm_loadu_si128(input.as_ptr().cast())), _mm_set1_epi8(-1)) == 1
+                });
+                let z = match recalled {
+                    Some([_, output]) => _mm_loadu_si128(output.as_ptr().cast()),
+                    None => {
+                        let mut z = _mm_xor_si128(z_in, ork[0]);
+                        for k in &ork[1..10] {
+                            z = _mm_aesenc_si128(z, *k);
+                        }
+                        _mm_aesenclast_si128(z, ork[10])
+                    }
+                };
+                (y, z)
             }
         };
-        let (mut yo, mut zo) = ([0u8; 16], [0u8; 16]);
-        _mm_storeu_si128(yo.as_mut_ptr().cast(), y);
-        _mm_storeu_si128(zo.as_mut_ptr().cast(), z);
-        (yo, zo)
+        let mut out = Chained { y: [0; 16], z: [0; 16], z_in: [0; 16] };
+        _mm_storeu_si128(out.y.as_mut_ptr().cast(), y);
+        _mm_storeu_si128(out.z.as_mut_ptr().cast(), z);
+        _mm_storeu_si128(out.z_in.as_mut_ptr().cast(), z_in);
+        out
     }
 }
 

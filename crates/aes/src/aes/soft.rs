@@ -3,7 +3,7 @@
 //! use the CPU's AES instructions where that crate finds them). The same interface as
 //! [`super::ni`], one block at a time: a fallback, not a fast path.
 
-use super::Aes128;
+use super::{Aes128, Chained, Recall};
 use aes::hazmat::{cipher_round, inv_mix_columns};
 use aes::Block;
 
@@ -109,12 +109,12 @@ pub(super) fn fresh_key_chain_beside(
     other_in: &[u8; 16],
     feed: Option<(&[u8; 16], &[u8; 16])>,
     keep: Option<&mut Aes128>,
-) -> ([u8; 16], [u8; 16]) {
+) -> Chained {
     let key = new(&encrypt(c, key_in));
     if let Some(keep) = keep {
         *keep = key;
     }
-    chain_beside(&key, block, other, other_in, feed)
+    chain_beside(&key, block, other, other_in, feed, None)
 }
 
 pub(super) fn chain_beside(
@@ -123,16 +123,22 @@ pub(super) fn chain_beside(
     other: &Aes128,
     other_in: &[u8; 16],
     feed: Option<(&[u8; 16], &[u8; 16])>,
-) -> ([u8; 16], [u8; 16]) {
+    recall: Option<&Recall>,
+) -> Chained {
     let y = encrypt(c, block);
-    let mut z = *other_in;
+    let mut z_in = *other_in;
     if let Some((feed, mix)) = feed {
-        for (z, &f) in z.iter_mut().zip(feed) {
+        for (z, &f) in z_in.iter_mut().zip(feed) {
             if f & 0x80 == 0 {
                 let i = usize::from(f & 0x0f);
                 *z ^= y[i] ^ mix[i];
             }
         }
     }
-    (y, encrypt(other, &z))
+    // As the AES-NI code: a recall only where the second block follows the chain.
+    let z = match recall.filter(|[input, _]| feed.is_some() && *input == z_in) {
+        Some([_, output]) => *output,
+        None => encrypt(other, &z_in),
+    };
+    Chained { y, z, z_in }
 }
