@@ -410,15 +410,7 @@ fn flyover_candidates<const N: usize, P: AsRef<[u8]>>(
         debug_assert!(batch.get(usize::from(i)).is_some_and(|w| w.is_some()));
         // SAFETY: the gather listed only indices below `n` (`batch`'s length) of records it read.
         let w = unsafe { batch.get_unchecked_mut(usize::from(i)).as_mut().unwrap_unchecked() };
-        // [`candidate`] with the block's first eight bytes in one load, the two past the MAC cut
-        // off again: −4 instructions a batched flyover. Not `candidate` itself: a packet alone
-        // has its FlyoverMAC in a register, and the eight-byte form cost it 24 (callgrind,
-        // 2026-11-29).
-        let fly = u64::from_ne_bytes(fly_mac[..8].try_into().expect("a block holds a word"));
-        let mut agg = [0u8; 8];
-        agg[..MAC_LEN].copy_from_slice(&w.hop.mac());
-        let cand = (u64::from_ne_bytes(agg) ^ fly).to_ne_bytes();
-        w.hop.set_mac(cand[..MAC_LEN].try_into().expect("a word holds a MAC"));
+        w.hop.xor_mac(fly_mac[..MAC_LEN].try_into().expect("a block holds a MAC"));
     }
 }
 
