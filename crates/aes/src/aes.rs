@@ -23,12 +23,13 @@ pub type Recall = [[u8; 16]; 2];
 
 /// What a chain with a second block beside it computed: the chain's result `y`, the second
 /// block `z` and that block's input `z_in` (its feed applied), from which a [`Recall`] of `z`
-/// is made.
+/// is made; `recalled` if `z` was recalled rather than computed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Chained {
     pub y: [u8; 16],
     pub z: [u8; 16],
     pub z_in: [u8; 16],
+    pub recalled: bool,
 }
 
 /// Expanded AES-128 encryption key: 11 round keys, aligned for vector loads.
@@ -278,10 +279,14 @@ impl Aes128 {
     }
 
     /// [`Self::chain_beside_on`] with a `feed`, where `z`'s input may be one whose encryption
-    /// under `other` is known: if `z_in` (`other_in ⊕ feed(y ⊕ mix)`) is `recall`'s input, `z`
-    /// is `recall`'s output and the second block's rounds, which would follow the chain's, are
-    /// not run. Exact only if `recall` was made under `other` (the caller keeps it so).
+    /// under `other` is known: if `z_in` (`other_in ⊕ feed(y ⊕ mix)`) is `recall`'s input and
+    /// `y ⊕ mix` equals `recall`'s output in the bytes `agree` sets, `z` is `recall`'s output
+    /// and the second block's rounds, which would follow the chain's, are not run. Exact only if
+    /// `recall` was made under `other` (the caller keeps it so). The second condition lets a
+    /// caller that verifies `y ⊕ mix` against `z` skip the rounds only for what verifies: the
+    /// time taken then says no more than the verdict.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     pub fn chain_recalling_on(
         &self,
         cpu: impl Cpu,
@@ -290,8 +295,9 @@ impl Aes128 {
         other_in: &[u8; 16],
         feed: (&[u8; 16], &[u8; 16]),
         recall: &Recall,
+        agree: &[u8; 16],
     ) -> Chained {
-        dispatch!(cpu, chain_beside(self, block, other, other_in, Some(feed), Some(recall)))
+        dispatch!(cpu, chain_beside(self, block, other, other_in, Some(feed), Some((recall, agree))))
     }
 
     /// `blocks[i] = AES_{keys[i]}(blocks[i])`, expanding each key on the fly (with AES-NI four
@@ -415,15 +421,16 @@ mod tests {
             prop_assert_eq!(first.fresh_key_chain_beside(&key_in, &block, &other, &other_in, fed), want);
             let mut kept = Aes128::new(&[0; 16]);
             let keeping = first.fresh_key_chain_beside_keeping_on(Detect, &key_in, &block, &other, &other_in, fed, &mut kept);
-            prop_assert_eq!(keeping, Chained { y: want.0, z: want.1, z_in: z });
+            prop_assert_eq!(keeping, Chained { y: want.0, z: want.1, z_in: z, recalled: false });
             let x = [0x5a; 16];
             prop_assert_eq!(kept.encrypt(&x), Aes128::new(&first.encrypt(&key_in)).encrypt(&x));
             prop_assert_eq!(kept.chain_beside(&block, &other, &other_in, fed), want);
         }
 
         /// [`Aes128::chain_recalling_on`] takes the recalled output exactly where the second
-        /// block's input is the recalled input (an output that is not that input's encryption
-        /// shows the rounds were skipped), and computes the block for any other input.
+        /// block's input is the recalled input and `y ⊕ mix` agrees with the output where asked
+        /// (an output that is not that input's encryption shows the rounds were skipped), and
+        /// computes the block for any other input or any disagreement.
         #[test]
         fn a_recall_replaces_exactly_its_input(
             keys: [[u8; 16]; 2],
@@ -432,6 +439,7 @@ mod tests {
             feed: [u8; 16],
             mix: [u8; 16],
             planted: [u8; 16],
+            agree: [u8; 16],
             byte in 0usize..16,
             bit in 0u8..8,
         ) {
@@ -443,15 +451,25 @@ mod tests {
                     *z ^= y[usize::from(f & 0x0f)] ^ mix[usize::from(f & 0x0f)];
                 }
             }
-            let computed = Chained { y, z: other.encrypt(&z_in), z_in };
-            let recall = |input: [u8; 16], output: [u8; 16]| {
-                chain.chain_recalling_on(Detect, &block, &other, &other_in, (&feed, &mix), &[input, output])
+            let computed = Chained { y, z: other.encrypt(&z_in), z_in, recalled: false };
+            let recall = |input: [u8; 16], output: [u8; 16], agree: &[u8; 16]| {
+                chain.chain_recalling_on(Detect, &block, &other, &other_in, (&feed, &mix), &[input, output], agree)
             };
-            prop_assert_eq!(recall(z_in, computed.z), computed);
-            prop_assert_eq!(recall(z_in, planted), Chained { z: planted, ..computed });
+            // An output that agrees with y ⊕ mix where `agree` says, the rest planted.
+            let agreeing: [u8; 16] = std::array::from_fn(|i| (y[i] ^ mix[i]) & agree[i] | planted[i] & !agree[i]);
+            let none = [0; 16];
+            prop_assert_eq!(recall(z_in, computed.z, &none), Chained { recalled: true, ..computed });
+            prop_assert_eq!(recall(z_in, planted, &none), Chained { z: planted, recalled: true, ..computed });
+            prop_assert_eq!(recall(z_in, agreeing, &agree), Chained { z: agreeing, recalled: true, ..computed });
             let mut near = z_in;
             near[byte] ^= 1 << bit;
-            prop_assert_eq!(recall(near, planted), computed);
+            prop_assert_eq!(recall(near, agreeing, &agree), computed);
+            // One bit of disagreement where `agree` asks: computed.
+            let mut off = agreeing;
+            let mut strict = agree;
+            strict[byte] |= 1 << bit;
+            off[byte] = (y[byte] ^ mix[byte] ^ (1 << bit)) & strict[byte] | off[byte] & !strict[byte];
+            prop_assert_eq!(recall(z_in, off, &strict), computed);
         }
 
         #[test]

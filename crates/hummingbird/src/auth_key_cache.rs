@@ -11,8 +11,8 @@
 //! Each entry holds a reservation's expanded A_K and the last hop-field CMAC a packet of it
 //! verified with under the AS key ([`Recall`]: the CMAC's input block and output). Packets of
 //! one path carry one hop field, so their CMAC inputs are equal once the candidate MAC is
-//! chained into the SegID: a packet whose input is the recalled one has that CMAC without its
-//! ten rounds.
+//! chained into the SegID: a packet whose input is the recalled one, and whose candidate the
+//! recalled CMAC verifies, has that CMAC without its ten rounds.
 //!
 //! The cache changes no verdict:
 //! - **A hit is exact.** An A_K is found by the whole A_K input block (ingress, egress,
@@ -21,6 +21,10 @@
 //!   forged field still fails the MAC. A CMAC is recalled only for its whole input block,
 //!   compared after the packet's own candidate MAC was chained into it, so it is the CMAC a
 //!   recomputation would give; a forged candidate makes another input and is computed.
+//! - **It tells nothing by its timing that the verdict does not.** A CMAC is recalled only if it
+//!   also verifies the packet's candidate: a packet that fails, even one whose candidate is
+//!   right in the two bytes chained into the SegID and wrong in the rest, takes as long as
+//!   without the cache, so its time does not say how close its candidate came.
 //! - **Only verified packets fill it.** A packet that fails its MAC never inserts, so a sender
 //!   without a reservation can neither fill nor flush it; a reservation's holder can evict a
 //!   reservation whose entry its own shares, which costs the evicted one a recomputation.
@@ -35,6 +39,7 @@
 
 use aviary_scion::aes::{Aes128, Chained, Recall};
 use aviary_scion::cpu::Cpu;
+use aviary_scion::mac::MAC_LEN;
 
 use crate::crypto::SecretValue;
 
@@ -48,6 +53,18 @@ const EMPTY: [u8; 16] = [0xff; 16];
 /// A hop field's CMAC input block opens with two zero bytes (`aviary_scion::mac::input`); this
 /// one does not, so an empty entry recalls nothing.
 const NO_RECALL: Recall = [[0xff; 16], [0; 16]];
+
+/// The bytes of a CMAC that are the hop field's MAC, which a recalled CMAC must agree with the
+/// candidate in.
+const MAC_BYTES: [u8; 16] = {
+    let mut m = [0; 16];
+    let mut i = 0;
+    while i < MAC_LEN {
+        m[i] = 0xff;
+        i += 1;
+    }
+    m
+};
 
 /// One reservation's A_K, expanded, behind its input block, and the hop-field CMAC its last
 /// verified packet alone had. Its first cache line holds the block, the recall and the first
@@ -182,8 +199,11 @@ impl AuthKeyCache {
             self.pending = Pending::Nothing;
             return out;
         };
-        let c = e.key.chain_recalling_on(cpu, mac_block, other, other_in, feed, &e.hop);
-        if c.z_in == e.hop[0] {
+        // Recalled only where the CMAC would verify the candidate (`y ⊕ mix`, the MAC's bytes):
+        // a packet that fails takes as long as without the recall, so its time tells nothing of
+        // how close its candidate came.
+        let c = e.key.chain_recalling_on(cpu, mac_block, other, other_in, feed, &e.hop, &MAC_BYTES);
+        if c.recalled {
             self.counters.mac_recalls += 1;
             self.pending = Pending::Nothing;
         } else {
@@ -348,35 +368,75 @@ mod tests {
         assert_eq!(cache.counters(), counters(1, 1, 0));
     }
 
+    /// What a valid packet of `r` carries against construction direction, for a hop field
+    /// whose CMAC input (its SegID chained with its MAC) is `input`: the input with the SegID
+    /// as on the wire, and the `mix` (AggMAC) that makes its candidate `y ⊕ mix` that MAC.
+    fn valid(
+        sv: &SecretValue,
+        r: &ResInfo,
+        mac_block: &[u8; 16],
+        other: &Aes128,
+        input: [u8; 16],
+    ) -> ([u8; 16], [u8; 16]) {
+        let y = Aes128::new(&sv.auth_key(r)).encrypt(mac_block);
+        let mac = other.encrypt(&input);
+        let mut wire = input;
+        wire[2] ^= mac[0];
+        wire[3] ^= mac[1];
+        let mut mix = [0; 16];
+        for i in 0..MAC_LEN {
+            mix[i] = y[i] ^ mac[i];
+        }
+        (wire, mix)
+    }
+
     /// Against construction direction: a packet alone whose CMAC input is the one its
-    /// reservation's last verified packet had gets that CMAC recalled, and any other input
-    /// (another candidate chained into it) gets its own computed; only a verified packet's
-    /// CMAC replaces the recalled one, and a recall without its A_K is never used.
+    /// reservation's last verified packet had, and whose candidate that CMAC verifies, gets the
+    /// CMAC recalled; any other packet, including one with the recalled input whose candidate
+    /// the CMAC refuses, gets its own computed. Only a verified packet's CMAC replaces the
+    /// recalled one, and a recall without its A_K is never used.
     #[test]
-    fn recalls_only_the_cmac_of_the_same_input() {
+    fn recalls_only_the_cmac_that_verifies_the_same_input() {
         let sv = SecretValue::new(&[7; 16]);
         let other = Aes128::new(&[3; 16]);
         let mut cache = AuthKeyCache::new();
         let r = res(5);
-        let (block, mix, forged) = ([0x42; 16], [0x17; 16], [0x18; 16]);
-        let want = |mix| recomputed(&sv, &r, &block, &other, Some(mix));
-        // Missed and verified: the A_K and the CMAC are cached.
-        assert_eq!(chain(&mut cache, &sv, &r, &block, &other, Some(&mix)), want(&mix));
+        let block = [0x42; 16];
+        let run = |cache: &mut AuthKeyCache, wire: &[u8; 16], mix: &[u8; 16]| {
+            let got =
+                cache.chain(Detect, &sv, (r.ingress, r.res_id), &r.block(), &block, &other, wire, Some((&FEED, mix)));
+            let y = Aes128::new(&sv.auth_key(&r)).encrypt(&block);
+            let mut z_in = *wire;
+            z_in[2] ^= y[0] ^ mix[0];
+            z_in[3] ^= y[1] ^ mix[1];
+            assert_eq!(got, (y, other.encrypt(&z_in)), "the chain a recomputation gives");
+        };
+        let (wire, mix) = valid(&sv, &r, &block, &other, [0, 0, 1, 2, 3, 4, 5, 6, 0, 7, 0, 1, 0, 2, 0, 0]);
+        // Missed and verified: the A_K and the CMAC are cached, and the next packet recalls.
+        run(&mut cache, &wire, &mix);
         cache.insert_expanded();
-        assert_eq!(chain(&mut cache, &sv, &r, &block, &other, Some(&mix)), want(&mix));
+        run(&mut cache, &wire, &mix);
         assert_eq!(cache.counters(), counters(1, 1, 1));
-        // Another candidate: computed, and not recalled after it unless it verified.
-        assert_eq!(chain(&mut cache, &sv, &r, &block, &other, Some(&forged)), want(&forged));
-        cache.forget_expanded();
-        assert_eq!(chain(&mut cache, &sv, &r, &block, &other, Some(&forged)), want(&forged));
+        // The recalled input with a candidate wrong in its last byte, or in its first: computed.
+        for byte in [MAC_LEN - 1, 0] {
+            let mut forged = mix;
+            forged[byte] ^= 1;
+            run(&mut cache, &wire, &forged);
+            cache.forget_expanded();
+        }
         assert_eq!(cache.counters(), counters(3, 1, 1));
+        // Another hop field's valid packet: computed, and recalled after it only once verified.
+        let (other_wire, other_mix) = valid(&sv, &r, &block, &other, [0, 0, 9, 9, 3, 4, 5, 6, 0, 7, 0, 1, 0, 2, 0, 0]);
+        run(&mut cache, &other_wire, &other_mix);
+        cache.forget_expanded();
+        run(&mut cache, &other_wire, &other_mix);
         cache.insert_expanded();
-        assert_eq!(chain(&mut cache, &sv, &r, &block, &other, Some(&forged)), want(&forged));
-        assert_eq!(chain(&mut cache, &sv, &r, &block, &other, Some(&mix)), want(&mix));
-        assert_eq!(cache.counters(), counters(5, 1, 2));
+        run(&mut cache, &other_wire, &other_mix);
+        run(&mut cache, &wire, &mix);
+        assert_eq!(cache.counters(), counters(7, 1, 2));
         // Along construction direction the CMAC runs beside the chain: nothing recalled.
         assert_eq!(chain(&mut cache, &sv, &r, &block, &other, None), recomputed(&sv, &r, &block, &other, None));
-        assert_eq!(cache.counters(), counters(6, 1, 2));
+        assert_eq!(cache.counters(), counters(8, 1, 2));
     }
 
     #[test]

@@ -441,7 +441,8 @@ pub(super) fn fresh_key_chain_beside(
 /// [`fresh_key_chain_beside`] with the chain's key already expanded (`c`, an A_K kept by its
 /// reservation): `y = AES_c(block)` and `z = AES_other(other_in ⊕ feed(y ⊕ mix))`. Without
 /// `feed` the two blocks' rounds interleave; with it the second block's rounds follow `y`,
-/// one byte shuffle and one XOR after it, and are skipped where `z`'s input is `recall`'s.
+/// one byte shuffle and one XOR after it, and are skipped where `recall` applies (see
+/// `chain_and_beside`).
 #[target_feature(enable = "aes,pclmulqdq,sse2,ssse3,sse4.1")] // cpu::AES_NI_FEATURES
 #[inline]
 pub(super) fn chain_beside(
@@ -450,7 +451,7 @@ pub(super) fn chain_beside(
     other: &Aes128,
     other_in: &[u8; 16],
     feed: Option<(&[u8; 16], &[u8; 16])>,
-    recall: Option<&Recall>,
+    recall: Option<(&Recall, &[u8; 16])>,
 ) -> Chained {
     // SAFETY: only called with (or inlined into callers with) cpu::AES_NI_FEATURES: AES-NI, SSSE3 and SSE2; the load is unaligned-safe,
     // from a 16-byte array.
@@ -461,7 +462,8 @@ pub(super) fn chain_beside(
 /// `b` under that result expanded round by round (its round keys stored in `keep`, if given);
 /// `z = AES_other(z_in)`, `z_in = other_in ⊕ feed(y ⊕ mix)`. Without `feed`, `z`'s rounds
 /// interleave with `rk`'s; with it they follow `y`, its part of `z`'s input added in vector
-/// registers, and where `z_in` is `recall`'s input, `z` is `recall`'s output without them.
+/// registers, and with `recall = ([input, output], agree)`, where `z_in` is `input` and `y ⊕ mix`
+/// equals `output` in the bytes `agree` sets, `z` is `output` without them.
 #[inline(always)]
 fn chain_and_beside(
     x: __m128i,
@@ -470,7 +472,7 @@ fn chain_and_beside(
     other: &Aes128,
     other_in: &[u8; 16],
     feed: Option<(&[u8; 16], &[u8; 16])>,
-    recall: Option<&Recall>,
+    recall: Option<(&Recall, &[u8; 16])>,
 ) -> Chained {
     // SAFETY: only inlined into callers with cpu::AES_NI_FEATURES: AES-NI, SSSE3, SSE4.1 and SSE2; loads and stores are unaligned-safe, from and
     // to 16-byte arrays.
@@ -482,6 +484,7 @@ fn chain_and_beside(
             Some((b, keep)) => fresh_key_rounds(a, b, keep),
             None => a,
         };
+        let mut recalled = false;
         let (y, z) = match feed {
             None => {
                 let mut z = _mm_xor_si128(z_in, ork[0]);
@@ -494,17 +497,27 @@ fn chain_and_beside(
             Some((feed, mix)) => {
                 // feed(y ⊕ mix) = feed(y) ⊕ feed(mix): the second before the chain ends.
                 let feed = _mm_loadu_si128(feed.as_ptr().cast());
-                z_in = _mm_xor_si128(z_in, _mm_shuffle_epi8(_mm_loadu_si128(mix.as_ptr().cast()), feed));
+                let mix = _mm_loadu_si128(mix.as_ptr().cast());
+                z_in = _mm_xor_si128(z_in, _mm_shuffle_epi8(mix, feed));
                 for k in &rk[1..10] {
                     a = _mm_aesenc_si128(a, *k);
                 }
                 let y = then(_mm_aesenclast_si128(a, rk[10]));
                 z_in = _mm_xor_si128(z_in, _mm_shuffle_epi8(y, feed));
-                let recalled = recall.filter(|[input, _]| {
-                    _mm_testz_si128(_mm_xor_si128(z_in, _mm_loadu_si128(input.as_ptr().cast())), _mm_set1_epi8(-1)) == 1
+                // Both compares in one test: z_in against the input, y ⊕ mix against the output
+                // where `agree` says.
+                let recall = recall.filter(|([input, output], agree)| {
+                    let input = _mm_xor_si128(z_in, _mm_loadu_si128(input.as_ptr().cast()));
+                    let output = _mm_xor_si128(_mm_xor_si128(y, mix), _mm_loadu_si128(output.as_ptr().cast()));
+                    let output = _mm_and_si128(output, _mm_loadu_si128(agree.as_ptr().cast()));
+                    let diff = _mm_or_si128(input, output);
+                    _mm_testz_si128(diff, diff) == 1
                 });
-                let z = match recalled {
-                    Some([_, output]) => _mm_loadu_si128(output.as_ptr().cast()),
+                let z = match recall {
+                    Some(([_, output], _)) => {
+                        recalled = true;
+                        _mm_loadu_si128(output.as_ptr().cast())
+                    }
                     None => {
                         let mut z = _mm_xor_si128(z_in, ork[0]);
                         for k in &ork[1..10] {
@@ -516,7 +529,7 @@ fn chain_and_beside(
                 (y, z)
             }
         };
-        let mut out = Chained { y: [0; 16], z: [0; 16], z_in: [0; 16] };
+        let mut out = Chained { y: [0; 16], z: [0; 16], z_in: [0; 16], recalled };
         _mm_storeu_si128(out.y.as_mut_ptr().cast(), y);
         _mm_storeu_si128(out.z.as_mut_ptr().cast(), z);
         _mm_storeu_si128(out.z_in.as_mut_ptr().cast(), z_in);

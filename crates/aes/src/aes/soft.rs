@@ -123,7 +123,7 @@ pub(super) fn chain_beside(
     other: &Aes128,
     other_in: &[u8; 16],
     feed: Option<(&[u8; 16], &[u8; 16])>,
-    recall: Option<&Recall>,
+    recall: Option<(&Recall, &[u8; 16])>,
 ) -> Chained {
     let y = encrypt(c, block);
     let mut z_in = *other_in;
@@ -135,10 +135,16 @@ pub(super) fn chain_beside(
             }
         }
     }
-    // As the AES-NI code: a recall only where the second block follows the chain.
-    let z = match recall.filter(|[input, _]| feed.is_some() && *input == z_in) {
-        Some([_, output]) => *output,
+    // As the AES-NI code: a recall only where the second block follows the chain, its input is
+    // `z_in` and its output agrees with `y ⊕ mix` where `agree` says.
+    let agrees = |output: &[u8; 16], agree: &[u8; 16]| match feed {
+        Some((_, mix)) => (0..16).all(|i| (y[i] ^ mix[i] ^ output[i]) & agree[i] == 0),
+        None => false,
+    };
+    let recall = recall.filter(|([input, output], agree)| *input == z_in && agrees(output, agree));
+    let z = match recall {
+        Some(([_, output], _)) => *output,
         None => encrypt(other, &z_in),
     };
-    Chained { y, z, z_in }
+    Chained { y, z, z_in, recalled: recall.is_some() }
 }
