@@ -39,16 +39,25 @@ pub struct Aes128 {
     rk: [[u8; 16]; 11],
 }
 
-/// `ni::$f(args)` where `cpu` (a [`Cpu`]) says the CPU has AES-NI, else `soft::$f(args)`.
+/// `ni::$f(args)` where `cpu` (a [`Cpu`]) says the CPU has AES-NI, else `soft::$f(args)`: an
+/// expression, so that a caller can use the result before returning it.
+#[cfg(target_arch = "x86_64")]
 macro_rules! dispatch {
     ($cpu:expr, $f:ident($($arg:expr),*)) => {{
-        #[cfg(target_arch = "x86_64")]
         if $cpu.aes_ni().is_some() {
             // SAFETY: an `AesNi` exists only where the CPU has the features `ni` is compiled
             // for (`cpu::AES_NI_FEATURES`).
-            return unsafe { ni::$f($($arg),*) };
+            unsafe { ni::$f($($arg),*) }
+        } else {
+            soft::$f($($arg),*)
         }
-        #[cfg(not(target_arch = "x86_64"))]
+    }};
+}
+
+/// `soft::$f(args)`: no other code for this target.
+#[cfg(not(target_arch = "x86_64"))]
+macro_rules! dispatch {
+    ($cpu:expr, $f:ident($($arg:expr),*)) => {{
         let _ = $cpu;
         soft::$f($($arg),*)
     }};
@@ -203,7 +212,7 @@ impl Aes128 {
         other_in: &[u8; 16],
         feed: Option<(&[u8; 16], &[u8; 16])>,
     ) -> ([u8; 16], [u8; 16]) {
-        let c = self.fresh_key_chained_on(cpu, key_in, block, other, other_in, feed);
+        let c = dispatch!(cpu, fresh_key_chain_beside(self, key_in, block, other, other_in, feed, None));
         (c.y, c.z)
     }
 
@@ -249,33 +258,8 @@ impl Aes128 {
         other_in: &[u8; 16],
         feed: Option<(&[u8; 16], &[u8; 16])>,
     ) -> ([u8; 16], [u8; 16]) {
-        let c = self.chained_on(cpu, block, other, other_in, feed);
+        let c = dispatch!(cpu, chain_beside(self, block, other, other_in, feed, None));
         (c.y, c.z)
-    }
-
-    #[inline(always)]
-    fn chained_on(
-        &self,
-        cpu: impl Cpu,
-        block: &[u8; 16],
-        other: &Aes128,
-        other_in: &[u8; 16],
-        feed: Option<(&[u8; 16], &[u8; 16])>,
-    ) -> Chained {
-        dispatch!(cpu, chain_beside(self, block, other, other_in, feed, None))
-    }
-
-    #[inline(always)]
-    fn fresh_key_chained_on(
-        &self,
-        cpu: impl Cpu,
-        key_in: &[u8; 16],
-        block: &[u8; 16],
-        other: &Aes128,
-        other_in: &[u8; 16],
-        feed: Option<(&[u8; 16], &[u8; 16])>,
-    ) -> Chained {
-        dispatch!(cpu, fresh_key_chain_beside(self, key_in, block, other, other_in, feed, None))
     }
 
     /// [`Self::chain_beside_on`] with a `feed`, where `z`'s input may be one whose encryption

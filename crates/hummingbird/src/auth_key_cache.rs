@@ -311,18 +311,19 @@ mod tests {
     /// SCION's feed: the candidate MAC's first two bytes into the SegID's place.
     const FEED: [u8; 16] = [0x80, 0x80, 0, 1, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80];
 
-    /// The chain of a packet alone of `r`, with the block beside it under `other`, fed with
-    /// the candidate `y ⊕ mix` where a `mix` is given.
+    /// The chain of a packet alone of `r`, with the block `wire` beside it under `other`, fed
+    /// with the candidate `y ⊕ mix` where a `mix` is given.
     fn chain(
         cache: &mut AuthKeyCache,
         sv: &SecretValue,
         r: &ResInfo,
         mac_block: &[u8; 16],
         other: &Aes128,
+        wire: &[u8; 16],
         mix: Option<&[u8; 16]>,
     ) -> ([u8; 16], [u8; 16]) {
         let feed = mix.map(|mix| (&FEED, mix));
-        cache.chain(Detect, sv, (r.ingress, r.res_id), &r.block(), mac_block, other, &OTHER_IN, feed)
+        cache.chain(Detect, sv, (r.ingress, r.res_id), &r.block(), mac_block, other, wire, feed)
     }
 
     /// The same, computed without the cache.
@@ -331,10 +332,11 @@ mod tests {
         r: &ResInfo,
         mac_block: &[u8; 16],
         other: &Aes128,
+        wire: &[u8; 16],
         mix: Option<&[u8; 16]>,
     ) -> ([u8; 16], [u8; 16]) {
         let y = Aes128::new(&sv.auth_key(r)).encrypt(mac_block);
-        let mut z_in = OTHER_IN;
+        let mut z_in = *wire;
         if let Some(mix) = mix {
             z_in[2] ^= y[0] ^ mix[0];
             z_in[3] ^= y[1] ^ mix[1];
@@ -343,7 +345,7 @@ mod tests {
     }
 
     fn insert(cache: &mut AuthKeyCache, sv: &SecretValue, r: &ResInfo) {
-        chain(cache, sv, r, &[1; 16], &Aes128::new(&[3; 16]), None);
+        chain(cache, sv, r, &[1; 16], &Aes128::new(&[3; 16]), &OTHER_IN, None);
         cache.insert_expanded();
     }
 
@@ -360,11 +362,11 @@ mod tests {
         let block = [0x42; 16];
         let fresh = Aes128::new(&sv.auth_key(&r)).encrypt(&block);
         assert!(get(&cache, &r).is_none());
-        assert_eq!(chain(&mut cache, &sv, &r, &block, &other, None), (fresh, other.encrypt(&OTHER_IN)));
+        assert_eq!(chain(&mut cache, &sv, &r, &block, &other, &OTHER_IN, None), (fresh, other.encrypt(&OTHER_IN)));
         assert!(get(&cache, &r).is_none(), "expanded, not yet cached");
         cache.insert_expanded();
         assert_eq!(get(&cache, &r).expect("inserted").encrypt(&block), fresh);
-        assert_eq!(chain(&mut cache, &sv, &r, &block, &other, None), (fresh, other.encrypt(&OTHER_IN)));
+        assert_eq!(chain(&mut cache, &sv, &r, &block, &other, &OTHER_IN, None), (fresh, other.encrypt(&OTHER_IN)));
         assert_eq!(cache.counters(), counters(1, 1, 0));
     }
 
@@ -403,13 +405,8 @@ mod tests {
         let r = res(5);
         let block = [0x42; 16];
         let run = |cache: &mut AuthKeyCache, wire: &[u8; 16], mix: &[u8; 16]| {
-            let got =
-                cache.chain(Detect, &sv, (r.ingress, r.res_id), &r.block(), &block, &other, wire, Some((&FEED, mix)));
-            let y = Aes128::new(&sv.auth_key(&r)).encrypt(&block);
-            let mut z_in = *wire;
-            z_in[2] ^= y[0] ^ mix[0];
-            z_in[3] ^= y[1] ^ mix[1];
-            assert_eq!(got, (y, other.encrypt(&z_in)), "the chain a recomputation gives");
+            let want = recomputed(&sv, &r, &block, &other, wire, Some(mix));
+            assert_eq!(chain(cache, &sv, &r, &block, &other, wire, Some(mix)), want, "the chain a recomputation gives");
         };
         let (wire, mix) = valid(&sv, &r, &block, &other, [0, 0, 1, 2, 3, 4, 5, 6, 0, 7, 0, 1, 0, 2, 0, 0]);
         // Missed and verified: the A_K and the CMAC are cached, and the next packet recalls.
@@ -435,7 +432,10 @@ mod tests {
         run(&mut cache, &wire, &mix);
         assert_eq!(cache.counters(), counters(7, 1, 2));
         // Along construction direction the CMAC runs beside the chain: nothing recalled.
-        assert_eq!(chain(&mut cache, &sv, &r, &block, &other, None), recomputed(&sv, &r, &block, &other, None));
+        assert_eq!(
+            chain(&mut cache, &sv, &r, &block, &other, &OTHER_IN, None),
+            recomputed(&sv, &r, &block, &other, &OTHER_IN, None)
+        );
         assert_eq!(cache.counters(), counters(8, 1, 2));
     }
 

@@ -484,15 +484,14 @@ fn chain_and_beside(
             Some((b, keep)) => fresh_key_rounds(a, b, keep),
             None => a,
         };
-        let mut recalled = false;
-        let (y, z) = match feed {
+        let (y, z, recalled) = match feed {
             None => {
                 let mut z = _mm_xor_si128(z_in, ork[0]);
                 for (k, ok) in rk[1..10].iter().zip(&ork[1..10]) {
                     a = _mm_aesenc_si128(a, *k);
                     z = _mm_aesenc_si128(z, *ok);
                 }
-                (then(_mm_aesenclast_si128(a, rk[10])), _mm_aesenclast_si128(z, ork[10]))
+                (then(_mm_aesenclast_si128(a, rk[10])), _mm_aesenclast_si128(z, ork[10]), false)
             }
             Some((feed, mix)) => {
                 // feed(y ⊕ mix) = feed(y) ⊕ feed(mix): the second before the chain ends.
@@ -514,10 +513,7 @@ fn chain_and_beside(
                     _mm_testz_si128(diff, diff) == 1
                 });
                 let z = match recall {
-                    Some(([_, output], _)) => {
-                        recalled = true;
-                        _mm_loadu_si128(output.as_ptr().cast())
-                    }
+                    Some(([_, output], _)) => _mm_loadu_si128(output.as_ptr().cast()),
                     None => {
                         let mut z = _mm_xor_si128(z_in, ork[0]);
                         for k in &ork[1..10] {
@@ -526,7 +522,7 @@ fn chain_and_beside(
                         _mm_aesenclast_si128(z, ork[10])
                     }
                 };
-                (y, z)
+                (y, z, recall.is_some())
             }
         };
         let mut out = Chained { y: [0; 16], z: [0; 16], z_in: [0; 16], recalled };
