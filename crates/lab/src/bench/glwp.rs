@@ -7,15 +7,13 @@
 //! have no paper figure.
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
-
-use arrayvec::ArrayVec;
+use std::time::Instant;
 
 use aviary_glwp::{testbed, AidMonitor, Freshness, Router, SourceAllocation};
 use aviary_qos::{DuplicateFilter, DuplicateFilterConfig, KeyHash, Verdict};
 use aviary_scion::ScionView;
 
-use super::{row, time_per_call, Effort, Row, BATCH, S, T0};
+use super::{row, time_per_call, time_received, Effort, Row, BATCH, S, T0};
 
 /// The paper's time per packet at an on-path router.
 const PAPER_ROUTER_NS: f64 = 280.0;
@@ -64,11 +62,11 @@ fn duplicates() -> DuplicateFilter {
 /// How the bench hands packets to the router.
 #[derive(Clone, Copy, PartialEq)]
 enum Delivery {
-    /// As the router's I/O loop does: [`BATCH`] at a time in a receive ring that `recvmmsg` has
-    /// just written, so in the core's cache (as DPDK's NIC writes leave the paper's packets in
-    /// the last-level cache). The copy into the ring is the kernel's work and not timed; the
-    /// router's calls on each ring are, the clock read around them (≈ 1 ns a packet more than
-    /// the router's own time).
+    /// As the router's I/O loop does ([`time_received`]): [`BATCH`] at a time in a receive ring
+    /// that `recvmmsg` has just written, so in the core's cache (as DPDK's NIC writes leave the
+    /// paper's packets in the last-level cache). The copy into the ring is the kernel's work and
+    /// not timed; the router's calls on each ring are, the clock read around them (≈ 1 ns a
+    /// packet more than the router's own time).
     Received,
     /// Straight from the bench's store of distinct packets in memory (megabytes of them), the
     /// hop pointer restored in place: the header lines of large packets then come from the
@@ -88,7 +86,6 @@ fn validation_row(lambda: u16, payload: usize, batch: usize, delivery: Delivery,
         (0..n).map(|i| source.packet(&addresses, t0 + i as u64 * GAP_NS, &body).expect("a packet")).collect();
     let freshness = Freshness { lifetime_ns: S / 2, skew_ns: S };
     let fresh = Router::new(&SECRET, freshness, AidMonitor::new(1024, u16::MAX, 9), duplicates());
-    let mut ring: Vec<Vec<u8>> = vec![Vec::new(); BATCH];
     let mut verdicts = [Verdict::Deliver; BATCH];
     let ns = (0..effort.repeats)
         .map(|_| {
@@ -106,21 +103,7 @@ fn validation_row(lambda: u16, payload: usize, batch: usize, delivery: Delivery,
                 }
             };
             let busy = match delivery {
-                Delivery::Received => {
-                    let mut busy = Duration::ZERO;
-                    for (r, received) in pkts.chunks(BATCH).enumerate() {
-                        for (slot, pkt) in ring.iter_mut().zip(received) {
-                            slot.clear();
-                            slot.extend_from_slice(pkt);
-                        }
-                        let mut refs: ArrayVec<&mut [u8], BATCH> =
-                            ring.iter_mut().take(received.len()).map(|p| p.as_mut_slice()).collect();
-                        let t = Instant::now();
-                        run(&mut refs, r * BATCH);
-                        busy += t.elapsed();
-                    }
-                    busy
-                }
+                Delivery::Received => time_received(pkts.iter().map(|p| &p[..]), BATCH, &mut run),
                 Delivery::Cold => {
                     let hp_at = ScionView::new_checked(&pkts[0][..]).unwrap().path_range().start
                         + aviary_glwp::header::field::HOP_POINTER;
