@@ -79,7 +79,7 @@ const RING: usize = 4 * BATCH;
 /// receive ring of `ring` buffers, as `recvmmsg` copies them, which leaves them in the core's
 /// cache; that copy is the kernel's work and not timed. `run(packets, first)` is timed on each
 /// filled ring (`first`: the index in `pkts` of its first packet), the clock read around it:
-/// two reads, ≈ 40 ns on the machines of docs/performance.md, so ≈ 0.3 ns a packet more than
+/// two reads, 39 ns on the Xeon of docs/performance.md, so ≈ 0.3 ns a packet more than
 /// the router's own time at [`RING`] and ≈ 1.2 ns at [`BATCH`].
 pub(crate) fn time_received<'a>(
     pkts: impl IntoIterator<Item = &'a [u8]>,
