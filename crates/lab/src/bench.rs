@@ -5,8 +5,8 @@
 //!
 //! The Hummingbird and GLWP router rows (but GLWP's row of packets not in cache) take their
 //! packets as a router's I/O loop does ([`time_received`]): copied into a receive ring, which
-//! is the kernel's work in `recvmmsg` and not timed, then processed there; routers mutate what they forward (CurrHF, SegID, a
-//! flyover's MAC), so every packet is a fresh copy. The Z-Lane rows copy their packets before
+//! is the kernel's work in `recvmmsg` and not timed, then processed there; routers mutate
+//! what they forward (CurrHF, SegID, a flyover's MAC), so every packet is a fresh copy. The Z-Lane rows copy their packets before
 //! the clock starts too. The pathval rows still restore each packet's 101-byte header in place,
 //! timed (3–5 % of their figures, docs/pathval.md). Source rows include writing the header
 //! template and copying the payload, as the paper's Table 4 does.
@@ -118,53 +118,61 @@ fn best_ns(effort: Effort, mut measure: impl FnMut() -> (Duration, u64)) -> f64 
         .fold(f64::INFINITY, f64::min)
 }
 
+/// The time `router` takes on `packets` packets, copies of `pkts` in turn as
+/// [`time_received`] hands them over, `batch` a call (1: a packet alone, as the I/O loop hands
+/// over one), 100 ns apart, so that the policer sees time pass and the packets stay fresh. A
+/// debug build checks each verdict with `want`.
+fn time_router(
+    router: &mut Router,
+    ingress: u16,
+    now: u64,
+    pkts: &[Vec<u8>],
+    packets: usize,
+    batch: usize,
+    want: fn(&Verdict) -> bool,
+) -> Duration {
+    let mut verdicts = vec![Verdict::Deliver; batch];
+    let stream = pkts.iter().cycle().take(packets).map(|p| &p[..]);
+    time_received(stream, RING, |ring, first| {
+        for (c, group) in ring.chunks_mut(batch).enumerate() {
+            let i = (first + c * batch) as u64;
+            let n = group.len();
+            if n == 1 {
+                verdicts[0] = router.process(black_box(&mut group[0]), ingress, now + i * 100);
+            } else {
+                router.process_batch(black_box(group), ingress, now + i * 100, &mut verdicts[..n]);
+            }
+            debug_assert!(verdicts[..n].iter().all(want), "benchmark packets not processed as intended");
+            black_box(&verdicts);
+        }
+    })
+}
+
 /// A router and a packet positioned at it.
 struct RouterCase {
     router: Router,
     ingress: u16,
     pkt: Vec<u8>,
     now: u64,
+    want: fn(&Verdict) -> bool,
 }
 
 impl RouterCase {
-    fn expect(&mut self, want: fn(&Verdict) -> bool) {
-        let mut p = self.pkt.clone();
-        let v = self.router.process(&mut p, self.ingress, self.now);
+    fn new(router: Router, ingress: u16, pkt: Vec<u8>, now: u64, want: fn(&Verdict) -> bool) -> Self {
+        let mut case = Self { router, ingress, pkt, now, want };
+        let mut p = case.pkt.clone();
+        let v = case.router.process(&mut p, case.ingress, case.now);
         assert!(want(&v), "benchmark packet not processed as intended: {v:?}");
+        case
     }
 
-    /// One packet a call, copies of the case's packet 100 ns apart, so that the policer sees
-    /// time pass and the packet stays fresh.
-    fn single(&mut self, effort: Effort) -> f64 {
-        let (ingress, now) = (self.ingress, self.now);
-        let (router, pkt) = (&mut self.router, &self.pkt[..]);
+    /// The best ns per packet, `batch` packets a call (whole calls of `effort.packets`).
+    fn ns(&mut self, effort: Effort, batch: usize) -> f64 {
+        let packets = (effort.packets as usize / batch).max(1) * batch;
+        let pkts = std::slice::from_ref(&self.pkt);
         best_ns(effort, || {
-            let busy = time_received(std::iter::repeat_n(pkt, effort.packets as usize), RING, |ring, first| {
-                for (k, p) in ring.iter_mut().enumerate() {
-                    let i = (first + k) as u64;
-                    black_box(router.process(black_box(p), ingress, now + i * 100));
-                }
-            });
-            (busy, effort.packets)
-        })
-    }
-
-    /// [`BATCH`] packets a call, the same packets and times as [`RouterCase::single`].
-    fn batch(&mut self, effort: Effort) -> f64 {
-        let (ingress, now) = (self.ingress, self.now);
-        let (router, pkt) = (&mut self.router, &self.pkt[..]);
-        let packets = (effort.packets / BATCH as u64).max(1) * BATCH as u64;
-        let mut verdicts = [Verdict::Deliver; BATCH];
-        best_ns(effort, || {
-            let busy = time_received(std::iter::repeat_n(pkt, packets as usize), RING, |ring, first| {
-                for (c, batch) in ring.chunks_mut(BATCH).enumerate() {
-                    let i = (first + c * BATCH) as u64;
-                    let n = batch.len();
-                    router.process_batch(black_box(batch), ingress, now + i * 100, &mut verdicts[..n]);
-                    black_box(&verdicts);
-                }
-            });
-            (busy, packets)
+            let busy = time_router(&mut self.router, self.ingress, self.now, pkts, packets, batch, self.want);
+            (busy, packets as u64)
         })
     }
 }
@@ -175,13 +183,18 @@ const TRANSIT: usize = 2;
 fn standard_case(now: u64) -> RouterCase {
     let chain = Chain::new(5, T0 - 60);
     let pkt = chain.standard_packet(100);
-    at_transit(&chain, pkt, now)
+    at_transit(&chain, pkt, now, |v| matches!(v, Verdict::Forward { .. }))
 }
 
 fn flyover_case(now: u64) -> RouterCase {
     let chain = Chain::new(5, T0 - 60);
     let pkt = flyover_packet(&chain, 77, now);
-    at_transit(&chain, pkt, now)
+    at_transit(&chain, pkt, now, reserved)
+}
+
+/// The verdict of a flyover packet within its reservation at the transit AS.
+fn reserved(v: &Verdict) -> bool {
+    *v == Verdict::reserved(aviary_hummingbird::testbed::IF_NEXT)
 }
 
 /// A flyover packet of reservation `res_id` at the transit AS, stamped at `now` by its source,
@@ -202,14 +215,11 @@ fn arriving(chain: &Chain, mut pkt: Vec<u8>, now: u64) -> Vec<u8> {
     pkt
 }
 
-/// The packet as it reaches the transit AS, and that AS's router.
-fn at_transit(chain: &Chain, pkt: Vec<u8>, now: u64) -> RouterCase {
-    RouterCase {
-        router: chain.router(TRANSIT, RouterParams::default()),
-        ingress: Chain::forward_ingress(TRANSIT),
-        pkt: arriving(chain, pkt, now),
-        now,
-    }
+/// The packet as it reaches the transit AS, and that AS's router, which gives it a verdict
+/// `want` accepts.
+fn at_transit(chain: &Chain, pkt: Vec<u8>, now: u64, want: fn(&Verdict) -> bool) -> RouterCase {
+    let router = chain.router(TRANSIT, RouterParams::default());
+    RouterCase::new(router, Chain::forward_ingress(TRANSIT), arriving(chain, pkt, now), now, want)
 }
 
 /// Distinct packets in the duplicate-suppression rows: each packet is new to the filter (a replay
@@ -235,14 +245,7 @@ fn flyover_distinct_row(name: &str, params: RouterParams, now: u64, effort: Effo
     let ingress = Chain::forward_ingress(TRANSIT);
     let rounds = (effort.packets as usize).div_ceil(DISTINCT).max(1);
     let ns = best_ns(Effort { repeats: effort.repeats * rounds, ..effort }, || {
-        let mut r = router.clone();
-        let busy = time_received(pkts.iter().map(|p| &p[..]), RING, |ring, first| {
-            for (k, p) in ring.iter_mut().enumerate() {
-                let v = r.process(black_box(p), ingress, now + (first + k) as u64 * 100);
-                debug_assert_eq!(v, Verdict::reserved(aviary_hummingbird::testbed::IF_NEXT));
-                black_box(v);
-            }
-        });
+        let busy = time_router(&mut router.clone(), ingress, now, &pkts, DISTINCT, 1, reserved);
         (busy, DISTINCT as u64)
     });
     row(name, 1, 100, None, ns)
@@ -261,21 +264,9 @@ fn flyover_reservations_row(batch: usize, now: u64, effort: Effort) -> Row {
         (0..RESERVATIONS).map(|id| arriving(&chain, flyover_packet(&chain, id, now), now)).collect();
     let mut router = chain.router(TRANSIT, RouterParams::default());
     let ingress = Chain::forward_ingress(TRANSIT);
-    let mut verdicts = vec![Verdict::Deliver; batch];
-    let packets = (effort.packets / batch as u64).max(1) * batch as u64;
-    let ns = best_ns(effort, || {
-        let stream = pkts.iter().cycle().take(packets as usize).map(|p| &p[..]);
-        let busy = time_received(stream, RING, |ring, first| {
-            for (c, group) in ring.chunks_mut(batch).enumerate() {
-                let i = (first + c * batch) as u64;
-                let n = group.len();
-                router.process_batch(black_box(group), ingress, now + i * 100, &mut verdicts[..n]);
-                debug_assert!(verdicts.iter().all(|v| *v == Verdict::reserved(aviary_hummingbird::testbed::IF_NEXT)));
-                black_box(&verdicts);
-            }
-        });
-        (busy, packets)
-    });
+    let packets = (effort.packets as usize / batch).max(1) * batch;
+    let ns =
+        best_ns(effort, || (time_router(&mut router, ingress, now, &pkts, packets, batch, reserved), packets as u64));
     row(&format!("flyover hop, {RESERVATIONS} reservations"), batch, 100, None, ns)
 }
 
@@ -314,13 +305,11 @@ pub fn run(effort: Effort) -> Vec<Row> {
     let now = u64::from(T0) * S + 200_000_000;
     let mut rows = Vec::new();
     let mut std_case = standard_case(now);
-    std_case.expect(|v| matches!(v, Verdict::Forward { .. }));
-    rows.push(row("scion hop, router", 1, 100, Some(123.0), std_case.single(effort)));
-    rows.push(row("scion hop, router", BATCH, 100, Some(123.0), std_case.batch(effort)));
+    rows.push(row("scion hop, router", 1, 100, Some(123.0), std_case.ns(effort, 1)));
+    rows.push(row("scion hop, router", BATCH, 100, Some(123.0), std_case.ns(effort, BATCH)));
     let mut fly = flyover_case(now);
-    fly.expect(|v| *v == Verdict::reserved(aviary_hummingbird::testbed::IF_NEXT));
-    rows.push(row("hummingbird flyover hop, router", 1, 100, Some(308.0), fly.single(effort)));
-    rows.push(row("hummingbird flyover hop, router", BATCH, 100, Some(308.0), fly.batch(effort)));
+    rows.push(row("hummingbird flyover hop, router", 1, 100, Some(308.0), fly.ns(effort, 1)));
+    rows.push(row("hummingbird flyover hop, router", BATCH, 100, Some(308.0), fly.ns(effort, BATCH)));
     let plain = RouterParams::default();
     let dedup = RouterParams { duplicate_suppression: true, ..plain };
     rows.push(flyover_distinct_row("flyover hop, distinct packets", plain, now, effort));
