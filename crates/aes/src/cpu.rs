@@ -10,6 +10,9 @@
 //! slower paths on a fast CPU: `portable`, `aes-ni` or `vaes` (the default is the best the CPU
 //! has; a cap above it changes nothing). [`check_env`] says whether its value is one of these;
 //! the `aviary` command calls it at start and refuses to run otherwise.
+//!
+//! [`clock_ghz`] reads the core's clock, so that what this code costs can be stated in cycles as
+//! well as in ns.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -168,6 +171,48 @@ fn choose() -> Level {
     let level = hardware().min(cap);
     LEVEL.store(level as u8, Ordering::Relaxed);
     level
+}
+
+/// Dependent register additions in one timed chain of [`clock_ghz`].
+const CLOCK_CHAIN: u64 = 1_000_000;
+
+/// The core's clock in GHz, as dependent register additions per ns (one a cycle on every x86-64
+/// core): the fastest of 20 chains of a million, ≈ 6 ms in all, so that a chain the VM's host
+/// interrupted does not count. A yardstick, not the frequency a VM reports (a guest's
+/// `/proc/cpuinfo` gives the host's nominal one). `None` on other architectures.
+pub fn clock_ghz() -> Option<f64> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let fastest = (0..20).map(|_| additions_ns(CLOCK_CHAIN / 10)).min().expect("20 chains");
+        Some(CLOCK_CHAIN as f64 / fastest.max(1) as f64)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    None
+}
+
+/// The time in ns of `rounds` rounds of ten dependent additions (and a loop branch beside them).
+#[cfg(target_arch = "x86_64")]
+fn additions_ns(rounds: u64) -> u128 {
+    assert!(rounds > 0, "the loop counts down to zero");
+    let t = std::time::Instant::now();
+    let mut x = 0u64;
+    // SAFETY: registers only (`x`, the counter, the addend), no memory, no stack; the counter
+    // counts down from `rounds > 0` to zero, so the loop ends.
+    unsafe {
+        std::arch::asm!(
+            "2:",
+            "add {x}, {one}", "add {x}, {one}", "add {x}, {one}", "add {x}, {one}", "add {x}, {one}",
+            "add {x}, {one}", "add {x}, {one}", "add {x}, {one}", "add {x}, {one}", "add {x}, {one}",
+            "dec {n}",
+            "jnz 2b",
+            x = inout(reg) x,
+            n = inout(reg) rounds => _,
+            one = in(reg) 1u64,
+            options(nomem, nostack),
+        );
+    }
+    std::hint::black_box(x);
+    t.elapsed().as_nanos()
 }
 
 #[cfg(test)]

@@ -455,7 +455,7 @@ fn run() -> Result<()> {
             if !json {
                 eprintln!("measuring on {} (one core) ...", machine::describe());
             }
-            let rows = bench::run(effort);
+            let (rows, clock) = bench::run(effort);
             if json {
                 for r in &rows {
                     println!("{}", serde_json::to_string(r)?);
@@ -467,6 +467,15 @@ fn run() -> Result<()> {
                      pathval, Click on a 3 GHz i7 (Table IV, Fig. 5); ours: {}",
                     machine::describe()
                 );
+                if let Some(c) = clock {
+                    println!(
+                        "cycles at {:.2} GHz: the core's clock by dependent additions, {:.2} GHz before the rows \
+                         and {:.2} after",
+                        c.ghz(),
+                        c.before_ghz,
+                        c.after_ghz
+                    );
+                }
             }
         }
     }

@@ -38,6 +38,31 @@ pub struct Row {
     pub payload_bytes: usize,
     /// The paper's per-packet figure for the same operation, where it has one.
     pub paper_ns: Option<f64>,
+    /// `ns_per_packet` at the core's clock as read around the run ([`Clock`]), where it could be
+    /// read: the VM's CPU changes from day to day, and cycles say what the code costs on it.
+    pub cycles_per_packet: Option<f64>,
+}
+
+/// The core's clock read before and after a run ([`aviary_scion::cpu::clock_ghz`]): a host
+/// that slowed the VM during the run shows as two different readings.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Clock {
+    pub before_ghz: f64,
+    pub after_ghz: f64,
+}
+
+impl Clock {
+    /// The clock the rows are converted at: the mean of the two readings.
+    pub fn ghz(&self) -> f64 {
+        (self.before_ghz + self.after_ghz) / 2.0
+    }
+
+    /// Sets every row's cycles per packet at this clock.
+    fn convert(&self, rows: &mut [Row]) {
+        for r in rows {
+            r.cycles_per_packet = Some(r.ns_per_packet * self.ghz());
+        }
+    }
 }
 
 /// Measurement effort.
@@ -55,7 +80,15 @@ impl Effort {
 }
 
 pub(crate) fn row(name: &str, batch: usize, payload: usize, paper: Option<f64>, ns: f64) -> Row {
-    Row { name: name.into(), ns_per_packet: ns, mpps: 1e3 / ns, batch, payload_bytes: payload, paper_ns: paper }
+    Row {
+        name: name.into(),
+        ns_per_packet: ns,
+        mpps: 1e3 / ns,
+        batch,
+        payload_bytes: payload,
+        paper_ns: paper,
+        cycles_per_packet: None,
+    }
 }
 
 /// Runs `f(i)` `effort.packets` times per repeat and returns the best ns per call.
@@ -300,8 +333,20 @@ fn source_row(flyovers: usize, payload: usize, effort: Effort) -> Row {
     )
 }
 
-/// All rows of the table.
-pub fn run(effort: Effort) -> Vec<Row> {
+/// All rows of the table, each in cycles as well where the clock could be read around them
+/// (returned: `None` off x86-64).
+pub fn run(effort: Effort) -> (Vec<Row>, Option<Clock>) {
+    let before = aviary_scion::cpu::clock_ghz();
+    let mut rows = rows(effort);
+    let clock =
+        before.zip(aviary_scion::cpu::clock_ghz()).map(|(before_ghz, after_ghz)| Clock { before_ghz, after_ghz });
+    if let Some(clock) = clock {
+        clock.convert(&mut rows);
+    }
+    (rows, clock)
+}
+
+fn rows(effort: Effort) -> Vec<Row> {
     let now = u64::from(T0) * S + 200_000_000;
     let mut rows = Vec::new();
     let mut std_case = standard_case(now);
@@ -330,14 +375,15 @@ pub fn run(effort: Effort) -> Vec<Row> {
 /// The table for a person.
 pub fn table(rows: &[Row]) -> String {
     let mut out = format!(
-        "{:<40} {:>5} {:>8} {:>10} {:>8} {:>10}\n",
-        "operation (one core)", "batch", "payload", "ns/packet", "Mpps", "paper ns"
+        "{:<40} {:>5} {:>8} {:>10} {:>8} {:>8} {:>10}\n",
+        "operation (one core)", "batch", "payload", "ns/packet", "cycles", "Mpps", "paper ns"
     );
     for r in rows {
         let paper = r.paper_ns.map(|p| format!("{p:.0}")).unwrap_or_else(|| "-".into());
+        let cycles = r.cycles_per_packet.map(|c| format!("{c:.0}")).unwrap_or_else(|| "-".into());
         out += &format!(
-            "{:<40} {:>5} {:>8} {:>10.1} {:>8.2} {:>10}\n",
-            r.name, r.batch, r.payload_bytes, r.ns_per_packet, r.mpps, paper
+            "{:<40} {:>5} {:>8} {:>10.1} {:>8} {:>8.2} {:>10}\n",
+            r.name, r.batch, r.payload_bytes, r.ns_per_packet, cycles, r.mpps, paper
         );
     }
     out
@@ -346,6 +392,26 @@ pub fn table(rows: &[Row]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A row in cycles is its ns at the mean of the clock's two readings.
+    #[test]
+    fn rows_in_cycles_at_the_mean_clock() {
+        let mut rows = vec![row("a", 1, 100, None, 10.0), row("b", 32, 100, Some(5.0), 20.0)];
+        assert!(rows.iter().all(|r| r.cycles_per_packet.is_none()));
+        Clock { before_ghz: 3.0, after_ghz: 4.0 }.convert(&mut rows);
+        assert_eq!(rows.iter().map(|r| r.cycles_per_packet).collect::<Vec<_>>(), [Some(35.0), Some(70.0)]);
+        let json = serde_json::to_value(&rows[0]).unwrap();
+        assert_eq!(json["cycles_per_packet"], 35.0);
+    }
+
+    /// The clock reads as a finite, positive rate where it can be read at all (its value is a
+    /// measurement, not asserted).
+    #[test]
+    fn the_clock_reads_on_x86_64() {
+        let ghz = aviary_scion::cpu::clock_ghz();
+        assert_eq!(ghz.is_some(), cfg!(target_arch = "x86_64"));
+        assert!(ghz.is_none_or(|g| g.is_finite() && g > 0.0), "{ghz:?}");
+    }
 
     /// Every packet is handed over once, in order, `ring` at a time, as a fresh copy: what a
     /// run writes into its ring never reaches a later packet, as a router's write-back into a

@@ -45,36 +45,9 @@ fn main() {
     }
 }
 
-/// Prints the clock as dependent additions per nanosecond (best of a few short chains).
-#[cfg(target_arch = "x86_64")]
+/// Prints the core's clock ([`aviary_scion::cpu::clock_ghz`]: dependent additions per ns).
 fn yardstick(when: &str) {
-    const ITERATIONS: u64 = 100_000;
-    let mut best = 0f64;
-    for _ in 0..20 {
-        let t = Instant::now();
-        let mut x = 0u64;
-        let n = ITERATIONS;
-        // SAFETY: registers only (`x`, the counter `n`, the addend), no memory, no stack;
-        // `n` counts down from ITERATIONS > 0 to zero, so the loop ends.
-        debug_assert!(n > 0);
-        unsafe {
-            std::arch::asm!(
-                "2:",
-                "add {x}, {one}", "add {x}, {one}", "add {x}, {one}", "add {x}, {one}", "add {x}, {one}",
-                "add {x}, {one}", "add {x}, {one}", "add {x}, {one}", "add {x}, {one}", "add {x}, {one}",
-                "dec {n}",
-                "jnz 2b",
-                x = inout(reg) x,
-                n = inout(reg) n => _,
-                one = in(reg) 1u64,
-                options(nomem, nostack),
-            );
-        }
-        black_box(x);
-        best = best.max((ITERATIONS * 10) as f64 / t.elapsed().as_nanos() as f64);
+    if let Some(ghz) = aviary_scion::cpu::clock_ghz() {
+        println!("  clock {when}: {ghz:.2} GHz (dependent additions per ns)");
     }
-    println!("  clock {when}: {best:.2} GHz (dependent additions per ns)");
 }
-
-#[cfg(not(target_arch = "x86_64"))]
-fn yardstick(_when: &str) {}
