@@ -6,10 +6,12 @@
 //! The Hummingbird and GLWP router rows (but GLWP's row of packets not in cache) take their
 //! packets as a router's I/O loop does ([`time_received`]): copied into a receive ring, which
 //! is the kernel's work in `recvmmsg` and not timed, then processed there; routers mutate
-//! what they forward (CurrHF, SegID, a flyover's MAC), so every packet is a fresh copy. The Z-Lane rows copy their packets before
-//! the clock starts too. The pathval rows still restore each packet's 101-byte header in place,
-//! timed (3–5 % of their figures, docs/pathval.md). Source rows include writing the header
-//! template and copying the payload, as the paper's Table 4 does.
+//! what they forward (CurrHF, SegID, a flyover's MAC), so every packet is a fresh copy. The
+//! Z-Lane rows copy their packets before the clock starts too. The pathval rows still restore
+//! each packet's 101-byte header in place, timed (3–5 % of their figures, docs/pathval.md).
+//! Source rows include writing the header template and copying the payload, as the paper's
+//! Table 4 does. Every row is given in cycles as well, at the core's clock read around the run
+//! ([`run`]).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -45,7 +47,7 @@ pub struct Row {
 
 /// The core's clock read before and after a run ([`aviary_scion::cpu::clock_ghz`]): a host
 /// that slowed the VM during the run shows as two different readings.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug)]
 pub struct Clock {
     pub before_ghz: f64,
     pub after_ghz: f64,
