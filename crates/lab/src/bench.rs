@@ -7,8 +7,8 @@
 //! packets as a router's I/O loop does ([`time_received`]): copied into a receive ring, which
 //! is the kernel's work in `recvmmsg` and not timed, then processed there; routers mutate
 //! what they forward (CurrHF, SegID, a flyover's MAC), so every packet is a fresh copy. The
-//! Z-Lane rows copy their packets before the clock starts too. The pathval rows still restore
-//! each packet's 101-byte header in place, timed (3–5 % of their figures, docs/pathval.md).
+//! Z-Lane rows copy their packets before the clock starts too, and the pathval node rows take
+//! theirs as the router rows do.
 //! Source rows include writing the header template and copying the payload, as the paper's
 //! Table 4 does. Every row is given in cycles as well, at the core's clock read around the run
 //! ([`run`]).
@@ -144,7 +144,7 @@ pub(crate) fn time_received<'a>(
 }
 
 /// The best ns per packet of `effort.repeats` measurements, each `measure()` = (time, packets).
-fn best_ns(effort: Effort, mut measure: impl FnMut() -> (Duration, u64)) -> f64 {
+pub(crate) fn best_ns(effort: Effort, mut measure: impl FnMut() -> (Duration, u64)) -> f64 {
     (0..effort.repeats)
         .map(|_| {
             let (busy, packets) = measure();

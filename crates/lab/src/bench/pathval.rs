@@ -3,20 +3,20 @@
 //! the routers of a path, the destination), 1000-byte payloads as in the paper.
 //!
 //! Position rows run the real node processing on a 12-node [`Chain`] (the paper's longest
-//! path): packets as they arrive at the node are prepared first, untimed, then the node
-//! processes them one after another; before each call the 101 header bytes are restored
-//! (the node changes nothing else), a copy included in the figures. The batched rows hand
-//! the router [`BATCH`] packets at once, as a border router does ([`Chain::step_batch`]: the
-//! hashing of the whole batch runs together in the multi-state Keccak).
+//! path): packets as they arrive at the node are prepared first, untimed, then handed to the
+//! node as a router's receive loop hands them over ([`time_received`]): [`BATCH`] fresh copies
+//! at a time in a receive ring, copied there untimed as `recvmmsg` copies them. The single rows
+//! process the ring's packets one after another; the batched rows hand the router the whole
+//! ring at once, as a border router does ([`Chain::step_batch`]: the hashing of the batch runs
+//! together in the multi-state Keccak).
 
 use std::hint::black_box;
 
-use aviary_pathval::header::locate;
 use aviary_pathval::{Chain, Freshness, Verdict};
 use aviary_qos::SeededRandom;
 use aviary_scion::drkey::Epoch;
 
-use super::{row, time_per_call, Effort, Row};
+use super::{best_ns, row, time_received, Effort, Row};
 
 const NODES: usize = 12;
 const PAYLOAD: usize = 1000;
@@ -73,46 +73,48 @@ fn arriving(at: usize) -> Vec<(Vec<u8>, bool)> {
         .collect()
 }
 
-/// ns per packet of node `at` over `pkts` (the packets as they arrive there).
+/// ns per packet of node `at` over `pkts` (the packets as they arrive there), one at a time,
+/// cycling through `pkts` for `effort.packets` packets.
 fn time_node(at: usize, pkts: &[Vec<u8>], effort: Effort) -> f64 {
     let mut chain = chain();
     let mut random = SeededRandom::new(7);
-    let header = locate(&pkts[0]).expect("a pathval packet").header;
-    let templates: Vec<Vec<u8>> = pkts.iter().map(|p| p[header.clone()].to_vec()).collect();
-    let mut work: Vec<Vec<u8>> = pkts.to_vec();
-    let n = work.len() as u64;
-    time_per_call(effort, 1, |i| {
-        let k = (i % n) as usize;
-        work[k][header.clone()].copy_from_slice(&templates[k]);
-        if at == 0 {
-            black_box(chain.send(black_box(&mut work[k]), NOW as u32)).ok();
-        } else {
-            black_box(chain.step(at, black_box(&mut work[k]), NOW, &mut random));
-        }
+    let packets = effort.packets as usize;
+    best_ns(effort, || {
+        let stream = pkts.iter().cycle().take(packets).map(|p| &p[..]);
+        let busy = time_received(stream, BATCH, |ring, _| {
+            for pkt in ring.iter_mut() {
+                if at == 0 {
+                    let sent = black_box(chain.send(black_box(pkt), NOW as u32));
+                    debug_assert!(sent.is_ok(), "benchmark packet not sent: {sent:?}");
+                } else {
+                    let v = black_box(chain.step(at, black_box(pkt), NOW, &mut random));
+                    debug_assert!(!matches!(v, Verdict::Drop(_)), "benchmark packet dropped at node {at}: {v:?}");
+                }
+            }
+        });
+        (busy, packets as u64)
     })
 }
 
-/// ns per packet of router `at` over `pkts`, [`BATCH`] packets per call.
+/// ns per packet of router `at` over `pkts`, [`BATCH`] packets per call (whole calls of
+/// `effort.packets`).
 fn time_router_batched(at: usize, pkts: &[Vec<u8>], effort: Effort) -> f64 {
     let mut chain = chain();
     let mut random = SeededRandom::new(7);
-    let header = locate(&pkts[0]).expect("a pathval packet").header;
-    let templates: Vec<Vec<u8>> = pkts.iter().map(|p| p[header.clone()].to_vec()).collect();
-    let mut work: Vec<Vec<u8>> = pkts.to_vec();
-    let batches = (work.len() / BATCH) as u64;
-    assert!(batches > 0, "at least one whole batch of packets");
+    let packets = (effort.packets as usize / BATCH).max(1) * BATCH;
     let mut verdicts = [Verdict::Deliver; BATCH];
-    time_per_call(effort, BATCH as u64, |i| {
-        let start = (i % batches) as usize * BATCH;
-        let chunk = &mut work[start..start + BATCH];
-        for (p, t) in chunk.iter_mut().zip(&templates[start..]) {
-            p[header.clone()].copy_from_slice(t);
-        }
-        let mut packets = chunk.iter_mut();
-        let mut refs: [&mut [u8]; BATCH] =
-            std::array::from_fn(|_| packets.next().expect("a whole batch").as_mut_slice());
-        chain.step_batch(at, black_box(&mut refs), NOW, &mut random, &mut verdicts);
-        black_box(&verdicts);
+    best_ns(effort, || {
+        let stream = pkts.iter().cycle().take(packets).map(|p| &p[..]);
+        let busy = time_received(stream, BATCH, |ring, _| {
+            let n = ring.len();
+            chain.step_batch(at, black_box(ring), NOW, &mut random, &mut verdicts[..n]);
+            debug_assert!(
+                verdicts[..n].iter().all(|v| matches!(v, Verdict::Forward { .. })),
+                "benchmark packets not forwarded at node {at}: {verdicts:?}"
+            );
+            black_box(&verdicts);
+        });
+        (busy, packets as u64)
     })
 }
 
