@@ -32,8 +32,7 @@ fn main() {
     let best = (0..runs)
         .map(|_| {
             let mut gw = case.warm_gateway();
-            let mut pkts = case.templates().to_vec();
-            case.run_in(&mut gw, &mut pkts, batch)
+            case.run_in(&mut gw, batch)
         })
         .fold(f64::INFINITY, f64::min);
     println!(

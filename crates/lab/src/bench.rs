@@ -7,11 +7,9 @@
 //! packets as a router's I/O loop does ([`time_received`]): copied into a receive ring, which
 //! is the kernel's work in `recvmmsg` and not timed, then processed there; routers mutate
 //! what they forward (CurrHF, SegID, a flyover's MAC), so every packet is a fresh copy. The
-//! Z-Lane rows copy their packets before the clock starts too, and the pathval node rows take
-//! theirs as the router rows do.
-//! Source rows include writing the header template and copying the payload, as the paper's
-//! Table 4 does. Every row is given in cycles as well, at the core's clock read around the run
-//! ([`run`]).
+//! Z-Lane rows and the pathval node rows take theirs the same way. Source rows include writing
+//! the header template and copying the payload, as the paper's Table 4 does. Every row is given
+//! in cycles as well, at the core's clock read around the run ([`run`]).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};

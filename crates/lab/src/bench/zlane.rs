@@ -7,12 +7,12 @@
 //! Every packet is distinct (the gateway and the router suppress duplicates). The gateway's
 //! packets come from [`HOSTS`] hosts, each with its own bucket, that have all sent before (the
 //! gateway's host table holds every one of them, as the paper's), in an order that jumps
-//! through the table. Packets are copied from their templates before the clock starts, and
-//! every repeat starts from a fresh gateway or router, so the figures are the processing alone
-//! (the gateway rows also make their batches' lists of packets before the clock starts).
+//! through the table. Every row takes its packets as a receive loop hands them over
+//! ([`time_received`]): fresh copies of the templates, [`BATCH`] at a time in a ring, the copy
+//! not timed; every repeat starts from a fresh gateway or router, so the figures are the
+//! processing alone.
 
 use std::net::Ipv4Addr;
-use std::time::Instant;
 
 use aviary_qos::{Context, LinkState, Processor, Rate, RateBound, SeededRandom, Verdict};
 use aviary_scion::drkey::HostAddr as DrkeyHost;
@@ -26,7 +26,7 @@ use aviary_zlane::gateway::{Gateway, GatewayConfig, GatewayVerdict, OverRatePoli
 use aviary_zlane::router::ZlaneRouter;
 use aviary_zlane::testbed::{Net, DST_HOST, IF_NEXT, PROTOCOL};
 
-use super::{row, Effort, Row, BATCH, S, T0};
+use super::{row, time_received, Effort, Row, BATCH, S, T0};
 
 /// Active hosts behind the gateway, as in the paper's measurement.
 pub const HOSTS: u16 = 32_000;
@@ -65,16 +65,6 @@ fn config(compliant: bool, dedup: bool, hosts: u16) -> GatewayConfig {
     }
 }
 
-/// The best ns per packet of `effort.repeats` runs of `run` over fresh copies of `templates`.
-fn time_batches(effort: Effort, templates: &[Vec<u8>], mut run: impl FnMut(&mut [Vec<u8>]) -> f64) -> f64 {
-    (0..effort.repeats)
-        .map(|_| {
-            let mut pkts = templates.to_vec();
-            run(&mut pkts)
-        })
-        .fold(f64::INFINITY, f64::min)
-}
-
 /// One gateway row's set-up: a path of `ases` ASes (one hop field each), one packet from every
 /// host to fill the gateway's host table, and the measured packets.
 pub struct GatewayCase {
@@ -109,11 +99,6 @@ impl GatewayCase {
         }
     }
 
-    /// The measured packets, to be copied before each run.
-    pub fn templates(&self) -> &[Vec<u8>] {
-        &self.templates
-    }
-
     /// A fresh gateway that has seen one packet of every host.
     pub fn warm_gateway(&self) -> Gateway {
         let mut gw = self.net.gateway(&self.config, t0()).expect("gateway");
@@ -128,41 +113,47 @@ impl GatewayCase {
         gw
     }
 
-    /// Runs `pkts` (copies of the templates) through `gw` in batches: ns per packet. Panics
-    /// if a packet was not processed as intended.
-    pub fn run(&self, gw: &mut Gateway, pkts: &mut [Vec<u8>]) -> f64 {
-        self.run_in(gw, pkts, BATCH)
+    /// Runs the templates through `gw` as a receive loop hands them over
+    /// ([`time_received`]): fresh copies, [`BATCH`] at a time in a ring, the copy not timed;
+    /// ns per packet. Panics if a packet was not processed as intended.
+    pub fn run(&self, gw: &mut Gateway) -> f64 {
+        self.run_in(gw, BATCH)
     }
 
-    /// [`GatewayCase::run`] in batches of `batch` packets (1: one packet at a time; 0 is
-    /// taken as 1).
-    pub fn run_in(&self, gw: &mut Gateway, pkts: &mut [Vec<u8>], batch: usize) -> f64 {
-        let batch = batch.max(1);
-        let mut verdicts = vec![self.want; pkts.len()];
-        let first = t0() + self.warm_up.len() as u64 * GAP_NS;
-        let n = pkts.len();
-        // The batches' lists of packets are made before the clock starts: a receive loop
-        // reuses its list, and the row measures the gateway's work alone.
-        let mut batches: Vec<Vec<&mut [u8]>> =
-            pkts.chunks_mut(batch).map(|chunk| chunk.iter_mut().map(|p| p.as_mut_slice()).collect()).collect();
-        let t = Instant::now();
-        for (i, (pkts, out)) in batches.iter_mut().zip(verdicts.chunks_mut(batch)).enumerate() {
-            let now = first + ((i + 1) * batch) as u64 * GAP_NS;
-            gw.process_batch(pkts, now, out);
-        }
-        let ns = t.elapsed().as_nanos() as f64 / n as f64;
+    /// [`GatewayCase::run`] in calls of `batch` packets (1: one packet at a time; 0 is taken
+    /// as 1; above [`BATCH`], the ring's).
+    pub fn run_in(&self, gw: &mut Gateway, batch: usize) -> f64 {
+        let batch = batch.clamp(1, BATCH);
+        let n = self.templates.len();
+        // Anything but the verdict wanted, so that a packet not processed fails the check.
+        let unset = if self.want == GatewayVerdict::Authorized {
+            GatewayVerdict::Unflagged
+        } else {
+            GatewayVerdict::Authorized
+        };
+        let mut verdicts = vec![unset; n];
+        let start = t0() + self.warm_up.len() as u64 * GAP_NS;
+        let busy = time_received(self.templates.iter().map(|p| &p[..]), BATCH, |ring, first| {
+            let out = &mut verdicts[first..][..ring.len()];
+            for (c, (pkts, out)) in ring.chunks_mut(batch).zip(out.chunks_mut(batch)).enumerate() {
+                let now = start + (first + (c + 1) * batch) as u64 * GAP_NS;
+                gw.process_batch(pkts, now, out);
+            }
+        });
         assert!(verdicts.iter().all(|v| *v == self.want), "benchmark packets not processed as intended");
-        ns
+        busy.as_nanos() as f64 / n as f64
     }
 }
 
 /// The gateway on packets over a path of `ases` ASes from `hosts` hosts.
 fn gateway_row(ases: usize, compliant: bool, dedup: bool, hosts: u16, effort: Effort) -> Row {
     let case = GatewayCase::new(ases, compliant, dedup, hosts, effort.packets.clamp(BATCH as u64, 1 << 14));
-    let ns = time_batches(effort, case.templates(), |pkts| {
-        let mut gw = case.warm_gateway();
-        case.run(&mut gw, pkts)
-    });
+    let ns = (0..effort.repeats)
+        .map(|_| {
+            let mut gw = case.warm_gateway();
+            case.run(&mut gw)
+        })
+        .fold(f64::INFINITY, f64::min);
     row(&case.name, BATCH, PAYLOAD, Some(case.paper_ns), ns)
 }
 
@@ -191,33 +182,33 @@ pub(super) fn router_row(effort: Effort) -> Row {
     };
     let links = [LinkState { id: IF_NEXT, up: true, rate_bps: 100_000_000_000, ..Default::default() }];
     let guaranteed = RouterClass::Guaranteed.admission();
-    let ns = time_batches(effort, &templates, |pkts| {
-        let fwd = AsForwarding::new(src.ia, src.mac_key.clone(), [IF_NEXT]);
-        let bound = [(IF_NEXT, RateBound::Ppm(500_000))];
-        let mut router = ZlaneRouter::new(
-            fwd,
-            &aviary_scion::drkey::RotatingSecret::new(&src.master_secret).expect("secret"),
-            aviary_scion::drkey::EpochSchedule::SCION_DEFAULT,
-            zlane.clone(),
-            bound,
-            t0(),
-        )
-        .expect("router");
-        let mut random = SeededRandom::new(1);
-        let mut verdicts = vec![Verdict::Deliver; pkts.len()];
-        let t = Instant::now();
-        for (i, (chunk, out)) in pkts.chunks_mut(BATCH).zip(verdicts.chunks_mut(BATCH)).enumerate() {
-            let now = t0() + ((i + 1) * BATCH) as u64 * GAP_NS;
-            let mut ctx = Context { now_ns: now, ingress: 0, links: &links, random: &mut random };
-            let mut batch: Vec<&mut [u8]> = chunk.iter_mut().map(|p| p.as_mut_slice()).collect();
-            router.process_batch(&mut ctx, &mut batch, out);
-        }
-        let ns = t.elapsed().as_nanos() as f64 / pkts.len() as f64;
-        let all_g =
-            verdicts.iter().all(|v| matches!(v, Verdict::Forward { admission, .. } if *admission == guaranteed));
-        assert!(all_g, "benchmark packets not all G");
-        ns
-    });
+    let ns = (0..effort.repeats)
+        .map(|_| {
+            let fwd = AsForwarding::new(src.ia, src.mac_key.clone(), [IF_NEXT]);
+            let bound = [(IF_NEXT, RateBound::Ppm(500_000))];
+            let mut router = ZlaneRouter::new(
+                fwd,
+                &aviary_scion::drkey::RotatingSecret::new(&src.master_secret).expect("secret"),
+                aviary_scion::drkey::EpochSchedule::SCION_DEFAULT,
+                zlane.clone(),
+                bound,
+                t0(),
+            )
+            .expect("router");
+            let mut random = SeededRandom::new(1);
+            // Anything but a forward in G, so that a packet not processed fails the check.
+            let mut verdicts = vec![Verdict::Deliver; templates.len()];
+            let busy = time_received(templates.iter().map(|p| &p[..]), BATCH, |ring, first| {
+                let now = t0() + (first + BATCH) as u64 * GAP_NS;
+                let mut ctx = Context { now_ns: now, ingress: 0, links: &links, random: &mut random };
+                router.process_batch(&mut ctx, ring, &mut verdicts[first..][..ring.len()]);
+            });
+            let all_g =
+                verdicts.iter().all(|v| matches!(v, Verdict::Forward { admission, .. } if *admission == guaranteed));
+            assert!(all_g, "benchmark packets not all G");
+            busy.as_nanos() as f64 / templates.len() as f64
+        })
+        .fold(f64::INFINITY, f64::min);
     row("zlane router, EPIC + class + bucket", BATCH, PAYLOAD, None, ns)
 }
 
@@ -233,20 +224,23 @@ pub(super) fn destination_row(effort: Effort) -> Row {
     }
     let dst = net.ases.last().expect("ASes");
     let key = dst.drkey.host_host(net.src_ia(), &DrkeyHost::Ipv4(DST_HOST), &DrkeyHost::Ipv4(host));
-    let ns = time_batches(effort, &[], |_| {
-        let t = Instant::now();
-        let mut ok = 0;
-        for p in &pkts {
-            let view = ScionView::new_checked(std::hint::black_box(&p[..])).expect("header");
-            let path = PerAsPathView::new_checked(view.path()).expect("path");
-            let info_ts = path.standard().info(0).timestamp;
-            let input = MacInput::new(info_ts, path.pkt_id(), view.src_ia(), &view.src_host(), view.payload_len());
-            ok += usize::from(verify_at_destination(&path, &input, &key).is_ok());
-        }
-        let ns = t.elapsed().as_nanos() as f64 / pkts.len() as f64;
-        assert_eq!(ok, pkts.len(), "benchmark packets not all verified");
-        ns
-    });
+    let ns = (0..effort.repeats)
+        .map(|_| {
+            let mut ok = 0;
+            let busy = time_received(pkts.iter().map(|p| &p[..]), BATCH, |ring, _| {
+                for p in ring.iter() {
+                    let view = ScionView::new_checked(std::hint::black_box(&p[..])).expect("header");
+                    let path = PerAsPathView::new_checked(view.path()).expect("path");
+                    let info_ts = path.standard().info(0).timestamp;
+                    let input =
+                        MacInput::new(info_ts, path.pkt_id(), view.src_ia(), &view.src_host(), view.payload_len());
+                    ok += usize::from(verify_at_destination(&path, &input, &key).is_ok());
+                }
+            });
+            assert_eq!(ok, pkts.len(), "benchmark packets not all verified");
+            busy.as_nanos() as f64 / pkts.len() as f64
+        })
+        .fold(f64::INFINITY, f64::min);
     row("epic destination check, 5 ASes", 1, PAYLOAD, None, ns)
 }
 
