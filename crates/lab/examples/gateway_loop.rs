@@ -12,7 +12,8 @@
 //! packets cancels the warm-up (one packet per host, also through `process_batch`).
 //!
 //! Arguments: `compliant|dedup|over-rate`, ASes on the path (2 to 60), hosts (1 to 65 535),
-//! packets, runs, and optionally the batch size (32 unless given; 1 for one packet at a time).
+//! packets, runs, and optionally the batch size (1 to 32, the receive ring's; 32 unless given;
+//! 1 for one packet at a time).
 
 use aviary_lab::bench::zlane::GatewayCase;
 
@@ -28,6 +29,7 @@ fn main() {
     let num = |i: usize| -> u64 { args.get(i).and_then(|a| a.parse().ok()).expect(usage) };
     let (ases, hosts, packets, runs) = (num(2) as usize, num(3) as u16, num(4), num(5));
     let batch = if args.len() > 6 { num(6) as usize } else { 32 };
+    assert!((1..=32).contains(&batch), "{usage}: BATCH is 1 to 32");
     let case = GatewayCase::new(ases, compliant, dedup, hosts, packets);
     let best = (0..runs)
         .map(|_| {
