@@ -26,7 +26,7 @@ use aviary_zlane::gateway::{Gateway, GatewayConfig, GatewayVerdict, OverRatePoli
 use aviary_zlane::router::ZlaneRouter;
 use aviary_zlane::testbed::{Net, DST_HOST, IF_NEXT, PROTOCOL};
 
-use super::{row, time_received, Effort, Row, BATCH, S, T0};
+use super::{best_ns, row, time_received, Effort, Row, BATCH, S, T0};
 
 /// Active hosts behind the gateway, as in the paper's measurement.
 pub const HOSTS: u16 = 32_000;
@@ -182,33 +182,31 @@ pub(super) fn router_row(effort: Effort) -> Row {
     };
     let links = [LinkState { id: IF_NEXT, up: true, rate_bps: 100_000_000_000, ..Default::default() }];
     let guaranteed = RouterClass::Guaranteed.admission();
-    let ns = (0..effort.repeats)
-        .map(|_| {
-            let fwd = AsForwarding::new(src.ia, src.mac_key.clone(), [IF_NEXT]);
-            let bound = [(IF_NEXT, RateBound::Ppm(500_000))];
-            let mut router = ZlaneRouter::new(
-                fwd,
-                &aviary_scion::drkey::RotatingSecret::new(&src.master_secret).expect("secret"),
-                aviary_scion::drkey::EpochSchedule::SCION_DEFAULT,
-                zlane.clone(),
-                bound,
-                t0(),
-            )
-            .expect("router");
-            let mut random = SeededRandom::new(1);
-            // Anything but a forward in G, so that a packet not processed fails the check.
-            let mut verdicts = vec![Verdict::Deliver; templates.len()];
-            let busy = time_received(templates.iter().map(|p| &p[..]), BATCH, |ring, first| {
-                let now = t0() + (first + BATCH) as u64 * GAP_NS;
-                let mut ctx = Context { now_ns: now, ingress: 0, links: &links, random: &mut random };
-                router.process_batch(&mut ctx, ring, &mut verdicts[first..][..ring.len()]);
-            });
-            let all_g =
-                verdicts.iter().all(|v| matches!(v, Verdict::Forward { admission, .. } if *admission == guaranteed));
-            assert!(all_g, "benchmark packets not all G");
-            busy.as_nanos() as f64 / templates.len() as f64
-        })
-        .fold(f64::INFINITY, f64::min);
+    let ns = best_ns(effort, || {
+        let fwd = AsForwarding::new(src.ia, src.mac_key.clone(), [IF_NEXT]);
+        let bound = [(IF_NEXT, RateBound::Ppm(500_000))];
+        let mut router = ZlaneRouter::new(
+            fwd,
+            &aviary_scion::drkey::RotatingSecret::new(&src.master_secret).expect("secret"),
+            aviary_scion::drkey::EpochSchedule::SCION_DEFAULT,
+            zlane.clone(),
+            bound,
+            t0(),
+        )
+        .expect("router");
+        let mut random = SeededRandom::new(1);
+        // Anything but a forward in G, so that a packet not processed fails the check.
+        let mut verdicts = vec![Verdict::Deliver; templates.len()];
+        let busy = time_received(templates.iter().map(|p| &p[..]), BATCH, |ring, first| {
+            let now = t0() + (first + BATCH) as u64 * GAP_NS;
+            let mut ctx = Context { now_ns: now, ingress: 0, links: &links, random: &mut random };
+            router.process_batch(&mut ctx, ring, &mut verdicts[first..][..ring.len()]);
+        });
+        let all_g =
+            verdicts.iter().all(|v| matches!(v, Verdict::Forward { admission, .. } if *admission == guaranteed));
+        assert!(all_g, "benchmark packets not all G");
+        (busy, templates.len() as u64)
+    });
     row("zlane router, EPIC + class + bucket", BATCH, PAYLOAD, None, ns)
 }
 
@@ -224,23 +222,20 @@ pub(super) fn destination_row(effort: Effort) -> Row {
     }
     let dst = net.ases.last().expect("ASes");
     let key = dst.drkey.host_host(net.src_ia(), &DrkeyHost::Ipv4(DST_HOST), &DrkeyHost::Ipv4(host));
-    let ns = (0..effort.repeats)
-        .map(|_| {
-            let mut ok = 0;
-            let busy = time_received(pkts.iter().map(|p| &p[..]), BATCH, |ring, _| {
-                for p in ring.iter() {
-                    let view = ScionView::new_checked(std::hint::black_box(&p[..])).expect("header");
-                    let path = PerAsPathView::new_checked(view.path()).expect("path");
-                    let info_ts = path.standard().info(0).timestamp;
-                    let input =
-                        MacInput::new(info_ts, path.pkt_id(), view.src_ia(), &view.src_host(), view.payload_len());
-                    ok += usize::from(verify_at_destination(&path, &input, &key).is_ok());
-                }
-            });
-            assert_eq!(ok, pkts.len(), "benchmark packets not all verified");
-            busy.as_nanos() as f64 / pkts.len() as f64
-        })
-        .fold(f64::INFINITY, f64::min);
+    let ns = best_ns(effort, || {
+        let mut ok = 0;
+        let busy = time_received(pkts.iter().map(|p| &p[..]), BATCH, |ring, _| {
+            for p in ring.iter() {
+                let view = ScionView::new_checked(std::hint::black_box(&p[..])).expect("header");
+                let path = PerAsPathView::new_checked(view.path()).expect("path");
+                let info_ts = path.standard().info(0).timestamp;
+                let input = MacInput::new(info_ts, path.pkt_id(), view.src_ia(), &view.src_host(), view.payload_len());
+                ok += usize::from(verify_at_destination(&path, &input, &key).is_ok());
+            }
+        });
+        assert_eq!(ok, pkts.len(), "benchmark packets not all verified");
+        (busy, pkts.len() as u64)
+    });
     row("epic destination check, 5 ASes", 1, PAYLOAD, None, ns)
 }
 
