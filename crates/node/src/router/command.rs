@@ -186,16 +186,12 @@ impl Forwarder {
             p.rate_bps = c;
             self.stats[k + 1].capacity_bps = c;
         }
-        let now = unix_ns();
-        sched.set_params_at(p, now);
-        if p.rate_bps == 0 {
-            // A link that is down holds nothing for later: what waits is lost, counted.
-            let (counters, pool) = (&mut self.counters[k + 1], &mut self.pool);
-            sched.drain_queued(now, &mut |b| {
-                counters.count_io_drop(IoDrop::LinkDown);
-                recycle(pool, b);
-            });
-        }
+        // A link taken down loses what waits in its queues, counted.
+        let (counters, pool) = (&mut self.counters[k + 1], &mut self.pool);
+        sched.change(p, unix_ns(), &mut |b| {
+            counters.count_io_drop(IoDrop::LinkDown);
+            recycle(pool, b);
+        });
         Ok(())
     }
 

@@ -4,12 +4,18 @@
 //! link's capacity and class shares; what processors need of a link's state (capacity, queue
 //! fill) and when its scheduler next has work are kept beside it in atomics, read without the
 //! lock.
+//!
+//! A link that is down (capacity 0) holds nothing for later. Both halves of that rule are
+//! decided under the scheduler's lock ([`EgressGuard::change`] empties the queues of a link it
+//! takes down, [`EgressGuard::enqueue_forwarded`] refuses a packet for a link that is down):
+//! a worker whose verdict saw the link up just before the change would otherwise queue a
+//! packet after the queues were emptied, which nothing would ever send.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use aviary_qos::{Classifier, EgressScheduler, LinkState};
+use aviary_qos::{ClassId, Classifier, EgressScheduler, LinkParams, LinkState};
 
 use crate::underlay::BatchSocket;
 
@@ -88,7 +94,40 @@ pub struct EgressGuard<'a> {
     sched: MutexGuard<'a, EgressScheduler<Vec<u8>>>,
 }
 
+/// Why a link's scheduler did not take a forwarded packet; its buffer comes back.
+#[derive(Debug, PartialEq, Eq)]
+pub enum NotQueued {
+    /// The link is down (capacity 0).
+    LinkDown(Vec<u8>),
+    /// Its class had no room (the scheduler counts it).
+    Full(Vec<u8>),
+}
+
 impl EgressGuard<'_> {
+    /// Queues a forwarded packet in `class` at `now_ns`, unless the link is down.
+    pub fn enqueue_forwarded(
+        &mut self,
+        pkt: Vec<u8>,
+        class: ClassId,
+        source: u64,
+        now_ns: u64,
+    ) -> Result<(), NotQueued> {
+        if self.sched.params().rate_bps == 0 {
+            return Err(NotQueued::LinkDown(pkt));
+        }
+        self.sched.enqueue(pkt, class, source, now_ns).map_err(NotQueued::Full)
+    }
+
+    /// The link's capacity and delay are `params` from `now_ns`. Taken down (capacity 0), the
+    /// link gives every packet still waiting in its queues to `lost` (not those already on
+    /// the wire).
+    pub fn change(&mut self, params: LinkParams, now_ns: u64, lost: &mut dyn FnMut(Vec<u8>)) {
+        self.sched.set_params_at(params, now_ns);
+        if params.rate_bps == 0 {
+            self.sched.drain_queued(now_ns, lost);
+        }
+    }
+
     fn settle(&mut self) {
         let link = self.link;
         link.rate_bps.store(self.sched.params().rate_bps, Ordering::Relaxed);
@@ -113,5 +152,93 @@ impl std::ops::DerefMut for EgressGuard<'_> {
 impl Drop for EgressGuard<'_> {
     fn drop(&mut self) {
         self.settle();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use aviary_qos::{ClassSpec, ClassTable, LinkPolicy};
+
+    use super::*;
+
+    const MBPS: u64 = 1_000_000;
+
+    fn link(rate_bps: u64) -> SharedLink {
+        let table = ClassTable::new(
+            LinkPolicy::StrictPriority,
+            vec![ClassSpec::new("reserved", 1 << 20), ClassSpec::new("rest", 1 << 20)],
+        )
+        .unwrap();
+        let sock = BatchSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let remote = sock.local_addr();
+        let classifier = Classifier::reserved_first(&table);
+        SharedLink::new(2, sock, remote, classifier, EgressScheduler::new(LinkParams { rate_bps, delay_ns: 0 }, table))
+    }
+
+    fn params(rate_bps: u64) -> LinkParams {
+        LinkParams { rate_bps, delay_ns: 0 }
+    }
+
+    #[test]
+    fn a_link_taken_down_loses_its_queue_and_takes_nothing_until_it_is_back() {
+        let link = link(MBPS);
+        let mut g = link.lock();
+        // 1000 bytes take 8 ms at 1 Mbit/s: the first is on the wire, nine wait.
+        for _ in 0..10 {
+            g.enqueue_forwarded(vec![0; 1000], ClassId(1), 0, 0).unwrap();
+        }
+        assert_eq!(g.stats().queued_bytes(), 9000);
+        let mut lost = 0;
+        g.change(params(0), 1_000, &mut |b| lost += b.len());
+        assert_eq!((lost, g.stats().queued_bytes()), (9000, 0));
+        // Down: a packet whose verdict came before the change is refused, buffer and all.
+        assert_eq!(g.enqueue_forwarded(vec![7; 100], ClassId(0), 0, 2_000), Err(NotQueued::LinkDown(vec![7; 100])));
+        assert_eq!(g.stats().queued_bytes(), 0);
+        drop(g);
+        assert_eq!((link.state().up, link.state().queued_bytes), (false, 0));
+        // Back up: the link takes packets again; a change that keeps it up loses nothing.
+        let mut g = link.lock();
+        g.change(params(MBPS), 3_000, &mut |_| panic!("nothing is lost bringing a link up"));
+        g.enqueue_forwarded(vec![0; 1000], ClassId(1), 0, 4_000).unwrap();
+        g.enqueue_forwarded(vec![0; 1000], ClassId(1), 0, 4_000).unwrap();
+        g.change(params(2 * MBPS), 5_000, &mut |_| panic!("nothing is lost changing the rate"));
+        // Both wait behind the packet that was on the wire when the link went down.
+        assert_eq!(g.stats().queued_bytes(), 2000);
+    }
+
+    /// A worker as the router runs one: its verdict reads the link's state without the lock,
+    /// then it queues under the lock, while the management thread takes the link down. Once
+    /// the change is made, nothing is queued, however the two interleave.
+    #[test]
+    fn a_worker_racing_the_change_that_takes_a_link_down_queues_nothing_after_it() {
+        for _ in 0..20 {
+            let link = Arc::new(link(MBPS));
+            let stop = Arc::new(AtomicBool::new(false));
+            let worker = {
+                let (link, stop) = (link.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        if !link.is_up() {
+                            continue;
+                        }
+                        let mut g = link.lock();
+                        for _ in 0..4 {
+                            let _ = g.enqueue_forwarded(vec![0; 100], ClassId(1), 0, 0);
+                        }
+                    }
+                })
+            };
+            std::thread::sleep(Duration::from_millis(2));
+            link.lock().change(params(0), 0, &mut |_| {});
+            std::thread::sleep(Duration::from_millis(2));
+            stop.store(true, Ordering::Relaxed);
+            worker.join().unwrap();
+            assert_eq!(link.state().queued_bytes, 0, "queued after the link went down");
+            assert_eq!(link.lock().stats().queued_bytes(), 0);
+        }
     }
 }

@@ -6,7 +6,9 @@ use std::mem;
 
 use aviary_qos::ClassId;
 
+use super::egress::NotQueued;
 use super::metrics::IoDrop;
+use super::scmp::Trouble;
 use super::send_owned;
 use super::worker::Forwarder;
 
@@ -25,19 +27,29 @@ pub(super) struct Staged {
 }
 
 impl Forwarder {
-    /// Queues the batch's forwarded packets in their links' schedulers: one lock per link,
-    /// packets of one link in batch order.
-    pub(super) fn enqueue_staged(&mut self, now: u64) {
+    /// Queues the batch's forwarded packets, received on socket `k` (interface `ingress`), in
+    /// their links' schedulers: one lock per link, packets of one link in batch order. A link
+    /// found down under its lock (taken down since the verdicts) gets none of them: each is
+    /// dropped and counted as the verdicts' own check does, with an SCMP error for its source.
+    pub(super) fn enqueue_staged(&mut self, k: usize, ingress: u16, now: u64) {
         for i in 0..self.staged.len() {
             let l = self.staged[i].link;
             if l == QUEUED {
                 continue;
             }
-            let mut sched = self.shared.links[l].lock();
+            let link = &self.shared.links[l];
+            let mut sched = link.lock();
             for s in self.staged[i..].iter_mut().filter(|s| s.link == l) {
                 s.link = QUEUED;
-                if let Err(buf) = sched.enqueue(mem::take(&mut s.buf), s.class, s.source, now) {
-                    recycle(&mut self.pool, buf);
+                match sched.enqueue_forwarded(mem::take(&mut s.buf), s.class, s.source, now) {
+                    Ok(()) => {}
+                    Err(NotQueued::Full(buf)) => recycle(&mut self.pool, buf),
+                    Err(NotQueued::LinkDown(buf)) => {
+                        self.counters[k].count_io_drop(IoDrop::LinkDown);
+                        let error = self.scmp.error(&buf, ingress, Trouble::InterfaceDown(link.id), now);
+                        self.originated.extend(error);
+                        recycle(&mut self.pool, buf);
+                    }
                 }
             }
         }

@@ -77,7 +77,7 @@ pub struct Forwarder {
     /// What a link's scheduler released, on its way to the socket.
     pub(super) released: Vec<(Vec<u8>, SocketAddr)>,
     /// SCMP replies and errors of a batch.
-    originated: Vec<(Vec<u8>, Out)>,
+    pub(super) originated: Vec<(Vec<u8>, Out)>,
     pub(super) staged: Vec<Staged>,
     pub(super) peers: Arc<[Peer]>,
     pub(super) inbox: Inbox,
@@ -364,7 +364,7 @@ impl Forwarder {
                 }
             }
         }
-        self.enqueue_staged(now);
+        self.enqueue_staged(k, ingress, now);
         for (bytes, out) in self.originated.drain(..) {
             match out {
                 Out::Host(addr) => self.deliveries.push((bytes, addr)),
