@@ -9,7 +9,8 @@
 //! decided under the scheduler's lock ([`EgressGuard::change`] empties the queues of a link it
 //! takes down, [`EgressGuard::enqueue_forwarded`] refuses a packet for a link that is down):
 //! a worker whose verdict saw the link up just before the change would otherwise queue a
-//! packet after the queues were emptied, which nothing would ever send.
+//! packet after the queues were emptied, which nothing would ever send. The guard changes the
+//! scheduler only through these and [`EgressGuard::poll`], so nothing queues around the rule.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -78,10 +79,6 @@ impl SharedLink {
         }
     }
 
-    pub fn is_up(&self) -> bool {
-        self.rate_bps.load(Ordering::Relaxed) > 0
-    }
-
     /// When the scheduler next releases a packet (`None`: it holds none).
     pub fn next_wakeup(&self) -> Option<u64> {
         Some(self.next_wakeup_ns.load(Ordering::Acquire)).filter(|&t| t != NEVER)
@@ -128,6 +125,11 @@ impl EgressGuard<'_> {
         }
     }
 
+    /// Hands over every packet whose arrival at the far end is `<= now_ns`.
+    pub fn poll(&mut self, now_ns: u64, out: &mut impl FnMut(Vec<u8>)) {
+        self.sched.poll(now_ns, out);
+    }
+
     fn settle(&mut self) {
         let link = self.link;
         link.rate_bps.store(self.sched.params().rate_bps, Ordering::Relaxed);
@@ -140,12 +142,6 @@ impl std::ops::Deref for EgressGuard<'_> {
     type Target = EgressScheduler<Vec<u8>>;
     fn deref(&self) -> &Self::Target {
         &self.sched
-    }
-}
-
-impl std::ops::DerefMut for EgressGuard<'_> {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.sched
     }
 }
 
@@ -210,9 +206,9 @@ mod tests {
         assert_eq!(g.stats().queued_bytes(), 2000);
     }
 
-    /// A worker as the router runs one: its verdict reads the link's state without the lock,
-    /// then it queues under the lock, while the management thread takes the link down. Once
-    /// the change is made, nothing is queued, however the two interleave.
+    /// A worker that reads the link's state without the lock, then queues under the lock, while
+    /// the management thread takes the link down. Once the change is made, nothing is queued,
+    /// however the two interleave.
     #[test]
     fn a_worker_racing_the_change_that_takes_a_link_down_queues_nothing_after_it() {
         for _ in 0..20 {
@@ -222,7 +218,7 @@ mod tests {
                 let (link, stop) = (link.clone(), stop.clone());
                 std::thread::spawn(move || {
                     while !stop.load(Ordering::Relaxed) {
-                        if !link.is_up() {
+                        if !link.state().up {
                             continue;
                         }
                         let mut g = link.lock();

@@ -29,8 +29,9 @@ pub(super) struct Staged {
 impl Forwarder {
     /// Queues the batch's forwarded packets, received on socket `k` (interface `ingress`), in
     /// their links' schedulers: one lock per link, packets of one link in batch order. A link
-    /// found down under its lock (taken down since the verdicts) gets none of them: each is
-    /// dropped and counted as the verdicts' own check does, with an SCMP error for its source.
+    /// that is down, as its lock shows it (also one taken down since the verdicts), gets none
+    /// of them: each is dropped, counted as `link_down` on socket `k`, with an SCMP error for
+    /// its source.
     pub(super) fn enqueue_staged(&mut self, k: usize, ingress: u16, now: u64) {
         for i in 0..self.staged.len() {
             let l = self.staged[i].link;

@@ -332,12 +332,8 @@ impl Forwarder {
                         self.counters[k].count_io_drop(IoDrop::NoLink);
                         continue;
                     };
+                    // Whether the link is up is decided under its lock (`enqueue_staged`).
                     let link = &self.shared.links[l];
-                    if !link.is_up() {
-                        self.counters[k].count_io_drop(IoDrop::LinkDown);
-                        self.originated.extend(self.scmp.error(pkt, ingress, Trouble::InterfaceDown(egress), now));
-                        continue;
-                    }
                     let class = link.classifier.classify(admission);
                     let source = src_ia_of(pkt).map_or(0, |ia| u64::from_be_bytes(ia.to_bytes()));
                     let mut buf = self.pool.pop().unwrap_or_default();
