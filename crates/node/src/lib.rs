@@ -13,6 +13,7 @@ pub mod files;
 #[cfg(target_os = "linux")]
 pub mod gateway;
 pub mod host;
+pub mod http;
 pub mod metrics;
 pub mod reservable;
 pub mod resid_store;

@@ -12,10 +12,10 @@
 
 use std::fmt::Write;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::thread::JoinHandle;
+use std::sync::{Arc, OnceLock};
 
-use tiny_http::{Header, Response, Server};
+use crate::http::server::{Limits, Server, ServerStats};
+use crate::http::{Request, Response};
 
 /// Content type of the text format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4";
@@ -238,47 +238,42 @@ pub enum MetricsError {
 /// for a 404.
 pub type Render = dyn Fn(&str) -> Option<(String, &'static str)> + Send + Sync;
 
-/// An HTTP endpoint in a thread of its own, answering GET requests with what `render`
-/// gives (at least `/metrics`); it stops when dropped.
+/// An HTTP endpoint ([`crate::http::server`]) answering GET requests with what `render` gives
+/// (at least `/metrics`, to which it adds what the endpoint itself refused); it stops when
+/// dropped.
 pub struct MetricsServer {
-    server: Arc<Server>,
-    addr: SocketAddr,
-    thread: Option<JoinHandle<()>>,
+    server: Server,
 }
 
 impl MetricsServer {
     pub fn start(addr: SocketAddr, render: Box<Render>) -> Result<Self, MetricsError> {
-        let server =
-            Server::http(addr).map_err(|e| MetricsError::Listen { addr, reason: e.to_string() }).map(Arc::new)?;
-        let addr = server.server_addr().to_ip().unwrap_or(addr);
-        let s = server.clone();
-        let thread = std::thread::spawn(move || {
-            for req in s.incoming_requests() {
-                let url = req.url().split('?').next().unwrap_or("").to_owned();
-                let found = (*req.method() == tiny_http::Method::Get).then(|| render(&url)).flatten();
-                let (code, (body, ctype)) = match found {
-                    Some(r) => (200, r),
-                    None => (404, (format!("no such endpoint: {url}\n"), "text/plain")),
-                };
-                let header = Header::from_bytes("Content-Type", ctype).expect("static header");
-                let _ = req.respond(Response::from_string(body).with_status_code(code).with_header(header));
+        let http = Arc::new(OnceLock::<Arc<ServerStats>>::new());
+        let handler = {
+            let http = http.clone();
+            move |req: &Request| {
+                let found = (req.method == "GET").then(|| render(&req.path)).flatten();
+                match found {
+                    Some((mut body, ctype)) => {
+                        if let (Some(stats), "/metrics") = (http.get(), req.path.as_str()) {
+                            let mut out = Exposition::new();
+                            ServerStats::prometheus(&mut out, &[("metrics", stats)]);
+                            body += &out.finish();
+                        }
+                        Response::with_type(200, ctype, body)
+                    }
+                    None => Response::with_type(404, "text/plain", format!("no such endpoint: {}\n", req.path)),
+                }
             }
-        });
-        Ok(Self { server, addr, thread: Some(thread) })
+        };
+        let server = Server::http("metrics", addr, Limits::default(), Arc::new(handler))
+            .map_err(|e| MetricsError::Listen { addr, reason: e.to_string() })?;
+        let _ = http.set(server.stats().clone());
+        Ok(Self { server })
     }
 
     /// The address it listens on (the port is known even when 0 was asked for).
     pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-}
-
-impl Drop for MetricsServer {
-    fn drop(&mut self) {
-        self.server.unblock();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        self.server.addr()
     }
 }
 
@@ -334,7 +329,9 @@ aviary_test_delay_seconds_count{flow="f"} 4
         let url = |p: &str| format!("http://{}{p}", server.addr());
         let r = ureq::get(&url("/metrics")).call().unwrap();
         assert_eq!(r.header("Content-Type"), Some(CONTENT_TYPE));
-        assert_eq!(r.into_string().unwrap(), "x 1\n");
+        let text = r.into_string().unwrap();
+        assert!(text.starts_with("x 1\n# HELP aviary_http_connections_refused_total "), "{text}");
+        assert!(text.contains("aviary_http_requests_refused_total{server=\"metrics\"} 0\n"), "{text}");
         assert!(matches!(ureq::get(&url("/other")).call(), Err(ureq::Error::Status(404, _))));
         drop(server);
     }

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
+use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
@@ -257,14 +258,13 @@ fn as_service_counts_registrations_and_listings() {
 
 /// A fake control service that answers every request with `paths`.
 fn control_service(paths: Vec<aviary_node::api::PathWire>) -> SocketAddr {
-    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
-    let addr = server.server_addr().to_ip().unwrap();
     let body = serde_json::to_string(&aviary_node::api::PathsReply { paths }).unwrap();
-    thread::spawn(move || {
-        for req in server.incoming_requests() {
-            let _ = req.respond(tiny_http::Response::from_string(body.clone()));
-        }
-    });
+    let answer = move |_: &aviary_node::http::Request| aviary_node::http::Response::json(200, body.clone());
+    let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let server = aviary_node::http::server::Server::http("control", any, Default::default(), Arc::new(answer)).unwrap();
+    let addr = server.addr();
+    // Serves for the rest of the test process.
+    std::mem::forget(server);
     addr
 }
 

@@ -32,9 +32,9 @@ use aviary_scion::drkey::{
 use aviary_scion::IsdAsn;
 use thiserror::Error;
 
-use super::http1::query_params;
 use super::tls::DrkeyTls;
 use crate::api::{EpochWire, HostKeyKind, HostKeyReply, Level1Reply};
+use crate::http::query_params;
 
 /// Cached Level-1 keys of other ASes (entries expire with their epoch).
 const MAX_CACHED: usize = 4096;

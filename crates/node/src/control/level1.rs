@@ -1,17 +1,17 @@
 //! The DRKey Level-1 service on the wire: `GET /v1/drkey/level1?protocol=N&subject=ISD-AS
 //! [&at=UNIX_S]` as HTTP/1.1 inside TLS 1.2/1.3 with client certificates required, one
 //! request per connection, a thread per connection (at most [`MAX_CONNECTIONS`] at once),
-//! bounded heads and timeouts. `subject` is the asking AS; its certificate must certify it
+//! bounded heads, and one deadline for the handshake and the request ([`crate::http::server`]).
+//! `subject` is the asking AS; its certificate must certify it
 //! ([`DrkeyTls::check_subject`](super::tls::DrkeyTls::check_subject)), so an AS gets only
 //! keys issued to itself. The reply is a [`Level1Reply`]; errors are `{"error": "..."}`.
 //!
 //! [`TlsFetcher`] is the client side: how a control service fetches `K_{B→A}` from B.
 
 use std::io::Read;
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use aviary_scion::drkey::Protocol;
 use aviary_scion::IsdAsn;
@@ -19,77 +19,78 @@ use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection, ServerConnection, StreamOwned};
 
 use super::drkey::{DrkeyService, DrkeyServiceError, Level1Fetch, PeerAddrs};
-use super::http1::{self, query_params};
 use super::tls::cs_name;
 use crate::api::{ErrorReply, Level1Reply};
 use crate::clock::unix_s;
+use crate::http::server::{DeadlineStream, Limits, Server, ServerStats};
+use crate::http::{self, query_params, Response};
 
-/// Connections served at once; more are closed at once.
+/// Connections served at once; more are refused at once.
 pub const MAX_CONNECTIONS: usize = 64;
-/// Read and write timeout of a connection (the whole handshake and request must fit in it).
+/// The time a connection has for its handshake and request, and a client for each read and
+/// write.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long, and for how many bytes, a connection is drained after the reply.
 const LINGER: Duration = Duration::from_secs(1);
 const MAX_LINGER_BYTES: u64 = 1 << 20;
 
-/// Binds `listen` and serves Level-1 requests on a background thread until the process ends.
-pub fn spawn(svc: Arc<DrkeyService>, listen: SocketAddr) -> std::io::Result<SocketAddr> {
-    let listener = TcpListener::bind(listen)?;
-    let local = listener.local_addr()?;
-    let active = Arc::new(AtomicUsize::new(0));
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(tcp) = conn else { continue };
-            if active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
-                active.fetch_sub(1, Ordering::SeqCst);
-                tracing::warn!("DRKey service: too many connections; one closed");
-                continue;
+/// Binds `listen` and serves Level-1 requests until the server is dropped.
+pub fn spawn(svc: Arc<DrkeyService>, listen: SocketAddr) -> std::io::Result<Server> {
+    let limits = Limits {
+        max_connections: MAX_CONNECTIONS,
+        request_deadline: IO_TIMEOUT,
+        write_timeout: IO_TIMEOUT,
+        max_body: 0,
+    };
+    Server::connections(
+        "drkey-level1",
+        listen,
+        limits,
+        Arc::new(move |stream: DeadlineStream, peer: SocketAddr, stats: &ServerStats| {
+            if let Err(e) = serve_connection(&svc, stream, stats) {
+                tracing::debug!(%peer, "DRKey connection ended: {e}");
             }
-            let (svc, active) = (svc.clone(), active.clone());
-            std::thread::spawn(move || {
-                let peer = tcp.peer_addr().ok();
-                if let Err(e) = serve_connection(&svc, tcp) {
-                    tracing::debug!(?peer, "DRKey connection ended: {e}");
-                }
-                active.fetch_sub(1, Ordering::SeqCst);
-            });
-        }
-    });
-    Ok(local)
+        }),
+    )
 }
 
-fn serve_connection(svc: &DrkeyService, tcp: TcpStream) -> Result<(), String> {
-    tcp.set_read_timeout(Some(IO_TIMEOUT)).map_err(|e| e.to_string())?;
-    tcp.set_write_timeout(Some(IO_TIMEOUT)).map_err(|e| e.to_string())?;
+fn serve_connection(svc: &DrkeyService, stream: DeadlineStream, stats: &ServerStats) -> Result<(), String> {
     let conn = ServerConnection::new(svc.tls.server_config()).map_err(|e| e.to_string())?;
-    let mut tls = StreamOwned::new(conn, tcp);
+    let mut tls = StreamOwned::new(conn, stream);
     while tls.conn.is_handshaking() {
-        tls.conn.complete_io(&mut tls.sock).map_err(|e| format!("handshake: {e}"))?;
+        if let Err(e) = tls.conn.complete_io(&mut tls.sock) {
+            stats.count_refusal(&e.into());
+            return Err("handshake: the TLS handshake did not complete".into());
+        }
     }
-    let (status, body) = match answer(svc, &mut tls) {
-        Ok(reply) => (200, serde_json::to_string(&reply).expect("serialisable")),
+    let request = http::read_request(&mut tls, 0).inspect_err(|e| stats.count_refusal(e));
+    let reply = match request.map_err(|e| (e.status(), e.to_string())).and_then(|head| answer(svc, &tls, &head)) {
+        Ok(reply) => Response::json(200, serde_json::to_string(&reply).expect("serialisable")),
         Err((status, msg)) => {
             tracing::debug!(status, %msg, "Level-1 request refused");
-            (status, serde_json::json!({ "error": msg }).to_string())
+            Response::error(status, &msg)
         }
     };
-    http1::write_response(&mut tls, status, &body).map_err(|e| e.to_string())?;
+    http::write(&mut tls, &reply).map_err(|e| e.to_string())?;
     tls.conn.send_close_notify();
     let _ = tls.conn.complete_io(&mut tls.sock);
     // Lingering close: a client still sending (an oversized head) would otherwise get a
     // reset that can discard the reply before it reads it.
-    let _ = tls.sock.shutdown(std::net::Shutdown::Write);
-    let _ = tls.sock.set_read_timeout(Some(LINGER));
-    let _ = std::io::copy(&mut (&tls.sock).take(MAX_LINGER_BYTES), &mut std::io::sink());
+    let tcp = tls.sock.tcp;
+    let _ = tcp.shutdown(std::net::Shutdown::Write);
+    let _ = std::io::copy(
+        &mut DeadlineStream::new(tcp, Instant::now() + LINGER).take(MAX_LINGER_BYTES),
+        &mut std::io::sink(),
+    );
     Ok(())
 }
 
 fn answer(
     svc: &DrkeyService,
-    tls: &mut StreamOwned<ServerConnection, TcpStream>,
+    tls: &StreamOwned<ServerConnection, DeadlineStream>,
+    head: &http::Request,
 ) -> Result<Level1Reply, (u16, String)> {
-    let head = http1::read_request(tls).map_err(|e| (e.status(), e.to_string()))?;
     if head.method != "GET" || head.path != "/v1/drkey/level1" {
         return Err((404, format!("no such endpoint: {} {}", head.method, head.path)));
     }
@@ -127,8 +128,8 @@ pub fn fetch_level1(
     if let Some(at) = at {
         target += &format!("&at={at}");
     }
-    http1::write_get(&mut tls, &cs_name(issuer), &target).map_err(|e| format!("{addr}: {e}"))?;
-    let (status, body) = http1::read_response(&mut tls).map_err(|e| format!("{addr}: {e}"))?;
+    http::write_get(&mut tls, &cs_name(issuer), &target).map_err(|e| format!("{addr}: {e}"))?;
+    let (status, body) = http::read_response(&mut tls).map_err(|e| format!("{addr}: {e}"))?;
     if status != 200 {
         let msg = serde_json::from_slice::<ErrorReply>(&body).map(|e| e.error).unwrap_or_default();
         return Err(format!("{addr}: HTTP {status}: {msg}"));

@@ -108,7 +108,7 @@ impl ControlMetrics {
         });
     }
 
-    /// An error of the service itself (`resid_store`, `peer_extension`, `response`).
+    /// An error of the service itself (`resid_store`, `peer_extension`).
     pub fn error(&self, kind: &'static str) {
         self.with(|c| *c.errors.entry(kind).or_default() += 1);
     }

@@ -13,11 +13,9 @@ use aviary_hummingbird::{BwCodec, ResInfo, Reservation, SecretValue};
 use aviary_scion::mac::mac_input;
 use aviary_scion::wire::path::hop_expiry_ns;
 use aviary_scion::{combine_from, HopMacKey, IsdAsn};
-use tiny_http::{Header, Method, Request, Response, Server};
 
 pub mod drkey;
 pub mod glwp;
-pub mod http1;
 pub mod level1;
 pub mod tls;
 
@@ -28,6 +26,8 @@ use crate::api::{
 };
 use crate::clock::unix_s;
 use crate::config::{ControlConfig, DrkeyConfig};
+use crate::http::server::{self as http_server, Server, ServerStats};
+use crate::http::{Request, Response};
 use crate::resid_store::{Direction, Holder, Leg, Limits, ResIdStore, StoreError};
 use crate::routes::{routes, HopPlan, SegmentPlan};
 use crate::secret_rotation;
@@ -51,7 +51,6 @@ const MAX_PATHS: usize = 8;
 /// How far a segment's timestamp may lie in the past or future when an AS extends it.
 const MAX_SEGMENT_AGE_S: u64 = 3600;
 const MAX_FUTURE_S: u64 = 60;
-const WORKERS: usize = 4;
 
 /// An HTTP error: status and message for the reply.
 #[derive(Debug)]
@@ -83,6 +82,8 @@ pub struct ControlService {
     /// The AS's GLWP service, if configured (it uses the DRKey service's Level-1 keys).
     glwp: Option<Arc<GlwpService>>,
     metrics: ControlMetrics,
+    /// What the HTTP servers of the API and of DRKey Level 1 refused, once they run.
+    http: std::sync::OnceLock<Vec<(&'static str, Arc<ServerStats>)>>,
 }
 
 impl ControlService {
@@ -129,51 +130,48 @@ impl ControlService {
             drkey,
             glwp,
             metrics: ControlMetrics::default(),
+            http: std::sync::OnceLock::new(),
         })
     }
 
     /// Serves the API on `listen` until the process ends.
     pub fn serve(self, listen: SocketAddr) -> anyhow::Result<()> {
+        // Kept for as long as the API is served.
+        let mut _level1 = None;
         if let Some((svc, addr)) = &self.drkey {
-            let bound = level1::spawn(svc.clone(), *addr)
+            let server = level1::spawn(svc.clone(), *addr)
                 .map_err(|e| anyhow!("control service cannot listen on {addr} (drkey.listen): {e}"))?;
-            tracing::info!(ia = %self.ia, %bound, "DRKey Level-1 service up");
+            tracing::info!(ia = %self.ia, bound = %server.addr(), "DRKey Level-1 service up");
             if let Some(g) = &self.glwp {
                 g.start(svc.clone());
                 tracing::info!(ia = %self.ia, listen = ?g.local_addr(), "GLWP service up");
             }
+            _level1 = Some(server);
         }
-        let server = Server::http(listen).map_err(|e| anyhow!("control service cannot listen on {listen}: {e}"))?;
-        tracing::info!(ia = %self.ia, %listen, "control service up");
-        let (server, svc) = (Arc::new(server), Arc::new(self));
-        let workers: Vec<_> = (0..WORKERS)
-            .map(|_| {
-                let (server, svc) = (server.clone(), svc.clone());
-                std::thread::spawn(move || {
-                    for req in server.incoming_requests() {
-                        svc.handle(req);
-                    }
-                })
-            })
-            .collect();
-        for w in workers {
-            let _ = w.join();
-        }
+        let svc = Arc::new(self);
+        let handler = {
+            let svc = svc.clone();
+            Arc::new(move |req: &Request| svc.handle(req))
+        };
+        let server = Server::http("control", listen, http_server::Limits::default(), handler)
+            .map_err(|e| anyhow!("control service cannot listen on {listen}: {e}"))?;
+        tracing::info!(ia = %svc.ia, %listen, "control service up");
+        let level1 = _level1.iter().map(|l: &Server| ("drkey_level1", l.stats().clone()));
+        let _ = svc.http.set(std::iter::once(("control", server.stats().clone())).chain(level1).collect());
+        server.wait();
         Ok(())
     }
 
-    fn handle(&self, mut req: Request) {
-        let url = req.url().to_string();
-        let (path, query) = url.split_once('?').unwrap_or((&url, ""));
-        let mut body = String::new();
-        let result =
-            req.as_reader().read_to_string(&mut body).map_err(Failure::from).and_then(|_| match (req.method(), path) {
-                (Method::Post, "/v1/segments/extend") => {
-                    let extended = serde_json::from_str(&body).map_err(Failure::from).and_then(|r| self.extend(r));
+    fn handle(&self, req: &Request) -> Response {
+        let (path, query) = (req.path.as_str(), req.query.as_str());
+        let result = req.body_text().map_err(|e| Failure(e.status(), e.to_string())).and_then(|body| {
+            match (req.method.as_str(), path) {
+                ("POST", "/v1/segments/extend") => {
+                    let extended = serde_json::from_str(body).map_err(Failure::from).and_then(|r| self.extend(r));
                     self.metrics.extension_served(extended.is_ok());
                     Ok(serde_json::to_string(&extended?)?)
                 }
-                (Method::Get, "/v1/paths") => {
+                ("GET", "/v1/paths") => {
                     let dst = query
                         .split('&')
                         .find_map(|kv| kv.strip_prefix("dst="))
@@ -182,43 +180,36 @@ impl ControlService {
                     self.metrics.path_lookup(paths.as_ref().map_or_else(|Failure(code, _)| *code, |_| 200));
                     Ok(serde_json::to_string(&PathsReply { paths: paths? })?)
                 }
-                (Method::Post, "/v1/reservations") => {
+                ("POST", "/v1/reservations") => {
                     let granted = self
-                        .authorise(&req)
+                        .authorise(req)
                         .map_err(|_| GrantError::Unauthorised)
-                        .and_then(|_| serde_json::from_str(&body).map_err(|e| GrantError::BadRequest(e.to_string())))
+                        .and_then(|_| serde_json::from_str(body).map_err(|e| GrantError::BadRequest(e.to_string())))
                         .and_then(|r: ReservationRequest| self.grant(&r));
                     self.metrics.grant(&granted);
                     let grant = granted.map_err(|e| Failure(e.status(), e.to_string()))?;
                     Ok(serde_json::to_string(&grant)?)
                 }
-                (Method::Get, "/v1/drkey/level1") => {
-                    self.authorise(&req).and_then(|_| self.infrastructure_level1(query))
+                ("GET", "/v1/drkey/level1") => self.authorise(req).and_then(|_| self.infrastructure_level1(query)),
+                ("GET", p) if p.starts_with("/v1/drkey/") => self.host_drkey(req, p, query),
+                ("POST", "/v1/glwp/discover") => self.glwp_discover(body),
+                ("POST", "/v1/glwp/matrix") => self.authorise(req).and_then(|_| self.glwp_matrix(body)),
+                ("DELETE", p) if p.starts_with(GLWP_HOLD_DOWN) => {
+                    self.authorise(req).and_then(|_| self.glwp_clear_hold_down(&p[GLWP_HOLD_DOWN.len()..]))
                 }
-                (Method::Get, p) if p.starts_with("/v1/drkey/") => self.host_drkey(&req, p, query),
-                (Method::Post, "/v1/glwp/discover") => self.glwp_discover(&body),
-                (Method::Post, "/v1/glwp/matrix") => self.authorise(&req).and_then(|_| self.glwp_matrix(&body)),
-                (Method::Delete, p) if p.starts_with(GLWP_HOLD_DOWN) => {
-                    self.authorise(&req).and_then(|_| self.glwp_clear_hold_down(&p[GLWP_HOLD_DOWN.len()..]))
-                }
-                (Method::Get, "/metrics") => Ok(self.metrics_text()),
-                (Method::Get, "/v1/status") => Ok(serde_json::json!({ "ia": self.ia }).to_string()),
-                _ => Err(Failure(404, format!("no such endpoint: {} {path}", req.method()))),
-            });
+                ("GET", "/metrics") => Ok(self.metrics_text()),
+                ("GET", "/v1/status") => Ok(serde_json::json!({ "ia": self.ia }).to_string()),
+                (method, _) => Err(Failure(404, format!("no such endpoint: {method} {path}"))),
+            }
+        });
         let ctype = if path == "/metrics" { crate::metrics::CONTENT_TYPE } else { "application/json" };
-        let json = Header::from_bytes("Content-Type", ctype).expect("static header");
         self.metrics.request(path, result.as_ref().map_or_else(|Failure(code, _)| *code, |_| 200));
-        let resp = match result {
-            Ok(body) => Response::from_string(body).with_header(json),
+        match result {
+            Ok(body) => Response::with_type(200, ctype, body),
             Err(Failure(code, msg)) => {
                 tracing::debug!(code, %msg, %path, "request refused");
-                Response::from_string(serde_json::json!({ "error": msg }).to_string())
-                    .with_status_code(code)
-                    .with_header(json)
+                Response::error(code, &msg)
             }
-        };
-        if req.respond(resp).is_err() {
-            self.metrics.error("response");
         }
     }
 
@@ -238,11 +229,13 @@ impl ControlService {
             }
         };
         let mut text = self.metrics.prometheus(self.ia, held.as_deref());
+        let mut out = crate::metrics::Exposition::new();
         if let Some(g) = &self.glwp {
-            let mut out = crate::metrics::Exposition::new();
             g.prometheus(&mut out);
-            text += &out.finish();
         }
+        let servers: Vec<_> = self.http.get().into_iter().flatten().map(|(name, s)| (*name, &**s)).collect();
+        ServerStats::prometheus(&mut out, &servers);
+        text += &out.finish();
         text
     }
 
@@ -288,7 +281,7 @@ impl ControlService {
             .strip_prefix("/v1/drkey/")
             .and_then(HostKeyKind::from_name)
             .ok_or_else(|| Failure(404, format!("no such DRKey key kind: {path} (as-host, host-as, host-host)")))?;
-        let from = req.remote_addr().ok_or_else(|| Failure(400, "the connection has no peer address".into()))?;
+        let from = req.peer.ok_or_else(|| Failure(400, "the connection has no peer address".into()))?;
         let r = HostKeyRequest::parse(kind, query).map_err(|e| Failure(e.status(), e.to_string()))?;
         let reply = svc.host_key(&r, from.ip(), unix_s()).map_err(|e| Failure(e.status(), e.to_string()))?;
         Ok(serde_json::to_string(&reply)?)
@@ -298,7 +291,7 @@ impl ControlService {
     /// Level-1 key `issuer` issued to this AS, for the AS's infrastructure (its gateway).
     fn infrastructure_level1(&self, query: &str) -> Result<String, Failure> {
         let (svc, _) = self.drkey.as_ref().ok_or_else(|| Failure(503, "this AS runs no DRKey service".into()))?;
-        let q = http1::query_params(query, &["issuer", "protocol", "at"]).map_err(|e| Failure(400, e))?;
+        let q = crate::http::query_params(query, &["issuer", "protocol", "at"]).map_err(|e| Failure(400, e))?;
         let get = |name: &str| q.get(name).ok_or_else(|| Failure(400, format!("missing query parameter {name}")));
         let issuer: IsdAsn = get("issuer")?.parse().map_err(|e| Failure(400, format!("issuer: {e}")))?;
         let protocol: u16 = get("protocol")?.parse().map_err(|e| Failure(400, format!("protocol: {e}")))?;
@@ -314,12 +307,7 @@ impl ControlService {
     }
 
     fn authorise(&self, req: &Request) -> Result<(), Failure> {
-        let given = req
-            .headers()
-            .iter()
-            .find(|h| h.field.equiv("Authorization"))
-            .and_then(|h| h.value.as_str().strip_prefix("Bearer "))
-            .unwrap_or("");
+        let given = req.header("Authorization").and_then(|v| v.strip_prefix("Bearer ")).unwrap_or("");
         // Constant-time comparison: the token is the operator's credential.
         let ok = given.len() == self.operator_token.len()
             && given.bytes().zip(self.operator_token.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0;

@@ -15,7 +15,7 @@ use socket2::{Domain, Socket, Type};
 use crate::api::{ErrorReply, HostKeyKind, HostKeyReply};
 use crate::config::HostConfig;
 use crate::control::drkey::HostKeyRequest;
-use crate::control::http1;
+use crate::http;
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -112,8 +112,8 @@ pub fn fetch_host_key(cfg: &HostConfig, req: &HostKeyRequest) -> anyhow::Result<
     let mut tcp = connect_from(cfg.addr, cfg.control)
         .with_context(|| format!("{what}: cannot connect from {} (the host's addr)", cfg.addr))?;
     let target = format!("/v1/drkey/{}?{}", req.kind.name(), req.to_query());
-    http1::write_get(&mut tcp, &cfg.control.to_string(), &target).with_context(|| what.clone())?;
-    let (status, body) = http1::read_response(&mut tcp).with_context(|| what.clone())?;
+    http::write_get(&mut tcp, &cfg.control.to_string(), &target).with_context(|| what.clone())?;
+    let (status, body) = http::read_response(&mut tcp).with_context(|| what.clone())?;
     if status != 200 {
         let msg = serde_json::from_slice::<ErrorReply>(&body).map(|e| e.error).unwrap_or_default();
         bail!("{what}: HTTP {status}: {msg}");

@@ -1,4 +1,4 @@
-//! The router's management API (HTTP/JSON), served by a thread of its own. It never touches
+//! The router's management API (HTTP/JSON), served by threads of its own ([`crate::http::server`]). It never touches
 //! forwarding state: reads come from the status copies the workers publish (summed), changes go
 //! to the leading worker as [`Command`]s and wait for its answer, which comes once every worker
 //! has the change in force.
@@ -15,12 +15,15 @@
 
 use std::net::SocketAddr;
 use std::sync::mpsc::{self, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::anyhow;
 use serde::Deserialize;
-use tiny_http::{Header, Method, Response, Server};
+
+use crate::http::server::{Limits, Server, ServerStats};
+use crate::http::{Request, Response};
+use crate::metrics::{Exposition, CONTENT_TYPE};
 
 use super::workers::StatusBoard;
 use crate::clock::unix_ns;
@@ -104,49 +107,66 @@ struct LinkChange {
     delay_ms: Option<f64>,
 }
 
-/// Serves the management API on `addr` in a thread of its own.
+/// Serves the management API on `addr` until the returned server is dropped.
 pub fn serve(
     addr: SocketAddr,
     commands: Sender<CommandMsg>,
     status: Arc<StatusBoard>,
     overlap: KeyOverlap,
-) -> anyhow::Result<()> {
-    let server = Server::http(addr).map_err(|e| anyhow!("management API cannot listen on {addr}: {e}"))?;
-    std::thread::spawn(move || {
-        for mut req in server.incoming_requests() {
-            let mut body = String::new();
-            let _ = req.as_reader().read_to_string(&mut body);
-            let url = req.url().to_string();
-            let (code, text, json) = match (req.method(), url.as_str()) {
-                (Method::Get, "/metrics") => (200, status.merged().prometheus(), false),
-                (Method::Get, "/v1/status") => {
-                    (200, serde_json::to_string_pretty(&status.merged()).unwrap_or_default(), true)
-                }
-                (Method::Put, path) => {
-                    let reply = parse_command(path, &body, unix_ns(), overlap).and_then(|cmd| {
-                        let (tx, rx) = mpsc::channel();
-                        commands
-                            .send((cmd, tx))
-                            .map_err(|_| CommandError::Invalid("router stopped".into()))
-                            .and_then(|_| {
-                                rx.recv_timeout(Duration::from_secs(2))
-                                    .map_err(|_| CommandError::Invalid("no reply".into()))
-                            })
-                            .and_then(|r| r)
-                    });
-                    match reply {
-                        Ok(()) => (200, "{\"ok\":true}".into(), true),
-                        Err(e) => (e.status(), serde_json::json!({ "error": e.message() }).to_string(), true),
-                    }
-                }
-                _ => (404, serde_json::json!({ "error": format!("no such endpoint: {url}") }).to_string(), true),
-            };
-            let ctype = if json { "application/json" } else { "text/plain; version=0.0.4" };
-            let header = Header::from_bytes("Content-Type", ctype).expect("static header");
-            let _ = req.respond(Response::from_string(text).with_status_code(code).with_header(header));
+) -> anyhow::Result<Server> {
+    let http = Arc::new(OnceLock::<Arc<ServerStats>>::new());
+    let handler = {
+        let http = http.clone();
+        move |req: &Request| answer(req, &commands, &status, overlap, http.get())
+    };
+    let server = Server::http("management", addr, Limits::default(), Arc::new(handler))
+        .map_err(|e| anyhow!("management API cannot listen on {addr}: {e}"))?;
+    let _ = http.set(server.stats().clone());
+    Ok(server)
+}
+
+fn answer(
+    req: &Request,
+    commands: &Sender<CommandMsg>,
+    status: &StatusBoard,
+    overlap: KeyOverlap,
+    http: Option<&Arc<ServerStats>>,
+) -> Response {
+    match (req.method.as_str(), req.path.as_str()) {
+        ("GET", "/metrics") => {
+            let mut out = Exposition::new();
+            ServerStats::prometheus(&mut out, &http.map(|s| ("management", &**s)).into_iter().collect::<Vec<_>>());
+            Response::with_type(200, CONTENT_TYPE, status.merged().prometheus() + &out.finish())
         }
-    });
-    Ok(())
+        ("GET", "/v1/status") => {
+            Response::json(200, serde_json::to_string_pretty(&status.merged()).unwrap_or_default())
+        }
+        ("PUT", path) => {
+            let reply = req
+                .body_text()
+                .map_err(|e| CommandError::Invalid(e.to_string()))
+                .and_then(|body| parse_command(path, body, unix_ns(), overlap))
+                .and_then(|cmd| {
+                    let (tx, rx) = mpsc::channel();
+                    commands
+                        .send((cmd, tx))
+                        .map_err(|_| CommandError::Invalid("router stopped".into()))
+                        .and_then(|_| {
+                            rx.recv_timeout(Duration::from_secs(2))
+                                .map_err(|_| CommandError::Invalid("no reply".into()))
+                        })
+                        .and_then(|r| r)
+                });
+            match reply {
+                Ok(()) => Response::json(200, "{\"ok\":true}".into()),
+                Err(e) => Response::error(e.status(), &e.message()),
+            }
+        }
+        (_, path) => {
+            let target = if req.query.is_empty() { path.to_string() } else { format!("{path}?{}", req.query) };
+            Response::error(404, &format!("no such endpoint: {target}"))
+        }
+    }
 }
 
 /// The command a `PUT` to `path` asks for, received at `now_ns` (Unix ns).

@@ -370,7 +370,8 @@ pub fn run(cfg_path: &Path) -> anyhow::Result<()> {
     let cfg = RouterConfig::load(cfg_path)?;
     let (mut workers, commands, board) = start(&cfg, cfg_path)?;
     let overlap = cfg.glwp.as_ref().map_or_else(management::KeyOverlap::default, glwp::RouterGlwpConfig::key_overlap);
-    management::serve(cfg.management, commands, board, overlap)
+    // Served as long as the router runs.
+    let _management = management::serve(cfg.management, commands, board, overlap)
         .with_context(|| format!("{}: management", cfg_path.display()))?;
     tracing::info!(ia = %cfg.ia, interfaces = cfg.interfaces.len(), workers = workers.len(), "border router up");
     let leader = workers.remove(0);

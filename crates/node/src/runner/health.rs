@@ -3,11 +3,11 @@
 //! state as JSON; `GET /metrics` has the same as Prometheus gauges and counters.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-use tiny_http::{Header, Response, Server};
+use crate::http::server::{Limits, Server, ServerStats};
+use crate::http::{Request, Response};
 
 use super::supervisor::{ProcessState, Supervised};
 use super::RunHealth;
@@ -15,40 +15,36 @@ use crate::metrics::{Exposition, Kind, CONTENT_TYPE};
 
 /// Serves the run's health until dropped.
 pub struct HealthServer {
-    server: Arc<Server>,
-    thread: Option<JoinHandle<()>>,
+    _server: Server,
 }
 
 impl HealthServer {
     pub fn start(addr: SocketAddr, procs: Arc<Mutex<Vec<Supervised>>>) -> anyhow::Result<Self> {
-        let server =
-            Server::http(addr).map(Arc::new).map_err(|e| anyhow::anyhow!("--health: cannot listen on {addr}: {e}"))?;
-        let s = server.clone();
-        let thread = std::thread::spawn(move || {
-            for req in s.incoming_requests() {
-                let health = run_health(&procs);
-                let (code, body, ctype) = match req.url().split('?').next().unwrap_or("") {
-                    "/v1/status" => {
-                        let code = if health.healthy { 200 } else { 503 };
-                        (code, serde_json::to_string(&health).unwrap_or_default(), "application/json")
+        let http = Arc::new(OnceLock::<Arc<ServerStats>>::new());
+        let stats = http.clone();
+        let handler = move |req: &Request| {
+            let health = run_health(&procs);
+            match req.path.as_str() {
+                "/v1/status" => {
+                    let code = if health.healthy { 200 } else { 503 };
+                    Response::json(code, serde_json::to_string(&health).unwrap_or_default())
+                }
+                "/metrics" => {
+                    let mut text = prometheus(&health);
+                    if let Some(s) = stats.get() {
+                        let mut out = Exposition::new();
+                        ServerStats::prometheus(&mut out, &[("health", s)]);
+                        text += &out.finish();
                     }
-                    "/metrics" => (200, prometheus(&health), CONTENT_TYPE),
-                    other => (404, format!("no such endpoint: {other}\n"), "text/plain"),
-                };
-                let header = Header::from_bytes("Content-Type", ctype).expect("static header");
-                let _ = req.respond(Response::from_string(body).with_status_code(code).with_header(header));
+                    Response::with_type(200, CONTENT_TYPE, text)
+                }
+                other => Response::with_type(404, "text/plain", format!("no such endpoint: {other}\n")),
             }
-        });
-        Ok(Self { server, thread: Some(thread) })
-    }
-}
-
-impl Drop for HealthServer {
-    fn drop(&mut self) {
-        self.server.unblock();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        };
+        let server = Server::http("health", addr, Limits::default(), Arc::new(handler))
+            .map_err(|e| anyhow::anyhow!("--health: cannot listen on {addr}: {e}"))?;
+        let _ = http.set(server.stats().clone());
+        Ok(Self { _server: server })
     }
 }
 
