@@ -343,14 +343,28 @@ fn management_api_changes_links_policing_and_keys_at_runtime() {
     let l = &net.layout;
     let core = &l.ases[&"1-ff00:0:110".parse().unwrap()];
     let mgmt = core.router.management;
+    let bearer = format!("Bearer {}", core.operator_token().unwrap());
     // ureq's own (large) error type, because the checks below match on its statuses.
     #[allow(clippy::result_large_err)]
-    let put = |path: &str, body: &str| ureq::put(&format!("http://{mgmt}{path}")).send_string(body);
+    let put_as = |authorization: &str, path: &str, body: &str| {
+        ureq::put(&format!("http://{mgmt}{path}")).set("Authorization", authorization).send_string(body)
+    };
+    #[allow(clippy::result_large_err)]
+    let put = |path: &str, body: &str| put_as(&bearer, path, body);
     let status =
         || -> serde_json::Value { ureq::get(&format!("http://{mgmt}/v1/status")).call().unwrap().into_json().unwrap() };
     let iface = |s: &serde_json::Value, id: u64| {
         s["interfaces"].as_array().unwrap().iter().find(|i| i["id"] == id).unwrap().clone()
     };
+
+    // Changes need the AS operator's token (reads do not): without it, or with another, a
+    // change is refused and changes nothing.
+    let take_down = r#"{"capacity_bps":0}"#;
+    let refused = |r: Result<ureq::Response, ureq::Error>| matches!(r, Err(ureq::Error::Status(401, _)));
+    assert!(refused(ureq::put(&format!("http://{mgmt}/v1/interfaces/2")).send_string(take_down)));
+    assert!(refused(put_as("Bearer wrong", "/v1/interfaces/2", take_down)));
+    assert!(refused(put_as("", "/v1/keys", &format!(r#"{{"master_secret":"{}"}}"#, "22".repeat(32)))));
+    assert_eq!(iface(&status(), 2)["capacity_bps"], 10_000_000);
 
     // Bad requests are refused with a reason and change nothing; what does not exist is a 404.
     assert!(matches!(put("/v1/interfaces/9", r#"{"capacity_bps":1}"#), Err(ureq::Error::Status(404, _))));

@@ -94,15 +94,15 @@ fn dynamic_next_hops_and_destination_verification_over_the_diamond() {
     }
 
     // U alters payloads (and their DataHash): D drops exactly those, accepts the rest.
-    let mgmt = net.layout.ases[&U.parse().unwrap()].router.management;
-    ureq::put(&format!("http://{mgmt}/v1/mechanisms/pathval"))
-        .send_string(r#"{"attack": "payload_alteration"}"#)
-        .unwrap();
+    let attack = |ia: &str| {
+        let a = &net.layout.ases[&ia.parse().unwrap()];
+        ureq::put(&format!("http://{}/v1/mechanisms/pathval", a.router.management))
+            .set("Authorization", &format!("Bearer {}", a.operator_token().unwrap()))
+            .send_string(r#"{"attack": "payload_alteration"}"#)
+    };
+    attack(U).unwrap();
     // A trusted router refuses to attack.
-    let t_mgmt = net.layout.ases[&T.parse().unwrap()].router.management;
-    let r =
-        ureq::put(&format!("http://{t_mgmt}/v1/mechanisms/pathval")).send_string(r#"{"attack": "payload_alteration"}"#);
-    assert!(r.is_err());
+    assert!(matches!(attack(T), Err(ureq::Error::Status(400, _))));
     send(&net, &dst);
     let attacked = until(PACKETS / 2, || counter(&net, U, "attacked_packets"));
     assert_eq!(attacked, PACKETS / 2);

@@ -103,6 +103,7 @@ fn ping_traceroute_and_interface_down_over_line5() {
     // naming the interface.
     let c = &net.layout.ases[&"1-ff00:0:110".parse().unwrap()];
     ureq::put(&format!("http://{}/v1/interfaces/2", c.router.management))
+        .set("Authorization", &format!("Bearer {}", c.operator_token().unwrap()))
         .send_string(r#"{"capacity_bps": 0}"#)
         .unwrap();
     let dst = format!("1-ff00:0:121,{}", router_ip(&net, "1-ff00:0:121"));

@@ -98,7 +98,10 @@ fn runtime_changes_survive_a_router_restart() {
     let core = "1-ff00:0:110".parse().unwrap();
     let a = &net.layout.ases[&core];
     let mgmt = a.router.management;
-    let put = |path: &str, body: &str| ureq::put(&format!("http://{mgmt}{path}")).send_string(body).unwrap();
+    let bearer = format!("Bearer {}", a.operator_token().unwrap());
+    let put = |path: &str, body: &str| {
+        ureq::put(&format!("http://{mgmt}{path}")).set("Authorization", &bearer).send_string(body).unwrap()
+    };
     put("/v1/interfaces/2", r#"{"capacity_bps": 3000000}"#);
     put("/v1/interfaces/2", r#"{"delay_ms": 7.5}"#);
     put("/v1/mechanisms/hummingbird", r#"{"burst_ms": 25}"#);

@@ -75,6 +75,11 @@ pub struct RouterConfig {
     pub internal: SocketAddr,
     /// HTTP management API: `/metrics`, `/status`, runtime configuration.
     pub management: SocketAddr,
+    /// File holding the bearer token without which the management API refuses changes (401);
+    /// reads (`/metrics`, `/v1/status`) stay open. Required when `management` is not a
+    /// loopback address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator_token_file: Option<PathBuf>,
     #[serde(default)]
     pub hummingbird: RouterParams,
     /// Bounds of the plain `default` class table (priority, best effort).
@@ -217,6 +222,19 @@ pub struct HostConfig {
     pub zlane_gateway: Option<SocketAddr>,
 }
 
+/// The operator's bearer token in `path`, the `operator_token_file` of the config `file`: its
+/// text without surrounding whitespace. An empty one is refused: it would match a request
+/// that carries no token at all.
+pub(crate) fn read_operator_token(file: &str, path: &Path) -> Result<String, ConfigError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ConfigError::new(file, "operator_token_file", format!("cannot read {}: {e}", path.display())))?;
+    let token = text.trim();
+    if token.is_empty() {
+        return Err(ConfigError::new(file, "operator_token_file", format!("{} is empty", path.display())));
+    }
+    Ok(token.to_string())
+}
+
 pub(crate) fn resolve(base: &Path, p: &Path) -> PathBuf {
     if p.is_absolute() {
         p.to_path_buf()
@@ -253,6 +271,9 @@ impl RouterConfig {
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let mut c: Self = read_toml(path)?;
         c.master_secret_file = resolve(&base_dir(path), &c.master_secret_file);
+        if let Some(f) = c.operator_token_file.as_mut() {
+            *f = resolve(&base_dir(path), f);
+        }
         if let Some(f) = c.pathval.as_mut().and_then(|p| p.level1_keys_file.as_mut()) {
             *f = resolve(&base_dir(path), f);
         }
@@ -279,6 +300,17 @@ impl RouterConfig {
             if !(0.0..=10_000.0).contains(&f.delay_ms) {
                 return Err(ConfigError::new(file, field("delay_ms"), "must be between 0 and 10000"));
             }
+        }
+        if self.operator_token_file.is_none() && !self.management.ip().is_loopback() {
+            return Err(ConfigError::new(
+                file,
+                "operator_token_file",
+                format!(
+                    "required: the management API at {} is reachable from other machines, and anyone who \
+                     reaches it could change links and keys without an operator token",
+                    self.management
+                ),
+            ));
         }
         self.drkey_epochs.schedule(file, "drkey_epochs")?;
         if self.workers.is_some_and(|n| !(1..=MAX_WORKERS).contains(&n)) {
@@ -485,6 +517,35 @@ capacity_bps = 1000000
         assert_eq!(c.hummingbird, RouterParams::default());
         let again: RouterConfig = toml::from_str(&toml::to_string(&c).unwrap()).unwrap();
         assert_eq!(again, c);
+    }
+
+    #[test]
+    fn a_management_api_off_loopback_needs_an_operator_token() {
+        let exposed = router_toml("").replace("management = \"127.0.0.1:31001\"", "management = \"0.0.0.0:31001\"");
+        let e = load_router(&exposed).unwrap_err();
+        assert_eq!(e.field, "operator_token_file", "{e}");
+        assert!(e.to_string().contains("router.toml") && e.message.contains("0.0.0.0:31001"), "{e}");
+        let with_token = exposed.replace("[[interface]]", "operator_token_file = \"operator.token\"\n[[interface]]");
+        let c = load_router(&with_token).unwrap();
+        assert!(c.operator_token_file.unwrap().is_absolute(), "resolved beside the config");
+        assert_eq!(load_router(&router_toml("")).unwrap().operator_token_file, None, "loopback: optional");
+    }
+
+    #[test]
+    fn operator_tokens_are_read_trimmed_and_never_empty() {
+        let dir = std::env::temp_dir().join(format!("aviary-token-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("operator.token");
+        std::fs::write(&f, "  s3cret\n").unwrap();
+        assert_eq!(read_operator_token("cfg.toml", &f).unwrap(), "s3cret");
+        // An empty token would let through every request that carries none.
+        std::fs::write(&f, " \n").unwrap();
+        let e = read_operator_token("cfg.toml", &f).unwrap_err();
+        assert_eq!((e.file.as_str(), e.field.as_str()), ("cfg.toml", "operator_token_file"));
+        assert!(e.message.contains("empty"), "{e}");
+        let e = read_operator_token("cfg.toml", &dir.join("missing")).unwrap_err();
+        assert!(e.message.contains("cannot read"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

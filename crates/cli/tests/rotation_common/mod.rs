@@ -9,9 +9,10 @@ use aviary_scion::IsdAsn;
 /// `PUT /v1/keys` on the router of `ia`: the new master secret (hex) and the overlap; the
 /// status and body of a refusal.
 pub fn put_keys(net: &Network, ia: IsdAsn, secret: &str, overlap_secs: u64) -> Result<(), (u16, String)> {
-    let addr = net.layout.ases[&ia].router.management;
+    let a = &net.layout.ases[&ia];
     let body = serde_json::json!({ "master_secret": secret, "overlap_secs": overlap_secs });
-    match ureq::put(&format!("http://{addr}/v1/keys")).send_json(body) {
+    let bearer = format!("Bearer {}", a.operator_token().unwrap());
+    match ureq::put(&format!("http://{}/v1/keys", a.router.management)).set("Authorization", &bearer).send_json(body) {
         Ok(_) => Ok(()),
         Err(ureq::Error::Status(code, r)) => Err((code, r.into_string().unwrap())),
         Err(e) => panic!("{e}"),

@@ -202,6 +202,7 @@ fn router_config(bed: &Testbed, ports: &Ports, dir: &Path, workers: usize) -> an
         master_secret_file: "master_secret.hex".into(),
         internal: ports.internal,
         management: ports.management,
+        operator_token_file: None,
         hummingbird: Default::default(),
         queues: Default::default(),
         classes: Default::default(),

@@ -91,8 +91,7 @@ impl ControlService {
         // DRKey needs the record of the last rotation too, to keep every key it served.
         let drkey_secret = secret_rotation::load(cfg_path, "master_secret_file", &cfg.master_secret_file)?;
         let secret = drkey_secret.current().to_vec();
-        let token = std::fs::read_to_string(&cfg.operator_token_file)
-            .with_context(|| format!("{}: operator_token_file", cfg_path.display()))?;
+        let token = crate::config::read_operator_token(&cfg_path.display().to_string(), &cfg.operator_token_file)?;
         let topology = Topology::load(&cfg.topology)?;
         if topology.as_entry(cfg.ia).is_none() {
             bail!("{}: ia: {} is not in the topology {}", cfg_path.display(), cfg.ia, cfg.topology.display());
@@ -123,7 +122,7 @@ impl ControlService {
             codec: cfg.hummingbird.codec,
             topology,
             peers: cfg.peers.iter().map(|p| (p.ia, p.control)).collect(),
-            operator_token: token.trim().to_string(),
+            operator_token: token,
             resids,
             limits,
             segments: Mutex::new(HashMap::new()),
@@ -307,11 +306,7 @@ impl ControlService {
     }
 
     fn authorise(&self, req: &Request) -> Result<(), Failure> {
-        let given = req.header("Authorization").and_then(|v| v.strip_prefix("Bearer ")).unwrap_or("");
-        // Constant-time comparison: the token is the operator's credential.
-        let ok = given.len() == self.operator_token.len()
-            && given.bytes().zip(self.operator_token.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0;
-        if ok {
+        if req.bears(&self.operator_token) {
             Ok(())
         } else {
             Err(Failure(401, "operator token missing or wrong".into()))

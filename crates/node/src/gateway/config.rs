@@ -29,7 +29,7 @@ use aviary_scion::IsdAsn;
 use aviary_zlane::gateway::GatewayConfig;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{base_dir, resolve, ConfigError, DrkeyEpochs};
+use crate::config::{base_dir, read_operator_token, resolve, ConfigError, DrkeyEpochs};
 use crate::secret_rotation;
 use crate::topology::{read_toml, Topology};
 use aviary_scion::drkey::{EpochSchedule, RotatingSecret};
@@ -85,16 +85,7 @@ impl ZlaneGatewayConfig {
             .map_err(|e| ConfigError::new(&file, format!("zlane_gateway.{}", e.field()), e.to_string()))?;
         let schedule = c.drkey_epochs.schedule(&file, "drkey_epochs")?;
         let master_secret = secret_rotation::load(path, "master_secret_file", &c.master_secret_file)?;
-        let operator_token = std::fs::read_to_string(&c.operator_token_file)
-            .map_err(|e| {
-                let why = format!("cannot read {}: {e}", c.operator_token_file.display());
-                ConfigError::new(&file, "operator_token_file", why)
-            })?
-            .trim()
-            .to_string();
-        if operator_token.is_empty() {
-            return Err(ConfigError::new(&file, "operator_token_file", "the token file is empty"));
-        }
+        let operator_token = read_operator_token(&file, &c.operator_token_file)?;
         let topology = Topology::load(&c.topology)
             .map_err(|e| ConfigError::new(&file, "topology", format!("{}: {}: {}", e.file, e.field, e.message)))?;
         if topology.as_entry(c.ia).is_none() {

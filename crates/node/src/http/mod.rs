@@ -111,6 +111,14 @@ impl Request {
         self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 
+    /// Whether the request carries `Authorization: Bearer <token>`, compared in constant time
+    /// (the token is the operator's credential). `token` must not be empty.
+    pub fn bears(&self, token: &str) -> bool {
+        debug_assert!(!token.is_empty(), "an empty token matches a request without one");
+        let given = self.header("Authorization").and_then(|v| v.strip_prefix("Bearer ")).unwrap_or("");
+        given.len() == token.len() && given.bytes().zip(token.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+    }
+
     /// The body as text; a body that is not UTF-8 is the client's error (400).
     pub fn body_text(&self) -> Result<&str, HttpError> {
         std::str::from_utf8(&self.body).map_err(|_| HttpError::Malformed("the body is not UTF-8".into()))

@@ -175,6 +175,17 @@ proptest! {
 }
 
 #[test]
+fn a_bearer_token_is_matched_exactly() {
+    let with = |auth: &str| request(&format!("PUT / HTTP/1.1\r\n{auth}\r\n\r\n"), 0).unwrap();
+    assert!(with("Authorization: Bearer s3cret").bears("s3cret"));
+    assert!(with("authorization:Bearer s3cret ").bears("s3cret"), "name in any case, whitespace around the value");
+    for wrong in ["Authorization: Bearer s3cre", "Authorization: Bearer s3cret2", "Authorization: bearer s3cret"] {
+        assert!(!with(wrong).bears("s3cret"), "{wrong}");
+    }
+    assert!(!with("X-Other: Bearer s3cret").bears("s3cret"));
+}
+
+#[test]
 fn responses_read_back() {
     let mut out = Vec::new();
     write(&mut out, &Response::error(403, "no")).unwrap();

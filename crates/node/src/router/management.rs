@@ -4,6 +4,10 @@
 //! has the change in force.
 //!
 //! - `GET /metrics`: Prometheus text; `GET /v1/status`: the same as JSON.
+//!
+//! Changes (any request but a `GET`) need `Authorization: Bearer <token>` when the router has an operator token
+//! (`operator_token_file`, required unless the API listens on a loopback address); without it
+//! they are refused with 401 before their body is looked at.
 //! - `PUT /v1/interfaces/{id}` `{"capacity_bps"?, "delay_ms"?}`: change a link.
 //! - `PUT /v1/mechanisms/{name}` `{...}`: a mechanism's own runtime settings, passed through to it
 //!   (e.g. `hummingbird`: `{"burst_ms": 100}`); a refused value is a 400 naming the field.
@@ -113,11 +117,18 @@ pub fn serve(
     commands: Sender<CommandMsg>,
     status: Arc<StatusBoard>,
     overlap: KeyOverlap,
+    operator_token: Option<String>,
 ) -> anyhow::Result<Server> {
     let http = Arc::new(OnceLock::<Arc<ServerStats>>::new());
     let handler = {
         let http = http.clone();
-        move |req: &Request| answer(req, &commands, &status, overlap, http.get())
+        move |req: &Request| match &operator_token {
+            // Only reads go without the token.
+            Some(token) if req.method != "GET" && !req.bears(token) => {
+                Response::error(401, "operator token missing or wrong")
+            }
+            _ => answer(req, &commands, &status, overlap, http.get()),
+        }
     };
     let server = Server::http("management", addr, Limits::default(), Arc::new(handler))
         .map_err(|e| anyhow!("management API cannot listen on {addr}: {e}"))?;

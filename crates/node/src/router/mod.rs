@@ -370,8 +370,10 @@ pub fn run(cfg_path: &Path) -> anyhow::Result<()> {
     let cfg = RouterConfig::load(cfg_path)?;
     let (mut workers, commands, board) = start(&cfg, cfg_path)?;
     let overlap = cfg.glwp.as_ref().map_or_else(management::KeyOverlap::default, glwp::RouterGlwpConfig::key_overlap);
+    let file = cfg_path.display().to_string();
+    let token = cfg.operator_token_file.as_ref().map(|f| crate::config::read_operator_token(&file, f)).transpose()?;
     // Served as long as the router runs.
-    let _management = management::serve(cfg.management, commands, board, overlap)
+    let _management = management::serve(cfg.management, commands, board, overlap, token)
         .with_context(|| format!("{}: management", cfg_path.display()))?;
     tracing::info!(ia = %cfg.ia, interfaces = cfg.interfaces.len(), workers = workers.len(), "border router up");
     let leader = workers.remove(0);

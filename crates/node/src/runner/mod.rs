@@ -7,7 +7,8 @@
 //! <isd-as>/router.toml           router config     <isd-as>/control.toml  control config
 //! <isd-as>/master.key            the AS's secret (only this AS's processes read it)
 //! <isd-as>/pathval-level1.toml   a trusted pathval router's Level-1 keys from other ASes
-//! <isd-as>/operator.token        bearer token for the AS's reservation API and its infrastructure
+//! <isd-as>/operator.token        the AS operator's bearer token: reservations, router changes,
+//!                                infrastructure DRKey keys
 //! <isd-as>/zlane-gateway.toml    the AS's Z-Lane gateway, if the topology asks for one
 //! <isd-as>/state/                the control service's granted ResIDs
 //! <isd-as>/cs-tls.pem, cs-tls.key the control service's TLS certificate and key (DRKey)
@@ -222,6 +223,8 @@ impl RunLayout {
                 master_secret_file: "master.key".into(),
                 internal: SocketAddr::new(ip(k, 1), port(k, 0)),
                 management: SocketAddr::new(ip(k, 1), port(k, 1)),
+                // The control service's token: one operator credential per AS.
+                operator_token_file: Some("operator.token".into()),
                 hummingbird: a.router.hummingbird,
                 queues: QueueConfig::default(),
                 classes: a.router.classes.clone(),
