@@ -304,12 +304,22 @@ fn wait_readable(listener: &TcpListener, timeout: Duration) -> bool {
     n > 0
 }
 
-/// Answers a connection over the limit without waiting on it.
+/// Answers a connection over the limit without waiting on it. What the client already sent is
+/// read first, so that closing does not reset the connection (which can discard the reply
+/// before the client reads it); what it sends later may still be met with a reset.
 fn refuse(tcp: TcpStream) {
     let mut reply = Vec::new();
     let _ = write(&mut reply, &Response::error(503, "too many connections"));
     if tcp.set_nonblocking(true).is_ok() {
+        // At most 64 KiB: a client pushing data must not hold the accept loop.
+        let mut sent = [0u8; 4096];
+        for _ in 0..16 {
+            if !matches!((&tcp).read(&mut sent), Ok(n) if n > 0) {
+                break;
+            }
+        }
         let _ = (&tcp).write(&reply);
+        let _ = tcp.shutdown(Shutdown::Write);
     }
 }
 
