@@ -168,22 +168,13 @@ impl Server {
         let on_connection = move |stream: DeadlineStream, peer: SocketAddr, stats: &ServerStats| {
             serve_request(stream, peer, &limits, &*handler, stats)
         };
-        Self::bind(name, addr, limits, Arc::new(on_connection))
+        Self::connections(name, addr, limits, Arc::new(on_connection))
     }
 
     /// Binds `addr` and runs `on_connection` for each connection, within `limits`' number of
     /// connections and with the stream's reads ending at `limits`' deadline (for a protocol
     /// inside the connection, e.g. TLS; [`Self::http`] for plain HTTP).
     pub fn connections(
-        name: &'static str,
-        addr: SocketAddr,
-        limits: Limits,
-        on_connection: Arc<OnConnection>,
-    ) -> io::Result<Self> {
-        Self::bind(name, addr, limits, on_connection)
-    }
-
-    fn bind(
         name: &'static str,
         addr: SocketAddr,
         limits: Limits,
