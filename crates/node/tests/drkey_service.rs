@@ -433,6 +433,35 @@ fn malformed_requests_get_errors_and_the_service_survives() {
 }
 
 #[test]
+fn a_client_that_trickles_its_handshake_is_cut_at_the_deadline() {
+    let run = Run::start("trickle", 45900);
+    let mut tcp = TcpStream::connect(run.drkey_addr(A)).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    // A TLS record header announcing 64 bytes, then one byte every 300 ms for 12 s: each read
+    // is quick, the handshake never completes. A timeout per read never ends it.
+    let mut trickle = tcp.try_clone().unwrap();
+    let start = Instant::now();
+    let writer = std::thread::spawn(move || {
+        for byte in [0x16u8, 0x03, 0x01, 0x00, 0x40].into_iter().chain(std::iter::repeat(0x01).take(35)) {
+            if trickle.write_all(&[byte]).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    });
+    let mut rest = Vec::new();
+    let _ = tcp.read_to_end(&mut rest);
+    let closed_after = start.elapsed();
+    assert!(
+        closed_after < Duration::from_secs(9),
+        "closed after {closed_after:?}, not at the 5 s deadline of handshake and request"
+    );
+    drop(tcp);
+    writer.join().unwrap();
+    assert!(level1_from_a(&run, &run.tls_of(B), B, 0).is_ok(), "still serving");
+}
+
+#[test]
 fn the_gateway_gets_level1_keys_from_its_own_as_with_the_operator_token_only() {
     use aviary_node::api::fetch_infrastructure_level1;
     let run = Run::start("infra", 45200);
