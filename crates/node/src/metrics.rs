@@ -12,7 +12,7 @@
 
 use std::fmt::Write;
 use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use crate::http::server::{Limits, Server, ServerStats};
 use crate::http::{Request, Response};
@@ -247,27 +247,22 @@ pub struct MetricsServer {
 
 impl MetricsServer {
     pub fn start(addr: SocketAddr, render: Box<Render>) -> Result<Self, MetricsError> {
-        let http = Arc::new(OnceLock::<Arc<ServerStats>>::new());
-        let handler = {
-            let http = http.clone();
-            move |req: &Request| {
-                let found = (req.method == "GET").then(|| render(&req.path)).flatten();
-                match found {
-                    Some((mut body, ctype)) => {
-                        if let (Some(stats), "/metrics") = (http.get(), req.path.as_str()) {
-                            let mut out = Exposition::new();
-                            ServerStats::prometheus(&mut out, &[("metrics", stats)]);
-                            body += &out.finish();
-                        }
-                        Response::with_type(200, ctype, body)
+        let handler = move |req: &Request, stats: &ServerStats| {
+            let found = (req.method == "GET").then(|| render(&req.path)).flatten();
+            match found {
+                Some((mut body, ctype)) => {
+                    if req.path == "/metrics" {
+                        let mut out = Exposition::new();
+                        ServerStats::prometheus(&mut out, &[("metrics", stats)]);
+                        body += &out.finish();
                     }
-                    None => Response::with_type(404, "text/plain", format!("no such endpoint: {}\n", req.path)),
+                    Response::with_type(200, ctype, body)
                 }
+                None => Response::with_type(404, "text/plain", format!("no such endpoint: {}\n", req.path)),
             }
         };
         let server = Server::http("metrics", addr, Limits::default(), Arc::new(handler))
             .map_err(|e| MetricsError::Listen { addr, reason: e.to_string() })?;
-        let _ = http.set(server.stats().clone());
         Ok(Self { server })
     }
 

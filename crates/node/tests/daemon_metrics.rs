@@ -259,7 +259,9 @@ fn as_service_counts_registrations_and_listings() {
 /// A fake control service that answers every request with `paths`.
 fn control_service(paths: Vec<aviary_node::api::PathWire>) -> SocketAddr {
     let body = serde_json::to_string(&aviary_node::api::PathsReply { paths }).unwrap();
-    let answer = move |_: &aviary_node::http::Request| aviary_node::http::Response::json(200, body.clone());
+    let answer = move |_: &aviary_node::http::Request, _: &aviary_node::http::server::ServerStats| {
+        aviary_node::http::Response::json(200, body.clone())
+    };
     let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
     let server = aviary_node::http::server::Server::http("control", any, Default::default(), Arc::new(answer)).unwrap();
     let addr = server.addr();

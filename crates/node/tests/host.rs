@@ -343,7 +343,9 @@ impl Drop for Network {
 /// Answers every request with `paths`.
 fn control_service(paths: Vec<PathWire>) -> SocketAddr {
     let body = serde_json::to_string(&PathsReply { paths }).unwrap();
-    let answer = move |_: &aviary_node::http::Request| aviary_node::http::Response::json(200, body.clone());
+    let answer = move |_: &aviary_node::http::Request, _: &aviary_node::http::server::ServerStats| {
+        aviary_node::http::Response::json(200, body.clone())
+    };
     let any: std::net::SocketAddr = "127.0.0.1:0".parse().unwrap();
     let server = aviary_node::http::server::Server::http("control", any, Default::default(), Arc::new(answer)).unwrap();
     let addr = server.addr();

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use aviary_node::http::server::{Limits, Server};
+use aviary_node::http::server::{Limits, Server, ServerStats};
 use aviary_node::http::{Request, Response};
 
 fn get(addr: SocketAddr) -> std::io::Result<String> {
@@ -26,7 +26,7 @@ fn the_server_serves_again_once_descriptors_are_free() {
     let limit = libc::rlimit { rlim_cur: 128, rlim_max: 128 };
     // SAFETY: a valid rlimit for the call; this process only, which runs this test alone.
     assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) }, 0);
-    let answer = |req: &Request| Response::json(200, format!("{{\"path\":\"{}\"}}", req.path));
+    let answer = |req: &Request, _: &ServerStats| Response::json(200, format!("{{\"path\":\"{}\"}}", req.path));
     let any = "127.0.0.1:0".parse().unwrap();
     let server = Server::http("test", any, Limits::default(), Arc::new(answer)).unwrap();
     assert!(get(server.addr()).unwrap().starts_with("HTTP/1.1 200 OK"));

@@ -8,10 +8,9 @@
 //!
 //! [`TlsFetcher`] is the client side: how a control service fetches `K_{B→A}` from B.
 
-use std::io::Read;
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use aviary_scion::drkey::Protocol;
 use aviary_scion::IsdAsn;
@@ -22,7 +21,7 @@ use super::drkey::{DrkeyService, DrkeyServiceError, Level1Fetch, PeerAddrs};
 use super::tls::cs_name;
 use crate::api::{ErrorReply, Level1Reply};
 use crate::clock::unix_s;
-use crate::http::server::{DeadlineStream, Limits, Server, ServerStats};
+use crate::http::server::{linger, DeadlineStream, Limits, Server, ServerStats};
 use crate::http::{self, query_params, Response};
 
 /// Connections served at once; more are refused at once.
@@ -30,10 +29,6 @@ pub const MAX_CONNECTIONS: usize = 64;
 /// The time a connection has for its handshake and request, and a client for each read and
 /// write.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// How long, and for how many bytes, a connection is drained after the reply.
-const LINGER: Duration = Duration::from_secs(1);
-const MAX_LINGER_BYTES: u64 = 1 << 20;
 
 /// Binds `listen` and serves Level-1 requests until the server is dropped.
 pub fn spawn(svc: Arc<DrkeyService>, listen: SocketAddr) -> std::io::Result<Server> {
@@ -75,14 +70,7 @@ fn serve_connection(svc: &DrkeyService, stream: DeadlineStream, stats: &ServerSt
     http::write(&mut tls, &reply).map_err(|e| e.to_string())?;
     tls.conn.send_close_notify();
     let _ = tls.conn.complete_io(&mut tls.sock);
-    // Lingering close: a client still sending (an oversized head) would otherwise get a
-    // reset that can discard the reply before it reads it.
-    let tcp = tls.sock.tcp;
-    let _ = tcp.shutdown(std::net::Shutdown::Write);
-    let _ = std::io::copy(
-        &mut DeadlineStream::new(tcp, Instant::now() + LINGER).take(MAX_LINGER_BYTES),
-        &mut std::io::sink(),
-    );
+    linger(tls.sock.tcp);
     Ok(())
 }
 

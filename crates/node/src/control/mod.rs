@@ -82,8 +82,6 @@ pub struct ControlService {
     /// The AS's GLWP service, if configured (it uses the DRKey service's Level-1 keys).
     glwp: Option<Arc<GlwpService>>,
     metrics: ControlMetrics,
-    /// What the HTTP servers of the API and of DRKey Level 1 refused, once they run.
-    http: std::sync::OnceLock<Vec<(&'static str, Arc<ServerStats>)>>,
 }
 
 impl ControlService {
@@ -129,39 +127,42 @@ impl ControlService {
             drkey,
             glwp,
             metrics: ControlMetrics::default(),
-            http: std::sync::OnceLock::new(),
         })
     }
 
     /// Serves the API on `listen` until the process ends.
     pub fn serve(self, listen: SocketAddr) -> anyhow::Result<()> {
-        // Kept for as long as the API is served.
-        let mut _level1 = None;
-        if let Some((svc, addr)) = &self.drkey {
-            let server = level1::spawn(svc.clone(), *addr)
-                .map_err(|e| anyhow!("control service cannot listen on {addr} (drkey.listen): {e}"))?;
-            tracing::info!(ia = %self.ia, bound = %server.addr(), "DRKey Level-1 service up");
-            if let Some(g) = &self.glwp {
-                g.start(svc.clone());
-                tracing::info!(ia = %self.ia, listen = ?g.local_addr(), "GLWP service up");
+        // Kept for as long as the API is served; its refusals go to the API's `/metrics`.
+        let level1 = match &self.drkey {
+            Some((svc, addr)) => {
+                let server = level1::spawn(svc.clone(), *addr)
+                    .map_err(|e| anyhow!("control service cannot listen on {addr} (drkey.listen): {e}"))?;
+                tracing::info!(ia = %self.ia, bound = %server.addr(), "DRKey Level-1 service up");
+                if let Some(g) = &self.glwp {
+                    g.start(svc.clone());
+                    tracing::info!(ia = %self.ia, listen = ?g.local_addr(), "GLWP service up");
+                }
+                Some(server)
             }
-            _level1 = Some(server);
-        }
-        let svc = Arc::new(self);
-        let handler = {
-            let svc = svc.clone();
-            Arc::new(move |req: &Request| svc.handle(req))
+            None => None,
         };
-        let server = Server::http("control", listen, http_server::Limits::default(), handler)
+        let level1_stats = level1.as_ref().map(|l| l.stats().clone());
+        let (ia, svc) = (self.ia, self);
+        let handler = move |req: &Request, stats: &ServerStats| {
+            let servers: Vec<_> = std::iter::once(("control", stats))
+                .chain(level1_stats.as_deref().map(|s| ("drkey_level1", s)))
+                .collect();
+            svc.handle(req, &servers)
+        };
+        let server = Server::http("control", listen, http_server::Limits::default(), Arc::new(handler))
             .map_err(|e| anyhow!("control service cannot listen on {listen}: {e}"))?;
-        tracing::info!(ia = %svc.ia, %listen, "control service up");
-        let level1 = _level1.iter().map(|l: &Server| ("drkey_level1", l.stats().clone()));
-        let _ = svc.http.set(std::iter::once(("control", server.stats().clone())).chain(level1).collect());
+        tracing::info!(%ia, %listen, "control service up");
         server.wait();
         Ok(())
     }
 
-    fn handle(&self, req: &Request) -> Response {
+    /// Answers `req`; `servers` are the HTTP servers whose refusals `/metrics` shows.
+    fn handle(&self, req: &Request, servers: &[(&str, &ServerStats)]) -> Response {
         let (path, query) = (req.path.as_str(), req.query.as_str());
         let result = req.body_text().map_err(|e| Failure(e.status(), e.to_string())).and_then(|body| {
             match (req.method.as_str(), path) {
@@ -196,7 +197,7 @@ impl ControlService {
                 ("DELETE", p) if p.starts_with(GLWP_HOLD_DOWN) => {
                     self.authorise(req).and_then(|_| self.glwp_clear_hold_down(&p[GLWP_HOLD_DOWN.len()..]))
                 }
-                ("GET", "/metrics") => Ok(self.metrics_text()),
+                ("GET", "/metrics") => Ok(self.metrics_text(servers)),
                 ("GET", "/v1/status") => Ok(serde_json::json!({ "ia": self.ia }).to_string()),
                 (method, _) => Err(Failure(404, format!("no such endpoint: {method} {path}"))),
             }
@@ -213,7 +214,7 @@ impl ControlService {
     }
 
     /// `GET /metrics`: the counters, and the reservations the ResID store holds per ingress.
-    fn metrics_text(&self) -> String {
+    fn metrics_text(&self, servers: &[(&str, &ServerStats)]) -> String {
         let held = match self.resids.peek() {
             Ok(a) => Some(
                 self.topology
@@ -232,8 +233,7 @@ impl ControlService {
         if let Some(g) = &self.glwp {
             g.prometheus(&mut out);
         }
-        let servers: Vec<_> = self.http.get().into_iter().flatten().map(|(name, s)| (*name, &**s)).collect();
-        ServerStats::prometheus(&mut out, &servers);
+        ServerStats::prometheus(&mut out, servers);
         text += &out.finish();
         text
     }

@@ -150,8 +150,8 @@ impl Write for DeadlineStream {
 /// the server's stats.
 pub type OnConnection = dyn Fn(DeadlineStream, SocketAddr, &ServerStats) + Send + Sync;
 
-/// What answers one request.
-pub type Handler = dyn Fn(&Request) -> Response + Send + Sync;
+/// What answers one request, given what its server refused so far (for its `/metrics`).
+pub type Handler = dyn Fn(&Request, &ServerStats) -> Response + Send + Sync;
 
 /// A listening server; it stops accepting when dropped (connections in progress finish).
 pub struct Server {
@@ -324,7 +324,7 @@ fn serve_request(
     let response = match read_request(&mut stream, limits.max_body) {
         Ok(mut req) => {
             req.peer = Some(peer);
-            catch_unwind(AssertUnwindSafe(|| handler(&req))).unwrap_or_else(|_| {
+            catch_unwind(AssertUnwindSafe(|| handler(&req, stats))).unwrap_or_else(|_| {
                 stats.handler_panics.fetch_add(1, Ordering::Relaxed);
                 tracing::error!(path = %req.path, "a request's handler panicked");
                 Response::error(500, "internal error")
@@ -338,13 +338,17 @@ fn serve_request(
             Response::error(e.status(), &e.to_string())
         }
     };
-    if write(&mut stream.tcp, &response).is_err() {
-        return;
+    if write(&mut stream.tcp, &response).is_ok() {
+        linger(stream.tcp);
     }
-    // Lingering close: a client still sending (a refused body) would otherwise get a reset
-    // that can discard the reply before it reads it.
-    let _ = stream.tcp.shutdown(Shutdown::Write);
-    let mut rest = DeadlineStream::new(stream.tcp, Instant::now() + LINGER).take(MAX_LINGER_BYTES);
+}
+
+/// Closes a connection whose reply was written: a client still sending (a refused body, an
+/// oversized head) would otherwise get a reset that can discard the reply before it reads it.
+/// Drains it for at most [`LINGER`] and [`MAX_LINGER_BYTES`].
+pub fn linger(tcp: TcpStream) {
+    let _ = tcp.shutdown(Shutdown::Write);
+    let mut rest = DeadlineStream::new(tcp, Instant::now() + LINGER).take(MAX_LINGER_BYTES);
     let _ = io::copy(&mut rest, &mut io::sink());
 }
 

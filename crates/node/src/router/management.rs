@@ -19,7 +19,7 @@
 
 use std::net::SocketAddr;
 use std::sync::mpsc::{self, Sender};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::anyhow;
@@ -119,20 +119,15 @@ pub fn serve(
     overlap: KeyOverlap,
     operator_token: Option<String>,
 ) -> anyhow::Result<Server> {
-    let http = Arc::new(OnceLock::<Arc<ServerStats>>::new());
-    let handler = {
-        let http = http.clone();
-        move |req: &Request| match &operator_token {
-            // Only reads go without the token.
-            Some(token) if req.method != "GET" && !req.bears(token) => {
-                Response::error(401, "operator token missing or wrong")
-            }
-            _ => answer(req, &commands, &status, overlap, http.get()),
+    let handler = move |req: &Request, stats: &ServerStats| match &operator_token {
+        // Only reads go without the token.
+        Some(token) if req.method != "GET" && !req.bears(token) => {
+            Response::error(401, "operator token missing or wrong")
         }
+        _ => answer(req, &commands, &status, overlap, stats),
     };
     let server = Server::http("management", addr, Limits::default(), Arc::new(handler))
         .map_err(|e| anyhow!("management API cannot listen on {addr}: {e}"))?;
-    let _ = http.set(server.stats().clone());
     Ok(server)
 }
 
@@ -141,12 +136,12 @@ fn answer(
     commands: &Sender<CommandMsg>,
     status: &StatusBoard,
     overlap: KeyOverlap,
-    http: Option<&Arc<ServerStats>>,
+    http: &ServerStats,
 ) -> Response {
     match (req.method.as_str(), req.path.as_str()) {
         ("GET", "/metrics") => {
             let mut out = Exposition::new();
-            ServerStats::prometheus(&mut out, &http.map(|s| ("management", &**s)).into_iter().collect::<Vec<_>>());
+            ServerStats::prometheus(&mut out, &[("management", http)]);
             Response::with_type(200, CONTENT_TYPE, status.merged().prometheus() + &out.finish())
         }
         ("GET", "/v1/status") => {

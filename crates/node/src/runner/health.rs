@@ -3,7 +3,7 @@
 //! state as JSON; `GET /metrics` has the same as Prometheus gauges and counters.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crate::http::server::{Limits, Server, ServerStats};
@@ -20,9 +20,7 @@ pub struct HealthServer {
 
 impl HealthServer {
     pub fn start(addr: SocketAddr, procs: Arc<Mutex<Vec<Supervised>>>) -> anyhow::Result<Self> {
-        let http = Arc::new(OnceLock::<Arc<ServerStats>>::new());
-        let stats = http.clone();
-        let handler = move |req: &Request| {
+        let handler = move |req: &Request, stats: &ServerStats| {
             let health = run_health(&procs);
             match req.path.as_str() {
                 "/v1/status" => {
@@ -30,20 +28,15 @@ impl HealthServer {
                     Response::json(code, serde_json::to_string(&health).unwrap_or_default())
                 }
                 "/metrics" => {
-                    let mut text = prometheus(&health);
-                    if let Some(s) = stats.get() {
-                        let mut out = Exposition::new();
-                        ServerStats::prometheus(&mut out, &[("health", s)]);
-                        text += &out.finish();
-                    }
-                    Response::with_type(200, CONTENT_TYPE, text)
+                    let mut out = Exposition::new();
+                    ServerStats::prometheus(&mut out, &[("health", stats)]);
+                    Response::with_type(200, CONTENT_TYPE, prometheus(&health) + &out.finish())
                 }
                 other => Response::with_type(404, "text/plain", format!("no such endpoint: {other}\n")),
             }
         };
         let server = Server::http("health", addr, Limits::default(), Arc::new(handler))
             .map_err(|e| anyhow::anyhow!("--health: cannot listen on {addr}: {e}"))?;
-        let _ = http.set(server.stats().clone());
         Ok(Self { _server: server })
     }
 }

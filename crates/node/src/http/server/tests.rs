@@ -8,7 +8,7 @@ use super::*;
 
 /// Echoes the request's method, path, `X-Tag` header, body and whether its peer is known;
 /// `/panic` panics.
-fn echo(req: &Request) -> Response {
+fn echo(req: &Request, _: &ServerStats) -> Response {
     if req.path == "/panic" {
         panic!("a handler's bug");
     }
