@@ -248,10 +248,14 @@ fn discover(l: &RunLayout, f: &Flow) -> anyhow::Result<GlwpAllocationWire> {
         match glwp_discover(host.control, &GlwpDiscoverRequest { dst, path_index, min_bps: 0 }) {
             Ok(a) => return Ok(a),
             // Not yet answered, or not yet checkable at the source: AS 1's announcement (re-sent
-            // every second) may arrive after the keys.
+            // every second) may arrive after the keys, and a key another AS issued may not be
+            // fetched yet (a fetch made before that AS's DRKey service was up is retried a
+            // second later).
             Err(e)
                 if Instant::now() < deadline
-                    && ["no answer after", "rejected: not_announced"].iter().any(|m| format!("{e:#}").contains(m)) =>
+                    && ["no answer after", "rejected: not_announced", "rejected: no_key"]
+                        .iter()
+                        .any(|m| format!("{e:#}").contains(m)) =>
             {
                 std::thread::sleep(Duration::from_millis(500));
             }
