@@ -5,6 +5,10 @@
 //! - a packet with a flyover on its current hop field: the policing slot it is charged to,
 //!   (ingress, ResID). The Hummingbird policer and its duplicate filter are keyed by exactly
 //!   that, so one worker owns each slot and a reservation's rate is enforced once.
+//! - a GLWP packet: its AID, the key of GLWP's traffic monitor, so that one worker owns each
+//!   allocation's bucket and β is enforced once, however many hosts of the source AS (or
+//!   source addresses one host writes) share the allocation. A copy of a packet, which the
+//!   duplicate filter must catch, has its AID.
 //! - any other packet: its source AS (Z-Lane's guarantees and EPIC's duplicate filter are keyed
 //!   by the source AS and finer), or, on a router that keeps no per-source state (no Z-Lane,
 //!   no pathval), its source AS and host, which spreads the hosts of one AS too.
@@ -29,9 +33,10 @@ pub enum Spread {
 /// is counted there).
 pub fn owner(pkt: &[u8], ingress: u16, spread: Spread, workers: usize) -> Option<usize> {
     let v = ScionView::new_checked(pkt).ok()?;
-    let key = match flyover_res_id(&v) {
-        Some(res_id) => (1 << 63) | (u64::from(ingress) << 32) | u64::from(res_id),
-        None => {
+    let key = match (flyover_res_id(&v), glwp_aid(&v)) {
+        (Some(res_id), _) => (1 << 63) | (u64::from(ingress) << 32) | u64::from(res_id),
+        (None, Some(aid)) => aid,
+        (None, None) => {
             let ia = u64::from_be_bytes(v.src_ia().to_bytes());
             match (spread, v.src_host()) {
                 (Spread::BySourceHost, HostAddr::V4(a)) => ia ^ u64::from(u32::from(a)).rotate_left(17),
@@ -50,6 +55,14 @@ fn flyover_res_id(v: &ScionView<&[u8]>) -> Option<u32> {
     }
     let path = HbirdPathView::new_checked(v.path()).ok()?;
     path.flyover(usize::from(path.meta().curr_hf)).map(|f| f.res_id)
+}
+
+/// The AID of a GLWP packet.
+fn glwp_aid(v: &ScionView<&[u8]>) -> Option<u64> {
+    if v.path_type() != aviary_glwp::PATH_TYPE {
+        return None;
+    }
+    aviary_glwp::Header::new_checked(v.path()).ok().map(|h| h.aid())
 }
 
 /// `key` mixed (so that consecutive ResIDs spread) and mapped to `0..workers`.

@@ -10,6 +10,8 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::Arc;
 use std::time::Duration;
 
+use aviary_glwp::hop_key::as_secret;
+use aviary_glwp::testbed;
 use aviary_hummingbird::source::Source;
 use aviary_hummingbird::testbed::{Chain, IF_NEXT, IF_PREV};
 use aviary_hummingbird::RouterParams;
@@ -43,6 +45,11 @@ impl Drop for Running {
 /// Starts the transit router of `chain` with `workers` workers (and a policing burst of
 /// `burst_ms`), every worker on a thread of its own.
 fn run_router(name: &str, chain: &Chain, workers: usize, burst_ms: u64) -> Running {
+    run_router_with(name, chain, workers, &format!("[hummingbird]\nburst_ns = {}\n", burst_ms * 1_000_000))
+}
+
+/// [`run_router`] with the mechanism tables `tables` in its config.
+fn run_router_with(name: &str, chain: &Chain, workers: usize, tables: &str) -> Running {
     let dir = std::env::temp_dir().join(format!("aviary-workers-{name}-{workers}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -57,9 +64,7 @@ internal = "127.0.0.1:0"
 management = "127.0.0.1:0"
 workers = {workers}
 
-[hummingbird]
-burst_ns = {}
-
+{tables}
 [[interface]]
 id = {IF_PREV}
 local = "127.0.0.1:0"
@@ -75,7 +80,6 @@ neighbor = "{}"
 capacity_bps = 1000000000
 "#,
         chain.ases[TRANSIT].ia,
-        burst_ms * 1_000_000,
         neighbor.local_addr().unwrap(),
         chain.ases[0].ia,
         sink.local_addr().unwrap(),
@@ -233,5 +237,46 @@ fn key_rotation_and_mechanism_changes_reach_every_worker() {
     for s in r.board.each() {
         let hb = s.mechanisms.iter().find(|m| m.name == "hummingbird").unwrap();
         assert_eq!(hb.settings["burst_ms"], 250.0, "{:?}", hb.settings);
+    }
+}
+
+/// GLWP packets of one allocation (AID 7, β = 100 kbit/s) through the transit AS, from `hosts`
+/// source hosts in turn, each stamped apart; one allocation, so one bucket at the transit AS.
+fn glwp_packets(chain: &Chain, hosts: u8, count: usize) -> Vec<Vec<u8>> {
+    let now = unix_ns();
+    let path = [(0, IF_NEXT), (IF_PREV, IF_NEXT), (IF_PREV, 0)];
+    let secrets = [as_secret(&chain.ases[TRANSIT].master_secret), as_secret(&chain.ases[2].master_secret)];
+    let alloc = testbed::allocation(chain.ases[0].ia, &path, (7, 100, (now / S) as u32 + 3600), &secrets);
+    let mut addresses = testbed::addresses(chain.ases[0].ia);
+    addresses.dst_ia = chain.ases[2].ia;
+    (0..count)
+        .map(|i| {
+            addresses.src_host = aviary_scion::HostAddr::V4([10, 0, 1, (i % usize::from(hosts)) as u8].into());
+            alloc.packet(&addresses, now + i as u64, &[0; 100]).unwrap()
+        })
+        .collect()
+}
+
+/// GLWP packets of one allocation from six hosts sent in one go: the monitor's burst passes
+/// a few, it drops the rest. Returns how many the router forwarded.
+fn glwp_of_one_burst(workers: usize) -> usize {
+    let chain = chain();
+    let r = run_router_with("glwp", &chain, workers, "[glwp]\nmonitor_burst_bytes = 3000\n");
+    let pkts = glwp_packets(&chain, 6, 60);
+    r.send(&pkts);
+    r.drain_sink().len()
+}
+
+#[test]
+fn a_glwp_allocation_is_policed_once_whichever_worker_receives_it() {
+    let one = glwp_of_one_burst(1);
+    // 3000 bytes of burst: about 13 packets of 228 bytes, and the refill of 100 kbit/s while
+    // they arrive (a packet in 18 ms).
+    assert!((8..=20).contains(&one), "one worker forwarded {one} of an allocation's packets");
+    for workers in [2, 4] {
+        let many = glwp_of_one_burst(workers);
+        // A monitor split over workers would give each its own burst: with the hosts spread
+        // over two workers, about twice as many.
+        assert!(many.abs_diff(one) <= 3, "{workers} workers forwarded {many}, one worker {one}");
     }
 }
