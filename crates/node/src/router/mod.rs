@@ -253,8 +253,13 @@ pub fn start(
         inboxes.push(Inbox { handed: handed_rx, changes: changes_rx });
     }
     let peers: Arc<[Peer]> = peers.into();
-    // Z-Lane and pathval keep state per source AS: their packets are steered by it alone.
-    let spread = if cfg.zlane.is_some() || cfg.pathval.is_some() { Spread::BySourceAs } else { Spread::BySourceHost };
+    // Z-Lane keeps state per origin (source AS, or a foreign source's ISD), pathval per source
+    // AS: their packets are steered by that alone.
+    let spread = match (&cfg.zlane, &cfg.pathval) {
+        (Some(_), _) => Spread::ByZlaneOrigin { own_isd: cfg.ia.isd() },
+        (None, Some(_)) => Spread::BySourceAs,
+        (None, None) => Spread::BySourceHost,
+    };
     let scmp = split_scmp_budget(cfg.scmp, n);
     let mut commands = Some(commands);
     let mut workers = Vec::with_capacity(n);

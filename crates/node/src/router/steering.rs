@@ -9,19 +9,25 @@
 //!   allocation's bucket and β is enforced once, however many hosts of the source AS (or
 //!   source addresses one host writes) share the allocation. A copy of a packet, which the
 //!   duplicate filter must catch, has its AID.
-//! - any other packet: its source AS (Z-Lane's guarantees and EPIC's duplicate filter are keyed
-//!   by the source AS and finer), or, on a router that keeps no per-source state (no Z-Lane,
-//!   no pathval), its source AS and host, which spreads the hosts of one AS too.
+//! - any other packet, on a router with Z-Lane: its origin, the key of Z-Lane's guarantees
+//!   (its source AS inside the router's ISD, its source ISD outside it: every AS of a foreign
+//!   ISD draws on one bucket); EPIC's duplicate filter is keyed by the source AS and finer.
+//! - any other packet, on a router with pathval but no Z-Lane: its source AS (pathval keeps
+//!   its keys per source AS); on a router that keeps no per-source state, its source AS and
+//!   host, which spreads the hosts of one AS too.
 //!
 //! Every packet of one flow has the same key, so no flow is reordered by the spreading.
 
 use aviary_hummingbird::HbirdPathView;
 use aviary_scion::wire::header::path_type;
-use aviary_scion::{HostAddr, ScionView};
+use aviary_scion::{HostAddr, IsdAsn, ScionView};
+use aviary_zlane::classes::Origin;
 
-/// What the key of a packet without a flyover is made of.
+/// What the key of a packet without a flyover or an AID is made of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Spread {
+    /// Its Z-Lane origin at a router of ISD `own_isd` ([`Origin::of`]).
+    ByZlaneOrigin { own_isd: u16 },
     /// Its source AS: some mechanism keeps state per source AS.
     BySourceAs,
     /// Its source AS and host.
@@ -37,7 +43,14 @@ pub fn owner(pkt: &[u8], ingress: u16, spread: Spread, workers: usize) -> Option
         (Some(res_id), _) => (1 << 63) | (u64::from(ingress) << 32) | u64::from(res_id),
         (None, Some(aid)) => aid,
         (None, None) => {
-            let ia = u64::from_be_bytes(v.src_ia().to_bytes());
+            let ia = match spread {
+                Spread::ByZlaneOrigin { own_isd } => match Origin::of(v.src_ia(), own_isd) {
+                    Origin::As(ia) => ia,
+                    Origin::Isd(isd) => IsdAsn::new(isd, 0),
+                },
+                _ => v.src_ia(),
+            };
+            let ia = u64::from_be_bytes(ia.to_bytes());
             match (spread, v.src_host()) {
                 (Spread::BySourceHost, HostAddr::V4(a)) => ia ^ u64::from(u32::from(a)).rotate_left(17),
                 (Spread::BySourceHost, HostAddr::V6(a)) => ia ^ (u128::from(a) as u64).rotate_left(17),
@@ -77,6 +90,52 @@ fn bucket(key: u64, workers: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use aviary_scion::{path_type, ScionHeader, ScionPacket};
+    use proptest::prelude::*;
+
+    /// A packet from host `host` of `src` with an empty path.
+    fn from(src: IsdAsn, host: u32) -> Vec<u8> {
+        let header = ScionHeader {
+            traffic_class: 0,
+            flow_id: 1,
+            next_hdr: 17,
+            path_type: path_type::EMPTY,
+            dst_ia: IsdAsn::new(1, 0xff00_0000_0110),
+            src_ia: src,
+            dst_host: HostAddr::V4([10, 0, 0, 1].into()),
+            src_host: HostAddr::V4(host.into()),
+            path: Vec::new(),
+        };
+        ScionPacket { header, payload: vec![0; 8] }.to_bytes().unwrap()
+    }
+
+    proptest! {
+        /// Z-Lane guarantees every AS of a foreign ISD one bucket, so one worker must own all
+        /// their packets; the ASes of the router's own ISD have buckets of their own.
+        #[test]
+        fn one_worker_owns_each_zlane_origin(
+            foreign_isd in 2u16..100,
+            ases in proptest::collection::vec((1u64..1 << 48, any::<u32>()), 2..16),
+            workers in 2usize..9,
+        ) {
+            let spread = Spread::ByZlaneOrigin { own_isd: 1 };
+            let owner_of = |isd, (asn, host)| owner(&from(IsdAsn::new(isd, asn), host), 1, spread, workers).unwrap();
+            let foreign: Vec<usize> = ases.iter().map(|&a| owner_of(foreign_isd, a)).collect();
+            prop_assert!(foreign.iter().all(|&w| w == foreign[0]), "{foreign:?}");
+            for &(asn, host) in &ases {
+                // The router's own ISD: by source AS alone, whatever the host.
+                prop_assert_eq!(owner_of(1, (asn, host)), owner_of(1, (asn, host ^ 1)));
+            }
+        }
+    }
+
+    #[test]
+    fn the_ases_of_the_routers_own_isd_are_spread() {
+        let spread = Spread::ByZlaneOrigin { own_isd: 1 };
+        let owners: std::collections::HashSet<usize> =
+            (0..64).map(|asn| owner(&from(IsdAsn::new(1, asn), 1), 1, spread, 4).unwrap()).collect();
+        assert_eq!(owners.len(), 4);
+    }
 
     #[test]
     fn buckets_cover_every_worker_and_stay_in_range() {

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, UdpSocket};
+use std::ops::RangeInclusive;
 use std::path::PathBuf;
 use std::sync::mpsc::{self, Sender};
 use std::sync::Arc;
@@ -15,6 +16,11 @@ use aviary_glwp::testbed;
 use aviary_hummingbird::source::Source;
 use aviary_hummingbird::testbed::{Chain, IF_NEXT, IF_PREV};
 use aviary_hummingbird::RouterParams;
+use aviary_qos::{Admission, Verdict};
+use aviary_scion::IsdAsn;
+use aviary_zlane::gateway::config::HostRateConfig;
+use aviary_zlane::gateway::{GatewayConfig, GatewayVerdict, OverRatePolicy};
+use aviary_zlane::testbed as zlane_testbed;
 
 use super::management::{Command, CommandMsg};
 use super::metrics::RouterStatus;
@@ -45,15 +51,31 @@ impl Drop for Running {
 /// Starts the transit router of `chain` with `workers` workers (and a policing burst of
 /// `burst_ms`), every worker on a thread of its own.
 fn run_router(name: &str, chain: &Chain, workers: usize, burst_ms: u64) -> Running {
-    run_router_with(name, chain, workers, &format!("[hummingbird]\nburst_ns = {}\n", burst_ms * 1_000_000))
+    let tables = format!("[hummingbird]\nburst_ns = {}\n", burst_ms * 1_000_000);
+    run_router_with(name, &Transit::of(chain), workers, &tables)
 }
 
-/// [`run_router`] with the mechanism tables `tables` in its config.
-fn run_router_with(name: &str, chain: &Chain, workers: usize, tables: &str) -> Running {
+/// The transit AS a router is started for: its ISD-AS and master secret, and its neighbours
+/// behind `IF_PREV` and `IF_NEXT`.
+struct Transit {
+    ia: IsdAsn,
+    master_secret: [u8; 16],
+    neighbours: [IsdAsn; 2],
+}
+
+impl Transit {
+    fn of(chain: &Chain) -> Self {
+        let a = &chain.ases[TRANSIT];
+        Self { ia: a.ia, master_secret: a.master_secret, neighbours: [chain.ases[0].ia, chain.ases[2].ia] }
+    }
+}
+
+/// [`run_router`] for `transit`, with the mechanism tables `tables` in its config.
+fn run_router_with(name: &str, transit: &Transit, workers: usize, tables: &str) -> Running {
     let dir = std::env::temp_dir().join(format!("aviary-workers-{name}-{workers}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("secret.hex"), hex::encode(chain.ases[TRANSIT].master_secret)).unwrap();
+    std::fs::write(dir.join("secret.hex"), hex::encode(transit.master_secret)).unwrap();
     let neighbor = UdpSocket::bind("127.0.0.1:0").unwrap();
     let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
     sink.set_read_timeout(Some(Duration::from_millis(400))).unwrap();
@@ -79,11 +101,11 @@ remote = "{}"
 neighbor = "{}"
 capacity_bps = 1000000000
 "#,
-        chain.ases[TRANSIT].ia,
+        transit.ia,
         neighbor.local_addr().unwrap(),
-        chain.ases[0].ia,
+        transit.neighbours[0],
         sink.local_addr().unwrap(),
-        chain.ases[2].ia,
+        transit.neighbours[1],
     );
     let path = dir.join("router.toml");
     std::fs::write(&path, toml).unwrap();
@@ -131,8 +153,12 @@ impl Running {
 }
 
 fn counter(status: &RouterStatus, name: &str) -> u64 {
-    let hb = status.mechanisms.iter().find(|m| m.name == "hummingbird").unwrap();
-    hb.counters.iter().find(|(n, _)| *n == name).map_or(0, |(_, v)| *v)
+    mechanism_counter(status, "hummingbird", name)
+}
+
+fn mechanism_counter(status: &RouterStatus, mechanism: &str, name: &str) -> u64 {
+    let m = status.mechanisms.iter().find(|m| m.name == mechanism).unwrap();
+    m.counters.iter().find(|(n, _)| *n == name).map_or(0, |(_, v)| *v)
 }
 
 /// `count` packets of each reservation (ResIDs `res_ids`, `bw` in the codec's units) as they
@@ -160,8 +186,9 @@ fn chain() -> Chain {
 }
 
 /// Reserved packets of one reservation sent in one go: the policer's burst allows a few, the
-/// rest go best effort. Returns how many the router forwarded as reserved.
-fn reserved_of_one_burst(workers: usize) -> (u64, u64) {
+/// rest go best effort (16 kbit/s: about 10 packets of 200 bytes in the burst's second). Returns
+/// how many the router forwarded as reserved.
+fn reserved_of_one_burst(workers: usize) -> u64 {
     let chain = chain();
     // A second of burst at a small rate: the refill during the test is about one packet.
     let r = run_router("policing", &chain, workers, 1000);
@@ -173,20 +200,25 @@ fn reserved_of_one_burst(workers: usize) -> (u64, u64) {
     let status = r.status();
     let reserved = counter(&status, "flyover_reserved_packets");
     assert_eq!(reserved + counter(&status, "flyover_over_rate_packets"), pkts.len() as u64);
-    (reserved, RouterParams::default().codec.decode_bps(bw))
+    reserved
+}
+
+/// What one burst earns with one worker (within `alone`), and with 2 and 4 workers the same but
+/// for `slack` packets (the refill while the tests run): a bucket split over workers would give
+/// each worker its own burst.
+fn the_same_with_any_workers(what: &str, burst: impl Fn(usize) -> u64, alone: RangeInclusive<u64>, slack: u64) {
+    let one = burst(1);
+    assert!(alone.contains(&one), "one worker: {one} {what}");
+    for workers in [2, 4] {
+        let many = burst(workers);
+        assert!(many.abs_diff(one) <= slack, "{workers} workers: {many} {what}, one worker: {one}");
+    }
 }
 
 #[test]
 fn a_reservation_is_policed_once_whichever_worker_receives_it() {
-    let (one, bps) = reserved_of_one_burst(1);
-    // The burst allows bps/8 bytes in its second: ~10 packets of ~200 bytes; 60 are sent.
-    assert!((3..=30).contains(&one), "one worker forwarded {one} reserved packets at {bps} bit/s");
-    for workers in [2, 4] {
-        let (many, _) = reserved_of_one_burst(workers);
-        // Exactly as with one worker, but for the refill while the tests ran (a packet or two);
-        // a policer split over workers would give each its own burst.
-        assert!(many.abs_diff(one) <= 2, "{workers} workers: {many} reserved, one worker: {one}");
-    }
+    // 60 packets are sent.
+    the_same_with_any_workers("reserved packets", reserved_of_one_burst, 3..=30, 2);
 }
 
 #[test]
@@ -259,24 +291,81 @@ fn glwp_packets(chain: &Chain, hosts: u8, count: usize) -> Vec<Vec<u8>> {
 
 /// GLWP packets of one allocation from six hosts sent in one go: the monitor's burst passes
 /// a few, it drops the rest. Returns how many the router forwarded.
-fn glwp_of_one_burst(workers: usize) -> usize {
+fn glwp_of_one_burst(workers: usize) -> u64 {
     let chain = chain();
-    let r = run_router_with("glwp", &chain, workers, "[glwp]\nmonitor_burst_bytes = 3000\n");
+    let r = run_router_with("glwp", &Transit::of(&chain), workers, "[glwp]\nmonitor_burst_bytes = 3000\n");
     let pkts = glwp_packets(&chain, 6, 60);
     r.send(&pkts);
-    r.drain_sink().len()
+    r.drain_sink().len() as u64
 }
 
 #[test]
 fn a_glwp_allocation_is_policed_once_whichever_worker_receives_it() {
-    let one = glwp_of_one_burst(1);
     // 3000 bytes of burst: about 13 packets of 228 bytes, and the refill of 100 kbit/s while
     // they arrive (a packet in 18 ms).
-    assert!((8..=20).contains(&one), "one worker forwarded {one} of an allocation's packets");
-    for workers in [2, 4] {
-        let many = glwp_of_one_burst(workers);
-        // A monitor split over workers would give each its own burst: with the hosts spread
-        // over two workers, about twice as many.
-        assert!(many.abs_diff(one) <= 3, "{workers} workers forwarded {many}, one worker {one}");
+    the_same_with_any_workers("packets of one allocation forwarded", glwp_of_one_burst, 8..=20, 3);
+}
+
+/// Z-Lane packets of `sources` (`count` from each, interleaved) as their ASes' gateways
+/// authorized them and their routers forwarded them, arriving at AS 1 of the Z-Lane testbed's
+/// chain (whose ASes after the source are the same for every source).
+fn zlane_packets(sources: &[IsdAsn], count: usize) -> Vec<Vec<u8>> {
+    let now = unix_ns();
+    let config = GatewayConfig {
+        guarantee_bps: 1_000_000_000,
+        burst_bytes: 60_000,
+        over_rate: OverRatePolicy::Unflagged,
+        drkey_protocol: zlane_testbed::PROTOCOL,
+        suppress_duplicates: false,
+        hosts: vec![HostRateConfig { prefix: "10.0.0.0/8".into(), rate_bps: None }],
+    };
+    let mut per_source: Vec<Vec<Vec<u8>>> = Vec::new();
+    for &src in sources {
+        let mut net = zlane_testbed::Net::new(3, now);
+        net.ases[0].ia = src;
+        let mut gateway = net.gateway(&config, now).unwrap();
+        let mut router = net.forwarder(0);
+        let pkts = (0..count)
+            .map(|_| {
+                let mut pkt = net.packet(zlane_testbed::Net::host(1), 100, now);
+                let mut v = [GatewayVerdict::Unflagged];
+                gateway.process_batch(&mut [&mut pkt[..]], now, &mut v);
+                assert_eq!(v[0], GatewayVerdict::Authorized);
+                let mut v = [Verdict::Deliver];
+                router.process_batch(&mut [&mut pkt[..]], 0, now, &mut v);
+                assert_eq!(v[0], Verdict::forward(IF_NEXT, Admission::AUTHENTICATED));
+                pkt
+            })
+            .collect();
+        per_source.push(pkts);
     }
+    (0..count).flat_map(|i| per_source.iter().map(move |p| p[i].clone())).collect()
+}
+
+/// Packets of six ASes of ISD 2, which AS 1 (ISD 1) guarantees as one origin, sent in one go:
+/// the ISD's bucket gives a few G, the rest go as A. Returns how many were G.
+fn zlane_guaranteed_of_one_burst(workers: usize) -> u64 {
+    let net = zlane_testbed::Net::new(3, unix_ns());
+    let sources: Vec<IsdAsn> = (0..6).map(|i| IsdAsn::new(2, 0xff00_0000_0200 + i)).collect();
+    let transit = Transit {
+        ia: net.ases[1].ia,
+        master_secret: net.ases[1].master_secret,
+        neighbours: [sources[0], net.ases[2].ia],
+    };
+    let tables = format!(
+        "[zlane]\ndrkey_protocol = {}\nisds = [2]\nrates = {{ \"2\" = 800000 }}\nburst_bytes = 3000\n",
+        zlane_testbed::PROTOCOL
+    );
+    let r = run_router_with("zlane", &transit, workers, &tables);
+    let pkts = zlane_packets(&sources, 10);
+    r.send(&pkts);
+    assert_eq!(r.drain_sink().len(), pkts.len(), "over its guarantee an origin's traffic still goes, as A");
+    mechanism_counter(&r.status(), "zlane", "guaranteed_packets")
+}
+
+#[test]
+fn a_zlane_isd_guarantee_is_enforced_once_whichever_worker_receives_it() {
+    // 3000 bytes of burst: about 12 packets of 250 bytes, and the refill of 800 kbit/s while
+    // they arrive.
+    the_same_with_any_workers("packets given G", zlane_guaranteed_of_one_burst, 6..=24, 4);
 }
