@@ -7,6 +7,7 @@
 //! in `glwp_common`, shared with the matrix-update test.
 
 use std::net::{SocketAddr, UdpSocket};
+use std::time::Duration;
 
 use aviary_glwp::discovery::wire::{Announced, Kind, MessageRepr};
 use aviary_glwp::{guarantee, prefix_guarantees, testbed, AidMonitor, Freshness, HopValues, Router, SourceAllocation};
@@ -150,6 +151,22 @@ fn discovery_across_two_isds() {
     .unwrap();
     stranger.send_to(&request, target).unwrap();
     assert!(counted(&net, PATH_ASES[1], "aviary_glwp_transport_drops_total", &["reason=\"unknown_sender\""], 1) >= 1);
+
+    // One host cannot spend its AS's discovery budget alone: past its burst (20) its requests
+    // are refused with 429 and Retry-After, before their bodies are read, and counted; at its
+    // rate (10 a second) it is served again.
+    let control = net.layout.ases[&ia(PATH_ASES[0])].control.listen;
+    let post = || match ureq::post(&format!("http://{control}/v1/glwp/discover")).send_string("not json") {
+        Err(ureq::Error::Status(code, r)) => (code, r.header("Retry-After").map(str::to_string)),
+        other => panic!("a body that is not JSON is refused: {other:?}"),
+    };
+    let replies: Vec<_> = (0..40).map(|_| post()).collect();
+    let limited = replies.iter().filter(|(code, _)| *code == 429).count();
+    assert!((15..=25).contains(&limited), "{limited} of 40 refused for the rate: {replies:?}");
+    assert!(replies.iter().all(|r| *r == (400, None) || *r == (429, Some("1".into()))), "{replies:?}");
+    assert!(counted(&net, PATH_ASES[0], "aviary_glwp_host_discoveries_rate_limited_total", &[], 15) >= 15);
+    std::thread::sleep(Duration::from_millis(250));
+    assert_eq!(post(), (400, None), "a token is back after a tenth of a second");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -351,10 +351,24 @@ impl GlwpAllocationWire {
     }
 }
 
-/// Runs a GLWP discovery at the control service `control` of the host's AS.
+/// Times a host asks again for a discovery the control service refused for the host's rate.
+const DISCOVERY_RATE_RETRIES: u32 = 3;
+/// The longest `Retry-After` a host waits out.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(5);
+
+/// Runs a GLWP discovery at the control service `control` of the host's AS; a refusal for the
+/// host's rate (429) is waited out, as its `Retry-After` says, a few times.
 pub fn glwp_discover(control: SocketAddr, req: &GlwpDiscoverRequest) -> anyhow::Result<GlwpAllocationWire> {
     let url = format!("http://{control}/v1/glwp/discover");
     // The service retries lost messages for up to about 3 s.
     let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(15)).build();
-    check(&format!("GLWP discovery to {}", req.dst), agent.post(&url).send_json(req))
+    let mut reply = agent.post(&url).send_json(req);
+    for _ in 0..DISCOVERY_RATE_RETRIES {
+        let Err(ureq::Error::Status(429, resp)) = &reply else { break };
+        let wait =
+            resp.header("Retry-After").and_then(|s| s.parse().ok()).map_or(Duration::from_secs(1), Duration::from_secs);
+        std::thread::sleep(wait.min(MAX_RETRY_AFTER));
+        reply = agent.post(&url).send_json(req);
+    }
+    check(&format!("GLWP discovery to {}", req.dst), reply)
 }

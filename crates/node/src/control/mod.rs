@@ -26,6 +26,7 @@ use crate::api::{
 };
 use crate::clock::unix_s;
 use crate::config::{ControlConfig, DrkeyConfig};
+use crate::http::client_limit::RetryAfter;
 use crate::http::server::{self as http_server, Server, ServerStats};
 use crate::http::{Request, Response};
 use crate::resid_store::{Direction, Holder, Leg, Limits, ResIdStore, StoreError};
@@ -46,6 +47,8 @@ use metrics::ControlMetrics;
 
 /// The operator's endpoint that ends a GLWP hold-down, followed by the neighbour's ISD-AS.
 const GLWP_HOLD_DOWN: &str = "/v1/glwp/hold-down/";
+/// The hosts' GLWP discovery, limited per host.
+const GLWP_DISCOVER: &str = "/v1/glwp/discover";
 /// Routes offered per destination.
 const MAX_PATHS: usize = 8;
 /// How far a segment's timestamp may lie in the past or future when an AS extends it.
@@ -164,6 +167,13 @@ impl ControlService {
     /// Answers `req`; `servers` are the HTTP servers whose refusals `/metrics` shows.
     fn handle(&self, req: &Request, servers: &[(&str, &ServerStats)]) -> Response {
         let (path, query) = (req.path.as_str(), req.query.as_str());
+        if (req.method.as_str(), path) == ("POST", GLWP_DISCOVER) {
+            if let Err(retry) = self.admit_discovery(req) {
+                self.metrics.request(path, 429);
+                let msg = format!("too many discoveries from this host: ask again in {} s", retry.secs());
+                return Response::too_many_requests(retry, &msg);
+            }
+        }
         let result = req.body_text().map_err(|e| Failure(e.status(), e.to_string())).and_then(|body| {
             match (req.method.as_str(), path) {
                 ("POST", "/v1/segments/extend") => {
@@ -192,7 +202,7 @@ impl ControlService {
                 }
                 ("GET", "/v1/drkey/level1") => self.authorise(req).and_then(|_| self.infrastructure_level1(query)),
                 ("GET", p) if p.starts_with("/v1/drkey/") => self.host_drkey(req, p, query),
-                ("POST", "/v1/glwp/discover") => self.glwp_discover(body),
+                ("POST", GLWP_DISCOVER) => self.glwp_discover(body),
                 ("POST", "/v1/glwp/matrix") => self.authorise(req).and_then(|_| self.glwp_matrix(body)),
                 ("DELETE", p) if p.starts_with(GLWP_HOLD_DOWN) => {
                     self.authorise(req).and_then(|_| self.glwp_clear_hold_down(&p[GLWP_HOLD_DOWN.len()..]))
@@ -236,6 +246,14 @@ impl ControlService {
         ServerStats::prometheus(&mut out, servers);
         text += &out.finish();
         text
+    }
+
+    /// A host's discovery against its rate (before its body is read: every request costs).
+    fn admit_discovery(&self, req: &Request) -> Result<(), RetryAfter> {
+        match (&self.glwp, req.peer) {
+            (Some(glwp), Some(peer)) => glwp.admit_host(peer.ip(), crate::clock::unix_ns()),
+            _ => Ok(()),
+        }
     }
 
     /// `POST /v1/glwp/discover`: a GLWP discovery over one of this AS's paths, with this AS's

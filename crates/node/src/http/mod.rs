@@ -12,6 +12,7 @@ use std::net::SocketAddr;
 
 use thiserror::Error;
 
+pub mod client_limit;
 pub mod server;
 
 /// Longest request or response head (request line or status line and headers).
@@ -287,11 +288,18 @@ pub struct Response {
     pub status: u16,
     pub content_type: &'static str,
     pub body: String,
+    /// `Retry-After`, in seconds, of a refusal that ends by itself.
+    pub retry_after_s: Option<u64>,
 }
 
 impl Response {
     pub fn json(status: u16, body: String) -> Self {
-        Self { status, content_type: "application/json", body }
+        Self { status, content_type: "application/json", body, retry_after_s: None }
+    }
+
+    /// 429 with `Retry-After`: the client asked more often than it may.
+    pub fn too_many_requests(retry: client_limit::RetryAfter, message: &str) -> Self {
+        Self { retry_after_s: Some(retry.secs()), ..Self::error(429, message) }
     }
 
     /// `{"error": message}` with `status`.
@@ -300,7 +308,7 @@ impl Response {
     }
 
     pub fn with_type(status: u16, content_type: &'static str, body: String) -> Self {
-        Self { status, content_type, body }
+        Self { status, content_type, body, retry_after_s: None }
     }
 }
 
@@ -333,8 +341,9 @@ fn reason(status: u16) -> &'static str {
 pub fn write(w: &mut impl Write, r: &Response) -> io::Result<()> {
     // One write: over TLS every write is a record, and a reply cut between records is
     // harder to read for a client whose connection is reset.
+    let retry = r.retry_after_s.map(|s| format!("Retry-After: {s}\r\n")).unwrap_or_default();
     let reply = format!(
-        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{retry}Connection: close\r\n\r\n{}",
         r.status,
         reason(r.status),
         r.content_type,

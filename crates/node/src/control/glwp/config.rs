@@ -16,6 +16,7 @@ use aviary_glwp::discovery::{check_announceable, BlamePolicy, DiscoveryParams};
 use aviary_glwp::{AllocationMatrix, Freshness, MatrixEntry, LOCAL_INTERFACE};
 use serde::{Deserialize, Serialize};
 
+use crate::http::client_limit::ClientRate;
 use crate::topology::ConfigError;
 
 const MS: u64 = 1_000_000;
@@ -57,6 +58,14 @@ pub struct GlwpConfig {
     /// How long discoveries through a held-down neighbour are refused.
     #[serde(default = "default_hold_down")]
     pub hold_down_s: u64,
+    /// Discoveries one host (an IPv4 address, an IPv6 /64) may ask for per second through
+    /// `POST /v1/glwp/discover`, so that no host spends the AS's request budget at a neighbour
+    /// (`rate_share_ppm` there) alone; 0: no limit.
+    #[serde(default = "default_host_rate")]
+    pub host_discoveries_per_s: u32,
+    /// How many discoveries one host may ask for at once.
+    #[serde(default = "default_host_burst")]
+    pub host_discovery_burst: u32,
 }
 
 const S: u64 = 1_000_000_000;
@@ -71,6 +80,14 @@ fn default_blame_window() -> u64 {
 
 fn default_hold_down() -> u64 {
     BlamePolicy::default().hold_down_ns / S
+}
+
+fn default_host_rate() -> u32 {
+    10
+}
+
+fn default_host_burst() -> u32 {
+    20
 }
 
 fn default_share() -> u32 {
@@ -96,6 +113,8 @@ pub struct GlwpPlan {
     pub rate: RateLimit,
     pub params: DiscoveryParams,
     pub blame: BlamePolicy,
+    /// Discoveries per host through the host API (`None`: no limit).
+    pub host_rate: Option<ClientRate>,
 }
 
 impl GlwpConfig {
@@ -113,6 +132,8 @@ impl GlwpConfig {
             blame_limit: default_blame_limit(),
             blame_window_s: default_blame_window(),
             hold_down_s: default_hold_down(),
+            host_discoveries_per_s: default_host_rate(),
+            host_discovery_burst: default_host_burst(),
         }
     }
 
@@ -170,6 +191,11 @@ impl GlwpConfig {
         };
         let freshness =
             Freshness { lifetime_ns: ns(self.lifetime_ms, "lifetime_ms")?, skew_ns: ns(self.skew_ms, "skew_ms")? };
+        let host_rate = match (self.host_discoveries_per_s, self.host_discovery_burst) {
+            (0, _) => None,
+            (_, 0) => return Err(err("host_discovery_burst".into(), "must be at least 1".into())),
+            (per_s, burst) => Some(ClientRate { per_s, burst }),
+        };
         Ok(GlwpPlan {
             matrix,
             rate: RateLimit { share_ppm: self.rate_share_ppm, burst_bytes: self.burst_bytes },
@@ -179,6 +205,7 @@ impl GlwpConfig {
                 min_guarantee_bps: self.min_guarantee_bps,
             },
             blame,
+            host_rate,
         })
     }
 }
@@ -200,6 +227,9 @@ mod tests {
         assert_eq!(p.rate.share_ppm, 50_000);
         assert_eq!(p.params.freshness.lifetime_ns, 1_000_000_000);
         assert_eq!(p.params.validity_s, 86_400);
+        assert_eq!(p.host_rate, Some(ClientRate { per_s: 10, burst: 20 }));
+        let unlimited = parse("matrix = []\nhost_discoveries_per_s = 0\nhost_discovery_burst = 0").unwrap();
+        assert_eq!(unlimited.host_rate, None);
     }
 
     #[test]
@@ -216,6 +246,7 @@ mod tests {
             ("matrix = [[1, 0, 1_000_000]]", "glwp.rate_share_ppm", "interface 1 would get 50000 bit/s"),
             ("matrix = []\nblame_window_s = 0", "glwp.blame_window_s", "positive"),
             ("matrix = []\nhold_down_s = 0", "glwp.hold_down_s", "positive"),
+            ("matrix = []\nhost_discovery_burst = 0", "glwp.host_discovery_burst", "at least 1"),
         ];
         for (text, field, msg) in cases {
             let e = parse(text).unwrap_err();

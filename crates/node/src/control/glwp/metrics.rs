@@ -52,6 +52,7 @@ pub struct Counters {
     transport: [AtomicU64; TransportDrop::ALL.len()],
     announced: AtomicU64,
     announcements_accepted: AtomicU64,
+    host_requests_limited: AtomicU64,
 }
 
 impl Counters {
@@ -63,6 +64,11 @@ impl Counters {
 
     pub fn transport(&self, drop: TransportDrop) {
         self.transport[drop as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A host's discovery refused for its rate.
+    pub fn host_request_limited(&self) {
+        self.host_requests_limited.fetch_add(1, Ordering::Relaxed);
     }
 
     /// An announcement sent to a neighbour.
@@ -171,6 +177,12 @@ impl Counters {
             "Authentic refusals of this AS's hosts' discoveries.",
         )
         .sample(&[("ia", ia)], source.refused);
+        out.family(
+            "aviary_glwp_host_discoveries_rate_limited_total",
+            Kind::Counter,
+            "Hosts' discoveries refused (429) for asking more often than host_discoveries_per_s.",
+        )
+        .sample(&[("ia", ia)], self.host_requests_limited.load(Ordering::Relaxed));
         out.family(
             "aviary_glwp_key_fetch_errors_total",
             Kind::Counter,

@@ -49,6 +49,7 @@ use aviary_scion::IsdAsn;
 use crate::clock::unix_ns;
 use crate::config::ControlConfig;
 use crate::control::drkey::DrkeyService;
+use crate::http::client_limit::{ClientLimiter, RetryAfter};
 use crate::topology::{ConfigError, Topology};
 use config::GlwpPlan;
 use keys::SharedKeys;
@@ -85,7 +86,12 @@ pub struct GlwpService {
     links: Vec<(InterfaceId, u64)>,
     /// Where the matrix schedule is kept across restarts ([`persist`]).
     schedule_file: PathBuf,
+    /// Discoveries per host through the host API, if limited.
+    host_limit: Option<Mutex<ClientLimiter>>,
 }
+
+/// Hosts whose discovery rate the service tracks at once (about 100 kB).
+const MAX_LIMITED_HOSTS: usize = 4096;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // Every critical section leaves its state whole: a panic elsewhere does not stop the service.
@@ -147,7 +153,15 @@ impl GlwpService {
             table: s.table,
             links: s.links,
             schedule_file: s.schedule_file,
+            host_limit: s.plan.host_rate.map(|r| Mutex::new(ClientLimiter::new(r, MAX_LIMITED_HOSTS))),
         })
+    }
+
+    /// Takes one discovery of the host at `ip` at `now_ns` against its rate, or says when it
+    /// may ask again.
+    pub fn admit_host(&self, ip: std::net::IpAddr, now_ns: u64) -> Result<(), RetryAfter> {
+        let Some(limit) = &self.host_limit else { return Ok(()) };
+        lock(limit).admit(ip, now_ns).inspect_err(|_| self.counters.host_request_limited())
     }
 
     /// Starts the key fetcher and the receiving thread, announcing the schedule first so that
