@@ -82,11 +82,14 @@ fn demo_reserved_flow_keeps_its_rate_under_a_flood() {
         reserved.loss * 100.0,
         demo::table(&report)
     );
+    // The flood congests the path the reserved flow shares with best effort. How much best
+    // effort keeps is a matter of how its packets and the flood's interleave at the congested
+    // queue (tail drop): almost nothing in most runs, up to about 40 % in some (docs/network.md,
+    // "The demo"). Without the flood it would lose nothing.
     assert!(
-        (best_effort.goodput_bps as f64) < best_effort.offered_bps as f64 / 3.0,
-        "best effort kept {} of {} bit/s\n{}",
-        best_effort.goodput_bps,
-        best_effort.offered_bps,
+        best_effort.loss > 0.25,
+        "best effort lost only {:.1} % of what it sent: the flood did not congest its path\n{}",
+        best_effort.loss * 100.0,
         demo::table(&report)
     );
     assert!(attack.offered_bps > 4 * 10_000_000, "the flood is five times the link capacity");
