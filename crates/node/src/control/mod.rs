@@ -24,7 +24,7 @@ use crate::api::{
     self, ExtendRequest, GlwpDiscoverRequest, GlwpHoldDownReply, GlwpMatrixReply, GlwpMatrixRequest, Grant, HopWire,
     PathWire, PathsReply, ReservationRequest, SegmentWire,
 };
-use crate::clock::unix_s;
+use crate::clock::{unix_ns, unix_s};
 use crate::config::{ControlConfig, DrkeyConfig};
 use crate::http::client_limit::RetryAfter;
 use crate::http::server::{self as http_server, Server, ServerStats};
@@ -251,7 +251,7 @@ impl ControlService {
     /// A host's discovery against its rate (before its body is read: every request costs).
     fn admit_discovery(&self, req: &Request) -> Result<(), RetryAfter> {
         match (&self.glwp, req.peer) {
-            (Some(glwp), Some(peer)) => glwp.admit_host(peer.ip(), crate::clock::unix_ns()),
+            (Some(glwp), Some(peer)) => glwp.admit_host(peer.ip(), unix_ns()),
             _ => Ok(()),
         }
     }

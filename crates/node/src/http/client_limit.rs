@@ -107,7 +107,8 @@ impl ClientLimiter {
     }
 
     /// Clients with a bucket.
-    pub fn clients(&self) -> usize {
+    #[cfg(test)]
+    fn clients(&self) -> usize {
         self.buckets.len()
     }
 }

@@ -39,26 +39,28 @@ pub enum Spread {
 /// is counted there).
 pub fn owner(pkt: &[u8], ingress: u16, spread: Spread, workers: usize) -> Option<usize> {
     let v = ScionView::new_checked(pkt).ok()?;
-    let key = match (flyover_res_id(&v), glwp_aid(&v)) {
-        (Some(res_id), _) => (1 << 63) | (u64::from(ingress) << 32) | u64::from(res_id),
-        (None, Some(aid)) => aid,
-        (None, None) => {
-            let ia = match spread {
-                Spread::ByZlaneOrigin { own_isd } => match Origin::of(v.src_ia(), own_isd) {
-                    Origin::As(ia) => ia,
-                    Origin::Isd(isd) => IsdAsn::new(isd, 0),
-                },
-                _ => v.src_ia(),
-            };
-            let ia = u64::from_be_bytes(ia.to_bytes());
-            match (spread, v.src_host()) {
-                (Spread::BySourceHost, HostAddr::V4(a)) => ia ^ u64::from(u32::from(a)).rotate_left(17),
-                (Spread::BySourceHost, HostAddr::V6(a)) => ia ^ (u128::from(a) as u64).rotate_left(17),
-                _ => ia,
-            }
-        }
-    };
+    let key = flyover_res_id(&v)
+        .map(|res_id| (1 << 63) | (u64::from(ingress) << 32) | u64::from(res_id))
+        .or_else(|| glwp_aid(&v))
+        .unwrap_or_else(|| source_key(&v, spread));
     Some(bucket(key, workers))
+}
+
+/// The key of a packet without a flyover or an AID: its source as `spread` says.
+fn source_key(v: &ScionView<&[u8]>, spread: Spread) -> u64 {
+    let ia = match spread {
+        Spread::ByZlaneOrigin { own_isd } => match Origin::of(v.src_ia(), own_isd) {
+            Origin::As(ia) => ia,
+            Origin::Isd(isd) => IsdAsn::new(isd, 0),
+        },
+        Spread::BySourceAs | Spread::BySourceHost => v.src_ia(),
+    };
+    let ia = u64::from_be_bytes(ia.to_bytes());
+    match (spread, v.src_host()) {
+        (Spread::BySourceHost, HostAddr::V4(a)) => ia ^ u64::from(u32::from(a)).rotate_left(17),
+        (Spread::BySourceHost, HostAddr::V6(a)) => ia ^ (u128::from(a) as u64).rotate_left(17),
+        _ => ia,
+    }
 }
 
 /// The ResID of the flyover on the current hop field of a Hummingbird packet.

@@ -333,7 +333,7 @@ fn zlane_packets(sources: &[IsdAsn], count: usize) -> Vec<Vec<u8>> {
                 assert_eq!(v[0], GatewayVerdict::Authorized);
                 let mut v = [Verdict::Deliver];
                 router.process_batch(&mut [&mut pkt[..]], 0, now, &mut v);
-                assert_eq!(v[0], Verdict::forward(IF_NEXT, Admission::AUTHENTICATED));
+                assert_eq!(v[0], Verdict::forward(zlane_testbed::IF_NEXT, Admission::AUTHENTICATED));
                 pkt
             })
             .collect();
