@@ -8,7 +8,9 @@
 //! valgrind --tool=callgrind target/release/examples/router_loop flyover 32 4000
 //! ```
 //!
-//! Arguments: `scion|flyover|flyovers`, the batch size (1 to 32) and the number of packets.
+//! Arguments: `scion|plain|flyover|flyovers`, the batch size (1 to 32) and the number of packets.
+//! `scion` runs the standard packet through the Hummingbird router, `plain` through the standard
+//! forwarder alone, which is what a router process runs standard packets through.
 //! `flyovers` sends the packets of [`RESERVATIONS`] reservations round-robin, their ResIDs
 //! spread over the whole 22-bit space (a policing array of 32 MiB): each packet's policing
 //! slot is on a page of its own, as at a router with many reservations, not always in cache
@@ -20,7 +22,13 @@ use std::time::Instant;
 use aviary_hummingbird::testbed::Chain;
 use aviary_hummingbird::{RouterParams, Source};
 use aviary_qos::Verdict;
-use aviary_scion::ScionView;
+use aviary_scion::{ScionView, StandardForwarder};
+
+/// The forwarder a run goes through.
+enum Forwarder {
+    Plain(Box<StandardForwarder>),
+    Hummingbird(Box<aviary_hummingbird::Router>),
+}
 
 const T0: u32 = 1_750_000_000;
 const NOW: u64 = T0 as u64 * 1_000_000_000 + 200_000_000;
@@ -33,7 +41,7 @@ const RES_ID_STRIDE: u32 = (1 << 22) / RESERVATIONS;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: router_loop scion|flyover BATCH(1-32) PACKETS";
+    let usage = "usage: router_loop scion|plain|flyover|flyovers BATCH(1-32) PACKETS";
     let kind = args.get(1).expect(usage);
     let batch: usize = args.get(2).and_then(|b| b.parse().ok()).filter(|b| (1..=32).contains(b)).expect(usage);
     let packets: u64 = args.get(3).and_then(|n| n.parse().ok()).expect(usage);
@@ -41,7 +49,7 @@ fn main() {
     let chain = Chain::new(5, T0 - 60);
     let mut params = RouterParams::default();
     let pool: Vec<Vec<u8>> = match kind.as_str() {
-        "scion" => vec![chain.standard_packet(100)],
+        "scion" | "plain" => vec![chain.standard_packet(100)],
         "flyover" => vec![flyover_packet(&chain, 77)],
         "flyovers" => {
             params.max_res_id = (1 << 22) - 1;
@@ -61,7 +69,11 @@ fn main() {
         .collect();
     let path = ScionView::new_checked(&pool[0][..]).expect("a valid packet").path_range();
     let templates: Vec<Vec<u8>> = pool.iter().map(|p| p[path.clone()].to_vec()).collect();
-    let mut router = chain.router(TRANSIT, params);
+    let hbird = chain.router(TRANSIT, params);
+    let mut router = match kind.as_str() {
+        "plain" => Forwarder::Plain(Box::new(StandardForwarder::standard(hbird.forwarding().clone()))),
+        _ => Forwarder::Hummingbird(Box::new(hbird)),
+    };
     let ingress = Chain::forward_ingress(TRANSIT);
 
     // The reservations round-robin, `batch` of them at a time (with one packet in the pool,
@@ -82,19 +94,29 @@ fn main() {
         }
         if batch == 1 {
             // As a router does with a lone packet: the stages sized for one.
-            verdicts[0] = router.process(black_box(&mut group[0]), ingress, now);
+            verdicts[0] = match &mut router {
+                Forwarder::Plain(r) => r.process(black_box(&mut group[0]), ingress, now),
+                Forwarder::Hummingbird(r) => r.process(black_box(&mut group[0]), ingress, now),
+            };
         } else {
             let mut refs: [&mut [u8]; 32] = Default::default();
             for (r, p) in refs.iter_mut().zip(group.iter_mut()) {
                 *r = p;
             }
-            router.process_batch(black_box(&mut refs[..batch]), ingress, now, &mut verdicts);
+            match &mut router {
+                Forwarder::Plain(r) => r.process_batch(black_box(&mut refs[..batch]), ingress, now, &mut verdicts),
+                Forwarder::Hummingbird(r) => {
+                    r.process_batch(black_box(&mut refs[..batch]), ingress, now, &mut verdicts)
+                }
+            }
         }
         black_box(&verdicts);
     }
     let elapsed = t.elapsed().as_nanos() as f64;
-    let cache = router.auth_key_cache_counters();
-    eprintln!("A_K cache (packets alone): {} hits, {} inserts", cache.hits, cache.inserts);
+    if let Forwarder::Hummingbird(r) = &router {
+        let cache = r.auth_key_cache_counters();
+        eprintln!("A_K cache (packets alone): {} hits, {} inserts", cache.hits, cache.inserts);
+    }
     assert!(verdicts.iter().all(|v| matches!(v, Verdict::Forward { .. })), "packets not forwarded: {verdicts:?}");
     println!("{kind} batch {batch}: {:.1} ns/packet", elapsed / (rounds * batch as u64) as f64);
 }

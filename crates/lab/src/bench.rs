@@ -10,6 +10,12 @@
 //! Z-Lane rows and the pathval node rows take theirs the same way. Source rows include writing
 //! the header template and copying the payload, as the paper's Table 4 does. Every row is given
 //! in cycles as well, at the core's clock read around the run ([`run`]).
+//!
+//! Each router row runs the code a router process runs for its packets: a standard SCION hop
+//! the standard forwarder (the `scion` processor of a router without Z-Lane), a flyover hop
+//! the Hummingbird router. The Hummingbird router forwards standard paths as well (the
+//! testbed's routers give it every packet); its row of a standard hop says what carrying the
+//! flyover extension costs a packet without one.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -17,7 +23,7 @@ use std::time::{Duration, Instant};
 use aviary_hummingbird::testbed::Chain;
 use aviary_hummingbird::{Router, RouterParams, Source};
 use aviary_qos::Verdict;
-use aviary_scion::ScionView;
+use aviary_scion::{ScionView, StandardForwarder};
 use serde::Serialize;
 
 mod glwp;
@@ -155,8 +161,8 @@ pub(crate) fn best_ns(effort: Effort, mut measure: impl FnMut() -> (Duration, u6
 /// [`time_received`] hands them over, `batch` a call (1: a packet alone, as the I/O loop hands
 /// over one), 100 ns apart, so that the policer sees time pass and the packets stay fresh. A
 /// debug build checks each verdict with `want`.
-fn time_router(
-    router: &mut Router,
+fn time_router<R: Forwarder>(
+    router: &mut R,
     ingress: u16,
     now: u64,
     pkts: &[Vec<u8>],
@@ -181,17 +187,44 @@ fn time_router(
     })
 }
 
+/// What the router rows time: the Hummingbird router, or the standard forwarder that a router
+/// process runs standard SCION packets through.
+trait Forwarder {
+    /// One packet, as a router's I/O loop hands over a packet alone.
+    fn process(&mut self, pkt: &mut [u8], ingress: u16, now_ns: u64) -> Verdict;
+    /// Packets that arrived together on `ingress`.
+    fn process_batch(&mut self, pkts: &mut [&mut [u8]], ingress: u16, now_ns: u64, verdicts: &mut [Verdict]);
+}
+
+impl Forwarder for Router {
+    fn process(&mut self, pkt: &mut [u8], ingress: u16, now_ns: u64) -> Verdict {
+        Router::process(self, pkt, ingress, now_ns)
+    }
+    fn process_batch(&mut self, pkts: &mut [&mut [u8]], ingress: u16, now_ns: u64, verdicts: &mut [Verdict]) {
+        Router::process_batch(self, pkts, ingress, now_ns, verdicts)
+    }
+}
+
+impl Forwarder for StandardForwarder {
+    fn process(&mut self, pkt: &mut [u8], ingress: u16, now_ns: u64) -> Verdict {
+        StandardForwarder::process(self, pkt, ingress, now_ns)
+    }
+    fn process_batch(&mut self, pkts: &mut [&mut [u8]], ingress: u16, now_ns: u64, verdicts: &mut [Verdict]) {
+        StandardForwarder::process_batch(self, pkts, ingress, now_ns, verdicts)
+    }
+}
+
 /// A router and a packet positioned at it.
-struct RouterCase {
-    router: Router,
+struct RouterCase<R = Router> {
+    router: R,
     ingress: u16,
     pkt: Vec<u8>,
     now: u64,
     want: fn(&Verdict) -> bool,
 }
 
-impl RouterCase {
-    fn new(router: Router, ingress: u16, pkt: Vec<u8>, now: u64, want: fn(&Verdict) -> bool) -> Self {
+impl<R: Forwarder> RouterCase<R> {
+    fn new(router: R, ingress: u16, pkt: Vec<u8>, now: u64, want: fn(&Verdict) -> bool) -> Self {
         let mut case = Self { router, ingress, pkt, now, want };
         let mut p = case.pkt.clone();
         let v = case.router.process(&mut p, case.ingress, case.now);
@@ -213,7 +246,20 @@ impl RouterCase {
 /// AS 2 of a five-AS chain is a plain transit hop of the core segment.
 const TRANSIT: usize = 2;
 
-fn standard_case(now: u64) -> RouterCase {
+/// A standard packet at the transit AS through the forwarder a router process runs standard
+/// SCION through (its `scion` processor, on a router without Z-Lane): the router rows' standard
+/// hop.
+fn standard_case(now: u64) -> RouterCase<StandardForwarder> {
+    let chain = Chain::new(5, T0 - 60);
+    let pkt = arriving(&chain, chain.standard_packet(100), now);
+    let fwd = StandardForwarder::standard(chain.router(TRANSIT, RouterParams::default()).forwarding().clone());
+    RouterCase::new(fwd, Chain::forward_ingress(TRANSIT), pkt, now, |v| matches!(v, Verdict::Forward { .. }))
+}
+
+/// The same standard packet through the Hummingbird router, which forwards standard paths too
+/// (the testbed's routers do; a router process gives them to its `scion` processor): what
+/// carrying the flyover extension costs a packet without one.
+fn standard_via_hummingbird_case(now: u64) -> RouterCase {
     let chain = Chain::new(5, T0 - 60);
     let pkt = chain.standard_packet(100);
     at_transit(&chain, pkt, now, |v| matches!(v, Verdict::Forward { .. }))
@@ -352,6 +398,9 @@ fn rows(effort: Effort) -> Vec<Row> {
     let mut std_case = standard_case(now);
     rows.push(row("scion hop, router", 1, 100, Some(123.0), std_case.ns(effort, 1)));
     rows.push(row("scion hop, router", BATCH, 100, Some(123.0), std_case.ns(effort, BATCH)));
+    let mut via_hbird = standard_via_hummingbird_case(now);
+    rows.push(row("scion hop, hummingbird router", 1, 100, None, via_hbird.ns(effort, 1)));
+    rows.push(row("scion hop, hummingbird router", BATCH, 100, None, via_hbird.ns(effort, BATCH)));
     let mut fly = flyover_case(now);
     rows.push(row("hummingbird flyover hop, router", 1, 100, Some(308.0), fly.ns(effort, 1)));
     rows.push(row("hummingbird flyover hop, router", BATCH, 100, Some(308.0), fly.ns(effort, BATCH)));

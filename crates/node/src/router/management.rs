@@ -165,7 +165,7 @@ fn answer(
                 });
             match reply {
                 Ok(()) => Response::json(200, "{\"ok\":true}".into()),
-                Err(e) => Response::error(e.status(), &e.message()),
+                Err(e) => Response::error(e.status(), e.message()),
             }
         }
         (_, path) => {
