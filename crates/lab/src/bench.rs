@@ -11,9 +11,9 @@
 //! the header template and copying the payload, as the paper's Table 4 does. Every row is given
 //! in cycles as well, at the core's clock read around the run ([`run`]).
 //!
-//! Each router row runs the code a router process runs for its packets: a standard SCION hop
-//! the standard forwarder (the `scion` processor of a router without Z-Lane), a flyover hop
-//! the Hummingbird router. The Hummingbird router forwards standard paths as well (the
+//! Each router row runs the code a router process runs for its packets, called as its workers
+//! call it (through the [`Processor`] seam): a standard SCION hop the standard forwarder (the
+//! `scion` processor of a router without Z-Lane), a flyover hop the Hummingbird router. The Hummingbird router forwards standard paths as well (the
 //! testbed's routers give it every packet); its row of a standard hop says what carrying the
 //! flyover extension costs a packet without one.
 
@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use aviary_hummingbird::testbed::Chain;
 use aviary_hummingbird::{Router, RouterParams, Source};
-use aviary_qos::Verdict;
+use aviary_qos::{Context, Processor, SeededRandom, Verdict};
 use aviary_scion::{ScionView, StandardForwarder};
 use serde::Serialize;
 
@@ -159,10 +159,11 @@ pub(crate) fn best_ns(effort: Effort, mut measure: impl FnMut() -> (Duration, u6
 
 /// The time `router` takes on `packets` packets, copies of `pkts` in turn as
 /// [`time_received`] hands them over, `batch` a call (1: a packet alone, as the I/O loop hands
-/// over one), 100 ns apart, so that the policer sees time pass and the packets stay fresh. A
-/// debug build checks each verdict with `want`.
-fn time_router<R: Forwarder>(
-    router: &mut R,
+/// over one), 100 ns apart, so that the policer sees time pass and the packets stay fresh. The
+/// router gets them through the [`Processor`] seam, as a router process's workers hand them
+/// over. A debug build checks each verdict with `want`.
+fn time_router(
+    router: &mut dyn Processor,
     ingress: u16,
     now: u64,
     pkts: &[Vec<u8>],
@@ -171,51 +172,22 @@ fn time_router<R: Forwarder>(
     want: fn(&Verdict) -> bool,
 ) -> Duration {
     let mut verdicts = vec![Verdict::Deliver; batch];
+    let mut random = SeededRandom::new(1);
+    let mut ctx = Context { now_ns: now, ingress, links: &[], random: &mut random };
     let stream = pkts.iter().cycle().take(packets).map(|p| &p[..]);
     time_received(stream, RING, |ring, first| {
         for (c, group) in ring.chunks_mut(batch).enumerate() {
-            let i = (first + c * batch) as u64;
+            ctx.now_ns = now + (first + c * batch) as u64 * 100;
             let n = group.len();
-            if n == 1 {
-                verdicts[0] = router.process(black_box(&mut group[0]), ingress, now + i * 100);
-            } else {
-                router.process_batch(black_box(group), ingress, now + i * 100, &mut verdicts[..n]);
-            }
+            router.process_batch(&mut ctx, black_box(group), &mut verdicts[..n]);
             debug_assert!(verdicts[..n].iter().all(want), "benchmark packets not processed as intended");
             black_box(&verdicts);
         }
     })
 }
 
-/// What the router rows time: the Hummingbird router, or the standard forwarder that a router
-/// process runs standard SCION packets through.
-trait Forwarder {
-    /// One packet, as a router's I/O loop hands over a packet alone.
-    fn process(&mut self, pkt: &mut [u8], ingress: u16, now_ns: u64) -> Verdict;
-    /// Packets that arrived together on `ingress`.
-    fn process_batch(&mut self, pkts: &mut [&mut [u8]], ingress: u16, now_ns: u64, verdicts: &mut [Verdict]);
-}
-
-impl Forwarder for Router {
-    fn process(&mut self, pkt: &mut [u8], ingress: u16, now_ns: u64) -> Verdict {
-        Router::process(self, pkt, ingress, now_ns)
-    }
-    fn process_batch(&mut self, pkts: &mut [&mut [u8]], ingress: u16, now_ns: u64, verdicts: &mut [Verdict]) {
-        Router::process_batch(self, pkts, ingress, now_ns, verdicts)
-    }
-}
-
-impl Forwarder for StandardForwarder {
-    fn process(&mut self, pkt: &mut [u8], ingress: u16, now_ns: u64) -> Verdict {
-        StandardForwarder::process(self, pkt, ingress, now_ns)
-    }
-    fn process_batch(&mut self, pkts: &mut [&mut [u8]], ingress: u16, now_ns: u64, verdicts: &mut [Verdict]) {
-        StandardForwarder::process_batch(self, pkts, ingress, now_ns, verdicts)
-    }
-}
-
 /// A router and a packet positioned at it.
-struct RouterCase<R = Router> {
+struct RouterCase<R: Processor = Router> {
     router: R,
     ingress: u16,
     pkt: Vec<u8>,
@@ -223,13 +195,14 @@ struct RouterCase<R = Router> {
     want: fn(&Verdict) -> bool,
 }
 
-impl<R: Forwarder> RouterCase<R> {
-    fn new(router: R, ingress: u16, pkt: Vec<u8>, now: u64, want: fn(&Verdict) -> bool) -> Self {
-        let mut case = Self { router, ingress, pkt, now, want };
-        let mut p = case.pkt.clone();
-        let v = case.router.process(&mut p, case.ingress, case.now);
-        assert!(want(&v), "benchmark packet not processed as intended: {v:?}");
-        case
+impl<R: Processor> RouterCase<R> {
+    fn new(mut router: R, ingress: u16, pkt: Vec<u8>, now: u64, want: fn(&Verdict) -> bool) -> Self {
+        let (mut p, mut v) = (pkt.clone(), [Verdict::Deliver]);
+        let mut random = SeededRandom::new(1);
+        let mut ctx = Context { now_ns: now, ingress, links: &[], random: &mut random };
+        router.process_batch(&mut ctx, &mut [&mut p[..]], &mut v);
+        assert!(want(&v[0]), "benchmark packet not processed as intended: {:?}", v[0]);
+        Self { router, ingress, pkt, now, want }
     }
 
     /// The best ns per packet, `batch` packets a call (whole calls of `effort.packets`).
