@@ -13,9 +13,10 @@
 //!
 //! Each router row runs the code a router process runs for its packets, called as its workers
 //! call it (through the [`Processor`] seam): a standard SCION hop the standard forwarder (the
-//! `scion` processor of a router without Z-Lane), a flyover hop the Hummingbird router. The Hummingbird router forwards standard paths as well (the
-//! testbed's routers give it every packet); its row of a standard hop says what carrying the
-//! flyover extension costs a packet without one.
+//! `scion` processor of a router without Z-Lane), a flyover hop the Hummingbird router. The
+//! Hummingbird router forwards standard paths as well (the testbed's routers give it every
+//! packet); its row of a standard hop says what carrying the flyover extension costs a packet
+//! without one.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
