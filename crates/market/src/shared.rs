@@ -115,8 +115,7 @@ mod tests {
 
     #[test]
     fn two_handles_see_each_others_transactions() {
-        let dir = std::env::temp_dir().join(format!("aviary-shared-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = aviary_scratch::ScratchDir::new("shared");
         let mut a = SharedLedger::open(&dir).unwrap();
         let b = SharedLedger::open(&dir).unwrap();
         let who = Address::repeat_byte(0x42);
@@ -125,7 +124,7 @@ mod tests {
         // Concurrent writers from threads (as from processes) lose nothing.
         let handles: Vec<_> = (0..4)
             .map(|_| {
-                let dir = dir.clone();
+                let dir = dir.to_path_buf();
                 std::thread::spawn(move || {
                     let mut l = SharedLedger::open(&dir).unwrap();
                     for _ in 0..5 {
@@ -138,13 +137,11 @@ mod tests {
             h.join().unwrap();
         }
         assert_eq!(b.balance(who).unwrap(), U256::from(27));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn handles_interleave_across_compactions_and_reopening() {
-        let dir = std::env::temp_dir().join(format!("aviary-shared-compact-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = aviary_scratch::ScratchDir::new("shared-compact");
         let mut a = SharedLedger::open(&dir).unwrap();
         let mut b = SharedLedger::open(&dir).unwrap();
         // `a` compacts the log after each of its blocks; `b` only appends.
@@ -160,6 +157,5 @@ mod tests {
         // A new process loads the same chain.
         let c = SharedLedger::open(&dir).unwrap();
         assert_eq!(c.balance(who).unwrap(), U256::from(21));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -215,6 +215,7 @@ fn log_err(path: &Path, e: impl std::fmt::Display) -> LedgerError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use aviary_scratch::ScratchDir;
 
     fn record(n: u64) -> BlockRecord {
         let mut accounts = BTreeMap::new();
@@ -226,16 +227,9 @@ mod tests {
         BlockRecord { block_number: n, timestamp: 1000 + n, time_offset: 0, accounts }
     }
 
-    fn dir(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("aviary-state-log-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).unwrap();
-        d
-    }
-
     #[test]
     fn records_come_back_in_order_and_a_second_handle_reads_the_tail() {
-        let d = dir("tail");
+        let d = ScratchDir::new("state-log-tail");
         let (mut a, none) = StateLog::open(&d, 3).unwrap();
         assert!(none.is_empty());
         let (mut b, _) = StateLog::open(&d, 3).unwrap();
@@ -251,12 +245,11 @@ mod tests {
         // An older log than the snapshot is replaced; a newer one is refused.
         assert!(StateLog::open(&d, 5).unwrap().1.is_empty());
         assert!(StateLog::open(&d, 4).is_err());
-        fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
     fn a_torn_last_record_is_cut_off_at_any_length() {
-        let d = dir("torn");
+        let d = ScratchDir::new("state-log-torn");
         let (mut log, _) = StateLog::open(&d, 0).unwrap();
         log.append(&record(1)).unwrap();
         let good = fs::metadata(d.join(LOG_FILE)).unwrap().len();
@@ -271,12 +264,11 @@ mod tests {
             reopened.append(&record(3)).unwrap();
             assert_eq!(StateLog::open(&d, 0).unwrap().1, vec![record(1), record(3)]);
         }
-        fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
     fn a_damaged_record_before_the_last_is_an_error() {
-        let d = dir("damaged");
+        let d = ScratchDir::new("state-log-damaged");
         let (mut log, _) = StateLog::open(&d, 0).unwrap();
         log.append(&record(1)).unwrap();
         log.append(&record(2)).unwrap();
@@ -292,6 +284,5 @@ mod tests {
         bytes[n - 2] ^= 1;
         fs::write(d.join(LOG_FILE), &bytes).unwrap();
         assert_eq!(StateLog::open(&d, 0).unwrap().1, vec![record(1)]);
-        fs::remove_dir_all(&d).unwrap();
     }
 }

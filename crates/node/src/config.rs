@@ -498,16 +498,10 @@ capacity_bps = 1000000
     }
 
     fn load_router(text: &str) -> Result<RouterConfig, ConfigError> {
-        // One directory per call: tests run in parallel.
-        static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("aviary-cfg-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = aviary_scratch::ScratchDir::new("cfg");
         let f = dir.join("router.toml");
         std::fs::write(&f, text).unwrap();
-        let r = RouterConfig::load(&f);
-        std::fs::remove_dir_all(&dir).unwrap();
-        r
+        RouterConfig::load(&f)
     }
 
     #[test]
@@ -533,8 +527,7 @@ capacity_bps = 1000000
 
     #[test]
     fn operator_tokens_are_read_trimmed_and_never_empty() {
-        let dir = std::env::temp_dir().join(format!("aviary-token-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = aviary_scratch::ScratchDir::new("token");
         let f = dir.join("operator.token");
         std::fs::write(&f, "  s3cret\n").unwrap();
         assert_eq!(read_operator_token("cfg.toml", &f).unwrap(), "s3cret");
@@ -545,7 +538,6 @@ capacity_bps = 1000000
         assert!(e.message.contains("empty"), "{e}");
         let e = read_operator_token("cfg.toml", &dir.join("missing")).unwrap_err();
         assert!(e.message.contains("cannot read"), "{e}");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -624,12 +616,11 @@ capacity_bps = 1000000
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/examples/two-machines");
         let base = std::fs::read_to_string(dir.join("control-110.toml")).unwrap();
         let load = |glwp: &str| {
-            let f = std::env::temp_dir().join(format!("aviary-cfg-glwp-{}-{}.toml", std::process::id(), glwp.len()));
+            let scratch = aviary_scratch::ScratchDir::new("cfg-glwp");
+            let f = scratch.join("control.toml");
             let text = base.replace("[[peer]]", &format!("{glwp}\n[[peer]]"));
             std::fs::write(&f, text).unwrap();
-            let r = ControlConfig::load(&f);
-            std::fs::remove_file(&f).unwrap();
-            r
+            ControlConfig::load(&f)
         };
         let e = load("[glwp]\nmatrix = []").unwrap_err();
         assert_eq!(e.field, "glwp.listen", "{e}");

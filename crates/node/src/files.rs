@@ -68,8 +68,7 @@ mod tests {
 
     #[test]
     fn secrets_are_0600_even_over_a_stale_temporary_or_a_public_file() {
-        let dir = std::env::temp_dir().join(format!("aviary-files-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = aviary_scratch::ScratchDir::new("files");
         let f = dir.join("master.key");
         // A world-readable leftover of a crash, and an old world-readable secret.
         std::fs::write(temporary(&f), "stale").unwrap();
@@ -83,6 +82,5 @@ mod tests {
         assert_eq!(mode(&dir.join("report.json")), 0o644);
         restrict(&dir.join("report.json")).unwrap();
         assert_eq!(mode(&dir.join("report.json")), 0o600);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -98,9 +98,7 @@ mod tests {
     #[test]
     fn a_kept_record_loads_forgotten_it_does_not_and_a_broken_one_names_its_files() {
         use std::os::unix::fs::PermissionsExt;
-        let dir = std::env::temp_dir().join(format!("aviary-secret-rotation-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = aviary_scratch::ScratchDir::new("secret-rotation");
         let master = dir.join("master.key");
         let cfg = dir.join("control.toml");
         std::fs::write(&master, hex::encode([2u8; 16])).unwrap();

@@ -550,12 +550,10 @@ capacity_bps = 1000
 
     #[test]
     fn toml_errors_name_file_and_line() {
-        let dir = std::env::temp_dir().join(format!("aviary-topo-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = aviary_scratch::ScratchDir::new("topo");
         let f = dir.join("bad.toml");
         std::fs::write(&f, BASE.replace("capacity_bps = 1000", "capacity_bps = \"fast\"")).unwrap();
         let e = Topology::load(&f).unwrap_err().to_string();
         assert!(e.contains("bad.toml") && e.contains("capacity_bps"), "{e}");
-        std::fs::remove_dir_all(dir).unwrap();
     }
 }

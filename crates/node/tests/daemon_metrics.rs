@@ -133,8 +133,7 @@ fn the_checker_refuses_what_the_format_does_not_allow() {
 
 #[test]
 fn control_service_counts_lookups_extensions_and_grants() {
-    let dir = std::env::temp_dir().join(format!("aviary-metrics-ctl-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = aviary_scratch::ScratchDir::new("metrics-ctl");
     let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies/line5.toml");
     let layout = RunLayout::write(&topo, &dir, 41000).unwrap();
     for a in layout.ases.values() {
@@ -199,14 +198,12 @@ fn control_service_counts_lookups_extensions_and_grants() {
         value(&again, &format!("aviary_control_requests_total{{{lc},endpoint=\"/metrics\",code=\"200\"}}")),
         1.0
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn as_service_counts_registrations_and_listings() {
     use aviary_node::as_service::{self, AsService, AsServiceConfig};
-    let dir = std::env::temp_dir().join(format!("aviary-metrics-as-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = aviary_scratch::ScratchDir::new("metrics-as");
     let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies/line5.toml");
     let mut layout = RunLayout::write(&topo, &dir, 41100).unwrap();
     layout.enable_market().unwrap();
@@ -253,7 +250,6 @@ fn as_service_counts_registrations_and_listings() {
     assert_eq!(status["listings_issued"].as_f64(), Some(offers));
     assert_eq!(status["ia"], core.ia.to_string());
     drop(server);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A fake control service that answers every request with `paths`.

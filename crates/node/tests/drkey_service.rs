@@ -22,6 +22,7 @@ use aviary_node::runner::RunLayout;
 use aviary_node::secret_rotation;
 use aviary_scion::drkey::{Epoch, EpochSchedule, HostAddr, IssuerKeys, Protocol, RotatingSecret, SecretValue};
 use aviary_scion::IsdAsn;
+use aviary_scratch::ScratchDir;
 use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
 
@@ -41,12 +42,13 @@ fn now() -> u64 {
 /// serving on threads.
 struct Run {
     layout: RunLayout,
+    /// Last, so that it goes after what uses it.
+    _dir: ScratchDir,
 }
 
 impl Run {
     fn start(name: &str, port_base: u16) -> Self {
-        let dir = std::env::temp_dir().join(format!("aviary-drkey-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = ScratchDir::new(&format!("drkey-{name}"));
         let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies/two-isd.toml");
         let layout = RunLayout::write(&topo, &dir, port_base).unwrap();
         for x in [A, B] {
@@ -55,7 +57,7 @@ impl Run {
             let svc = ControlService::from_config(&cfg, &path).unwrap();
             std::thread::spawn(move || svc.serve(cfg.listen));
         }
-        let run = Self { layout };
+        let run = Self { layout, _dir: dir };
         for x in [A, B] {
             let c = run.control(x);
             for addr in [c.listen, c.drkey.as_ref().unwrap().listen] {
@@ -105,12 +107,6 @@ impl Run {
 
     fn host(&self, name: &str) -> HostConfig {
         self.layout.hosts[name].clone()
-    }
-}
-
-impl Drop for Run {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.layout.dir);
     }
 }
 

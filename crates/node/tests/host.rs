@@ -107,12 +107,10 @@ fn reserved_packets_from_a_reservation_file_get_priority_at_each_reserved_as() {
     // line5: reservations on the three transit ASes, as in the demo.
     let chain = Chain::new(5, NOW_S - 60);
     let file = reservation_file(&chain, &[3, 1, 2], NOW_S - 10, 2_000_000);
-    let dir = std::env::temp_dir().join(format!("aviary-host-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = aviary_scratch::ScratchDir::new("host-test");
     let at = dir.join("res.json");
     file.save(&at).unwrap();
     let file = ReservationFile::load(&at).unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(file.reserved_bps(), Some(2_016_000));
 
     let paths = [path_wire(&chain)];
@@ -366,11 +364,10 @@ struct SendCli {
 
 #[test]
 fn a_reserved_flow_end_to_end_over_loopback() {
+    let dir = aviary_scratch::ScratchDir::new("host-e2e");
     let now_s = (aviary_node::host::unix_ns() / NS) as u32;
     let chain = Chain::new(4, now_s - 60);
     let net = Network::start(&chain);
-    let dir = std::env::temp_dir().join(format!("aviary-host-e2e-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     let res = dir.join("res.json");
     reservation_file(&chain, &[1, 2], now_s - 10, 1_000_000).save(&res).unwrap();
     let localhost: IpAddr = "127.0.0.1".parse().unwrap();
@@ -425,7 +422,6 @@ fn a_reserved_flow_end_to_end_over_loopback() {
     assert_eq!(on_disk["flows"]["gold"]["received_packets"], sent.sent_packets);
     let on_disk: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("send.json")).unwrap()).unwrap();
     assert_eq!(on_disk["kind"], "reserved");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -28,8 +28,7 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 #[test]
 fn every_secret_file_of_a_run_is_0600() {
-    let dir = std::env::temp_dir().join(format!("aviary-secrets-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = aviary_scratch::ScratchDir::new("secrets");
     let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies/line5.toml");
     let mut layout = RunLayout::write(&topo, &dir, 48500).unwrap();
     layout.enable_market().unwrap();
@@ -66,5 +65,4 @@ fn every_secret_file_of_a_run_is_0600() {
     for f in ["market/buyer.key", "market/isd-1-root.key", "pki/isd-1-root.key"] {
         assert_eq!(mode(&dir.join(f)), 0o600, "{f}");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }

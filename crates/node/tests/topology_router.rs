@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use aviary_hummingbird::BwCodec;
 use aviary_node::config::{ControlConfig, RouterConfig};
 use aviary_node::runner::RunLayout;
+use aviary_scratch::ScratchDir;
 
 const TOPOLOGY: &str = r#"
 name = "two"
@@ -43,18 +44,18 @@ kind = "parent"
 capacity_bps = 10_000_000
 "#;
 
-fn write(name: &str, text: &str) -> (PathBuf, PathBuf) {
-    let dir = std::env::temp_dir().join(format!("aviary-topology-router-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+/// A directory holding `text` as a topology file: the directory, the file and where to run it.
+fn write(name: &str, text: &str) -> (ScratchDir, PathBuf, PathBuf) {
+    let dir = ScratchDir::new(&format!("topology-router-{name}"));
     let topo = dir.join("topology.toml");
     std::fs::write(&topo, text).unwrap();
-    (topo, dir.join("run"))
+    let run = dir.join("run");
+    (dir, topo, run)
 }
 
 #[test]
 fn an_as_router_settings_reach_its_router_control_and_as_service() {
-    let (topo, run) = write("ok", TOPOLOGY);
+    let (_dir, topo, run) = write("ok", TOPOLOGY);
     let mut layout = RunLayout::write(&topo, &run, 42000).unwrap();
     layout.enable_market().unwrap();
     let core = &layout.ases[&"1-ff00:0:110".parse().unwrap()];
@@ -81,22 +82,22 @@ fn an_as_router_settings_reach_its_router_control_and_as_service() {
 #[test]
 fn a_router_table_that_cannot_start_stops_the_run_naming_the_as() {
     let bad = TOPOLOGY.replace("link_class_table = \"zlane\"", "link_class_table = \"missing\"");
-    let (topo, run) = write("bad-table", &bad);
+    let (_dir, topo, run) = write("bad-table", &bad);
     let e = RunLayout::write(&topo, &run, 42100).unwrap_err().to_string();
     assert!(e.contains("as[0].router of 1-ff00:0:110") && e.contains("no class table `missing`"), "{e}");
 
     let bad = TOPOLOGY.replace("upper = \"10%\"", "upper = \"ten\"");
-    let (topo, run) = write("bad-bound", &bad);
+    let (_dir, topo, run) = write("bad-bound", &bad);
     let e = RunLayout::write(&topo, &run, 42200).unwrap_err().to_string();
     assert!(e.contains("class_table.zlane.class[0].upper"), "{e}");
 
     let bad = TOPOLOGY.replace("max_res_id = 5000", "max_res_id = 99999999");
-    let (topo, run) = write("bad-resid", &bad);
+    let (_dir, topo, run) = write("bad-resid", &bad);
     let e = RunLayout::write(&topo, &run, 42300).unwrap_err().to_string();
     assert!(e.contains("hummingbird.max_res_id"), "{e}");
 
     let bad = TOPOLOGY.replace("burst_ns = 200000000", "burst = 1");
-    let (topo, _) = write("unknown-field", &bad);
+    let (_dir, topo, _) = write("unknown-field", &bad);
     let e = aviary_node::topology::Topology::load(&topo).unwrap_err().to_string();
     assert!(e.contains("burst"), "{e}");
 }

@@ -243,8 +243,7 @@ fn guarantees_change_at_run_time_and_survive_a_restart() {
     }
 
     // Kept like every runtime change, and applied again at the next start.
-    let dir = std::env::temp_dir().join(format!("aviary-zlane-router-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = aviary_scratch::ScratchDir::new("zlane-router");
     let file = dir.join("runtime.json");
     let mut state = RuntimeState::default();
     state.record(&Command::Mechanism { name: "zlane".into(), request: change });
@@ -259,7 +258,6 @@ fn guarantees_change_at_run_time_and_survive_a_restart() {
     }
     let settings = restarted.processors().find(|p| p.name() == "zlane").unwrap().settings();
     assert_eq!(settings["rates"]["1-ff00:0:110"], "100%");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

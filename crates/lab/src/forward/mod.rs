@@ -434,8 +434,7 @@ mod tests {
 
     #[test]
     fn the_router_config_is_one_the_router_loads_with_the_generator_and_sink_as_neighbours() {
-        let dir = std::env::temp_dir().join(format!("aviary-forward-cfg-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = aviary_scratch::ScratchDir::new("forward-cfg");
         let ports = Ports::new(50_600).unwrap();
         let bed = Testbed::new(unix_ns());
         let path = router_config(&bed, &ports, &dir, 1).unwrap();
@@ -449,7 +448,6 @@ mod tests {
         assert_eq!(cfg.worker_count(), 1);
         let two = RouterConfig::load(&router_config(&bed, &ports, &dir, 2).unwrap()).unwrap();
         assert_eq!(two.worker_count(), 2);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -279,8 +279,7 @@ mod tests {
         for (policy, link_policy) in
             [(Policy::Zlane, aviary_qos::LinkPolicy::BoundedShares), (Policy::Fifo, aviary_qos::LinkPolicy::Fifo)]
         {
-            let dir = std::env::temp_dir().join(format!("aviary-zlane-lab-{}-{}", policy.name(), std::process::id()));
-            std::fs::create_dir_all(&dir).unwrap();
+            let dir = aviary_scratch::ScratchDir::new(&format!("zlane-lab-{}", policy.name()));
             let file = dir.join(TOPOLOGY_FILE);
             std::fs::write(&file, topology_for(&t, policy).unwrap()).unwrap();
             let layout = RunLayout::write(&file, &dir, 53000).unwrap();
@@ -295,7 +294,6 @@ mod tests {
                 router.interfaces.len(),
                 "μ_G everywhere"
             );
-            std::fs::remove_dir_all(&dir).unwrap();
         }
     }
 }

@@ -1,10 +1,10 @@
 //! The persistent ledger against an in-memory twin: the same operations give the same state
 //! after replaying the log, with and without compaction, and after a crash mid-append.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use alloy_sol_types::SolCall;
+use aviary_scratch::ScratchDir;
 use proptest::prelude::*;
 
 use super::*;
@@ -55,14 +55,6 @@ fn run(l: &mut EmbeddedLedger, token: Address, op: &Op) {
     }
 }
 
-fn fresh_dir(name: &str) -> PathBuf {
-    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let d = std::env::temp_dir().join(format!("aviary-embedded-{name}-{}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
 /// The state without the persistence bookkeeping.
 fn state(l: &EmbeddedLedger) -> Snapshot {
     Snapshot { generation: 0, ..l.snapshot() }
@@ -74,7 +66,7 @@ proptest! {
     #[test]
     fn replaying_the_log_gives_the_state_in_memory(ops in prop::collection::vec(op(), 1..30), compact in any::<bool>()) {
         let clock: Clock = Arc::new(|| 1_800_000_000);
-        let dir = fresh_dir("replay");
+        let dir = ScratchDir::new("embedded-replay");
         let mut disk = EmbeddedLedger::open_with_clock(&dir, clock.clone()).unwrap();
         if compact {
             disk.compact_after_every_block();
@@ -91,14 +83,13 @@ proptest! {
         let reopened = EmbeddedLedger::open_with_clock(&dir, clock).unwrap();
         prop_assert_eq!(state(&reopened), state(&memory));
         prop_assert_eq!(reopened.block_number(), memory.block_number());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
 
 #[test]
 fn a_block_torn_by_a_crash_is_lost_alone() {
     let clock: Clock = Arc::new(|| 1_800_000_000);
-    let dir = fresh_dir("torn");
+    let dir = ScratchDir::new("embedded-torn");
     let mut l = EmbeddedLedger::open_with_clock(&dir, clock.clone()).unwrap();
     let acc = l.accounts().to_vec();
     l.send(&acc[0], acc[1].address(), Bytes::new(), U256::from(1)).unwrap();
@@ -116,5 +107,4 @@ fn a_block_torn_by_a_crash_is_lost_alone() {
     l.send(&acc[0], acc[1].address(), Bytes::new(), U256::from(3)).unwrap();
     let after = state(&l);
     assert_eq!(state(&EmbeddedLedger::open_with_clock(&dir, clock).unwrap()), after);
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -21,19 +21,19 @@ const C: &str = "1-ff00:0:110";
 struct Setup {
     market: MarketLayout,
     cfg_path: PathBuf,
-    dir: PathBuf,
+    /// Last, so that it goes after what uses it.
+    _dir: aviary_scratch::ScratchDir,
 }
 
 impl Setup {
     fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("aviary-asvc-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = aviary_scratch::ScratchDir::new(&format!("asvc-{name}"));
         let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies/line5.toml");
         let mut layout = RunLayout::write(&topo, &dir, 48500).unwrap();
         layout.enable_market().unwrap();
         let market = layout.market.unwrap();
         let cfg_path = market.as_services[&C.parse().unwrap()].clone();
-        Self { market, cfg_path, dir }
+        Self { market, cfg_path, _dir: dir }
     }
 
     /// The AS service of C, as a (re)started process would build it.
@@ -63,12 +63,6 @@ impl Setup {
         let terms = client::DeliveryTerms { key: &key, window_s };
         let ids = client::buy_path(&mut ledger, &d, &self.market.buyer().unwrap(), &plan, terms).unwrap();
         (ids[0], key)
-    }
-}
-
-impl Drop for Setup {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

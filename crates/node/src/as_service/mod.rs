@@ -519,16 +519,10 @@ price_per_unit = 1000
     }
 
     fn load(text: &str) -> Result<AsServiceConfig, ConfigError> {
-        // One directory per call: tests run in parallel.
-        static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("aviary-as-cfg-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = aviary_scratch::ScratchDir::new("as-cfg");
         let f = dir.join("as-service.toml");
         std::fs::write(&f, text).unwrap();
-        let r = AsServiceConfig::load(&f);
-        std::fs::remove_dir_all(&dir).unwrap();
-        r
+        AsServiceConfig::load(&f)
     }
 
     #[test]

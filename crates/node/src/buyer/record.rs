@@ -141,8 +141,7 @@ mod tests {
 
     #[test]
     fn a_record_keeps_its_key_and_is_written_for_its_owner_only() {
-        let dir = std::env::temp_dir().join(format!("aviary-purchase-record-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = aviary_scratch::ScratchDir::new("purchase-record");
         let key = BuyerKey::derive(b"record test");
         let ia: IsdAsn = "1-ff00:0:110".parse().unwrap();
         let p = NewPurchase {
@@ -163,6 +162,5 @@ mod tests {
         assert_eq!(back.key().public(), key.public());
         assert_eq!(PurchaseRecord::all_in(&dir).unwrap(), vec![(path, record)]);
         assert!(PurchaseRecord::all_in(&dir.join("none")).unwrap().is_empty());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,7 +1,7 @@
 //! Admission control of operator grants, alone and interleaved with the AS service's market
 //! listings and deliveries on the same interface (one store, as in a run).
 
-use super::tests::service;
+use super::tests::{service, service_in};
 use super::*;
 use crate::as_service::issuance::book_listing;
 use crate::as_service::OfferConfig;
@@ -22,7 +22,7 @@ fn granted(bps: u64) -> u64 {
 
 #[test]
 fn grants_fill_an_interface_up_to_the_bound_and_no_further() {
-    let (c, layout) = service("admit", C);
+    let (dir, c, _) = service("admit", C);
     let now = unix_s();
     for _ in 0..3 {
         c.grant(&req(1, 2, 2_000_000, now, 600)).unwrap();
@@ -53,16 +53,15 @@ fn grants_fill_an_interface_up_to_the_bound_and_no_further() {
     assert!(c.grant(&req(1, 0, 1000, now + 300, 60)).is_err());
     assert_eq!(c.resids.snapshot().unwrap().resids.held(1).len(), held);
     // The book is persisted: a restarted service refuses as well and counts the same.
-    let (again, _) = service("admit", C);
+    let (again, _) = service_in(&dir, C);
     assert_eq!(again.grant(&req(1, 2, 1000, now + 300, 60)).unwrap_err().label(), "no_bandwidth");
     let book = again.resids.snapshot().unwrap().bandwidth;
     assert_eq!(book.peak(1, Direction::Ingress, now, now + 1000), BOUND);
-    std::fs::remove_dir_all(&layout.dir).unwrap();
 }
 
 #[test]
 fn a_reservable_bandwidth_above_the_link_capacity_stops_the_service_at_start() {
-    let (_, layout) = service("capacity", C);
+    let (_dir, _, layout) = service("capacity", C);
     let path = layout.ases[&C.parse().unwrap()].dir.join("control.toml");
     let mut cfg = ControlConfig::load(&path).unwrap();
     assert_eq!(cfg.hummingbird.interfaces[0], InterfaceBandwidth::for_link(1, 10_000_000), "the runner writes it");
@@ -71,7 +70,6 @@ fn a_reservable_bandwidth_above_the_link_capacity_stops_the_service_at_start() {
     let e = ControlService::from_config(&ControlConfig::load(&path).unwrap(), &path).err().unwrap().to_string();
     assert!(e.contains("control.toml") && e.contains("hummingbird.interface[1].reservable_bps"), "{e}");
     assert!(e.contains("more than the link's capacity of 10000000 bit/s"), "{e}");
-    std::fs::remove_dir_all(&layout.dir).unwrap();
 }
 
 /// Bandwidth `(bps, start, end)` promised on one side of one interface never sums to more than
@@ -86,7 +84,7 @@ fn assert_within(promised: &[(u64, u64, u64)], from: u64, to: u64) {
 #[test]
 fn grants_listings_and_deliveries_interleaved_on_one_interface_stay_within_the_bound() {
     use aviary_hummingbird::{BuyerKey, RedeemRequest, ReservationService, ServiceState};
-    let (c, layout) = service("interleave", C);
+    let (_dir, c, layout) = service("interleave", C);
     let a = &layout.ases[&C.parse().unwrap()];
     // The AS service of C: its own handle on the shared store, its own (equal) bounds.
     let store = ResIdStore::new(a.dir.join("state").join(crate::config::RESID_STORE), 100_000);
@@ -170,5 +168,4 @@ fn grants_listings_and_deliveries_interleaved_on_one_interface_stay_within_the_b
         .collect();
     assert!(on_1.len() > promised.len(), "the racing threads booked too");
     assert_within(&on_1, now, now + 2400);
-    std::fs::remove_dir_all(&layout.dir).unwrap();
 }

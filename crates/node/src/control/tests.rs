@@ -1,13 +1,24 @@
 //! Unit tests of the control service's hop fields and grants.
 
+use aviary_scratch::ScratchDir;
+
 use super::*;
 use crate::config::read_secret;
 use crate::runner::RunLayout;
 
-pub(super) fn service(name: &str, ia: &str) -> (ControlService, RunLayout) {
-    let dir = std::env::temp_dir().join(format!("aviary-ctl-{name}-{}", std::process::id()));
+/// A fresh run of line5 and the control service of `ia` on it, the directory first so that it
+/// goes last.
+pub(super) fn service(name: &str, ia: &str) -> (ScratchDir, ControlService, RunLayout) {
+    let dir = ScratchDir::new(&format!("ctl-{name}"));
+    let (c, layout) = service_in(&dir, ia);
+    (dir, c, layout)
+}
+
+/// The control service of `ia` on the run in `dir`, written again as `aviary run` does when it
+/// starts on an existing directory: a restart, when the run is already there.
+pub(super) fn service_in(dir: &std::path::Path, ia: &str) -> (ControlService, RunLayout) {
     let topo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies/line5.toml");
-    let layout = RunLayout::write(&topo, &dir, 20000).unwrap();
+    let layout = RunLayout::write(&topo, dir, 20000).unwrap();
     let a = &layout.ases[&ia.parse().unwrap()];
     let cfg_path = a.dir.join("control.toml");
     let cfg = ControlConfig::load(&cfg_path).unwrap();
@@ -21,7 +32,7 @@ fn segment(ts: u64) -> SegmentWire {
 #[test]
 fn extend_checks_links_and_freshness() {
     // C = 1-ff00:0:110 (core): #1 to B, #2 to D.
-    let (c, layout) = service("extend", "1-ff00:0:110");
+    let (_dir, c, layout) = service("extend", "1-ff00:0:110");
     let now = unix_s();
     let ok = c.extend(ExtendRequest { segment: segment(now), cons_ingress: 0, cons_egress: 1 }).unwrap();
     assert_eq!(ok.hops.len(), 1);
@@ -33,7 +44,7 @@ fn extend_checks_links_and_freshness() {
         400
     );
     // B may extend C's segment only at the interface linked to C's egress.
-    let (b, _) = service("extend-b", "1-ff00:0:112");
+    let (_dir_b, b, _) = service("extend-b", "1-ff00:0:112");
     assert!(b.extend(ExtendRequest { segment: ok.clone(), cons_ingress: 1, cons_egress: 2 }).is_ok());
     assert!(b.extend(ExtendRequest { segment: ok.clone(), cons_ingress: 2, cons_egress: 1 }).is_err());
     // The hop field verifies under C's key at C's router.
@@ -41,12 +52,11 @@ fn extend_checks_links_and_freshness() {
     let seg = ok.to_segment().unwrap();
     let key = HopMacKey::from_master_secret(&secret);
     assert_eq!(seg.hops[0].mac, seg.hops[0].compute_mac(&key, 0x1234, seg.timestamp));
-    std::fs::remove_dir_all(&layout.dir).unwrap();
 }
 
 #[test]
 fn grants_need_real_interfaces_and_give_distinct_resids() {
-    let (c, layout) = service("grant", "1-ff00:0:110");
+    let (dir, c, _) = service("grant", "1-ff00:0:110");
     let start = unix_s() as u32;
     let req = |ingress, egress| ReservationRequest { ingress, egress, bandwidth_bps: 1_000_000, start, duration: 60 };
     let g1 = c.grant(&req(1, 2)).unwrap();
@@ -59,15 +69,14 @@ fn grants_need_real_interfaces_and_give_distinct_resids() {
     let over = ReservationRequest { start: start - 120, ..req(1, 2) };
     assert!(c.grant(&over).is_err(), "a reservation that is already over");
     // ResIDs survive a restart of the service.
-    let (c2, _) = service("grant", "1-ff00:0:110");
+    let (c2, _) = service_in(&dir, "1-ff00:0:110");
     assert_ne!(c2.grant(&req(1, 2)).unwrap().reservation.info.res_id, g1.reservation.info.res_id);
-    std::fs::remove_dir_all(&layout.dir).unwrap();
 }
 
 #[test]
 fn operator_grants_and_market_deliveries_share_one_allocator() {
     use aviary_hummingbird::{BuyerKey, BwCodec, RedeemRequest, ReservationService, ServiceState};
-    let (c, layout) = service("shared", "1-ff00:0:110");
+    let (dir, c, layout) = service("shared", "1-ff00:0:110");
     let a = &layout.ases[&"1-ff00:0:110".parse().unwrap()];
     // The AS service of the same AS, on the store its config names by default.
     let store = ResIdStore::new(a.dir.join("state").join(crate::config::RESID_STORE), 100_000);
@@ -97,7 +106,7 @@ fn operator_grants_and_market_deliveries_share_one_allocator() {
         }
     }
     // A restarted control service sees the market's ResIDs too.
-    let (c2, _) = service("shared", "1-ff00:0:110");
+    let (c2, _) = service_in(&dir, "1-ff00:0:110");
     let req = ReservationRequest { ingress: 1, egress: 2, bandwidth_bps: 1_000_000, start, duration: 600 };
     ids.push(c2.grant(&req).unwrap().reservation.info.res_id);
     let mut sorted = ids.clone();
@@ -105,15 +114,14 @@ fn operator_grants_and_market_deliveries_share_one_allocator() {
     sorted.dedup();
     assert_eq!(sorted.len(), ids.len(), "a ResID was handed out twice on one ingress: {ids:?}");
     assert_eq!(store.snapshot().unwrap().resids.held(1).len(), 7);
-    std::fs::remove_dir_all(&layout.dir).unwrap();
 }
 
 #[test]
 fn hop_fields_carry_their_full_cmac_in_path_order() {
     // C (core) then B extend a segment; σ of each is the CMAC its router recomputes, whose
     // first 6 bytes are the hop field's MAC.
-    let (c, layout) = service("sigma", "1-ff00:0:110");
-    let (b, layout_b) = service("sigma-b", "1-ff00:0:112");
+    let (_dir, c, layout) = service("sigma", "1-ff00:0:110");
+    let (_dir_b, b, layout_b) = service("sigma-b", "1-ff00:0:112");
     let now = unix_s();
     let seg = c.extend(ExtendRequest { segment: segment(now), cons_ingress: 0, cons_egress: 1 }).unwrap();
     let seg = b.extend(ExtendRequest { segment: seg, cons_ingress: 1, cons_egress: 0 }).unwrap();
@@ -143,6 +151,4 @@ fn hop_fields_carry_their_full_cmac_in_path_order() {
     let mut old = seg.clone();
     old.hops[0].sigma.clear();
     assert!(path_sigmas(&[old], &[plan(0, false)]).is_empty());
-    std::fs::remove_dir_all(&layout.dir).unwrap();
-    std::fs::remove_dir_all(&layout_b.dir).unwrap();
 }

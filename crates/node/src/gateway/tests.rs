@@ -2,28 +2,20 @@
 
 use std::path::{Path, PathBuf};
 
+use aviary_scratch::ScratchDir;
+
 use super::config::ZlaneGatewayConfig;
 
-struct Dir(PathBuf);
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// A directory with the files a gateway config points at, and `gateway.toml` holding `text`.
-fn dir_with(name: &str, text: &str) -> (Dir, PathBuf) {
-    let dir = std::env::temp_dir().join(format!("aviary-gw-cfg-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+fn dir_with(name: &str, text: &str) -> (ScratchDir, PathBuf) {
+    let dir = ScratchDir::new(&format!("gw-cfg-{name}"));
     std::fs::write(dir.join("master.key"), "00112233445566778899aabbccddeeff\n").unwrap();
     std::fs::write(dir.join("operator.token"), "secret-token\n").unwrap();
     let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies/zlane-gateway.toml");
     std::fs::copy(topo, dir.join("topology.toml")).unwrap();
     let cfg = dir.join("gateway.toml");
     std::fs::write(&cfg, text).unwrap();
-    (Dir(dir), cfg)
+    (dir, cfg)
 }
 
 const HEAD: &str = r#"

@@ -160,17 +160,11 @@ impl Drop for Locked<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn dir(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("aviary-resids-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
+    use aviary_scratch::ScratchDir;
 
     #[test]
     fn two_handles_assigning_at_once_never_share_a_resid() {
-        let d = dir("threads");
+        let d = ScratchDir::new("resids-threads");
         let store = ResIdStore::new(d.join("resids.json"), 10_000);
         let handles: Vec<_> = (0..4)
             .map(|_| {
@@ -186,12 +180,11 @@ mod tests {
         let mut all: Vec<u32> = handles.into_iter().flat_map(|h| h.join().unwrap()).collect();
         all.sort_unstable();
         assert_eq!(all, (0..200).collect::<Vec<u32>>());
-        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
     fn a_refused_transaction_writes_nothing_and_a_corrupt_file_is_named() {
-        let d = dir("refused");
+        let d = ScratchDir::new("resids-refused");
         let store = ResIdStore::new(d.join("resids.json"), 10);
         store.update(|a| a.assign(1, 0, 10)).unwrap();
         let r: Result<(), StoreError<&str>> = store.update(|a| {
@@ -208,6 +201,5 @@ mod tests {
         std::fs::write(store.path(), "{").unwrap();
         let e = store.snapshot().unwrap_err().to_string();
         assert!(e.contains("resids.json") && e.contains("corrupt"), "{e}");
-        std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use aviary_hummingbird::testbed::{Chain, IF_NEXT};
 use aviary_qos::{Context, DropReason, Verdict};
+use aviary_scratch::ScratchDir;
 
 use super::management::Command;
 use super::runtime_state::{state_file, KeyRotation, RuntimeState};
@@ -17,16 +18,15 @@ use crate::secret_rotation::{drkey_needs_previous_until_ns, previous_secret_file
 
 const S: u64 = 1_000_000_000;
 
-/// A router for AS 0 of `Chain` in a directory of its own, under the chain's old secret.
-fn router_dir(name: &str, chains: &[Chain; 2]) -> (PathBuf, RouterConfig) {
+/// A router for AS 0 of `Chain` in a directory of its own, under the chain's old secret: the
+/// directory, the config's path and the config.
+fn router_dir(name: &str, chains: &[Chain; 2]) -> (ScratchDir, PathBuf, RouterConfig) {
     router_dir_with(name, chains, "")
 }
 
 /// The same with `extra` at the end of its config.
-fn router_dir_with(name: &str, chains: &[Chain; 2], extra: &str) -> (PathBuf, RouterConfig) {
-    let dir = std::env::temp_dir().join(format!("aviary-rotation-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+fn router_dir_with(name: &str, chains: &[Chain; 2], extra: &str) -> (ScratchDir, PathBuf, RouterConfig) {
+    let dir = ScratchDir::new(&format!("rotation-{name}"));
     std::fs::write(dir.join("secret.hex"), hex::encode(chains[0].ases[0].master_secret)).unwrap();
     let toml = format!(
         r#"ia = "{}"
@@ -47,7 +47,7 @@ capacity_bps = 1000000
     let path = dir.join("router.toml");
     std::fs::write(&path, toml).unwrap();
     let cfg = RouterConfig::load(&path).unwrap();
-    (path, cfg)
+    (dir, path, cfg)
 }
 
 /// The chain's ASes under the old and under the new secret, hop fields a minute old.
@@ -79,7 +79,7 @@ fn mode(p: &Path) -> u32 {
 #[test]
 fn a_rotation_keeps_both_keys_across_a_restart_within_the_overlap_and_forgets_the_old_one_after() {
     let chains = generations();
-    let (cfg_path, cfg) = router_dir("restart", &chains);
+    let (_dir, cfg_path, cfg) = router_dir("restart", &chains);
     let forwarded = Verdict::unauthenticated(IF_NEXT);
     let bad_mac = Verdict::Drop(DropReason::BadMac);
 
@@ -135,13 +135,12 @@ fn a_rotation_keeps_both_keys_across_a_restart_within_the_overlap_and_forgets_th
     state.save(&runtime_file).unwrap();
     let e = forwarder(&cfg, &cfg_path).err().unwrap().to_string();
     assert!(e.contains("runtime.json") && e.contains("key_rotation") && e.contains(".previous"), "{e}");
-    std::fs::remove_dir_all(cfg_path.parent().unwrap()).unwrap();
 }
 
 #[test]
 fn the_previous_secret_leaves_the_disk_when_the_overlap_ends_while_running() {
     let chains = generations();
-    let (cfg_path, cfg) = router_dir("retire", &chains);
+    let (_dir, cfg_path, cfg) = router_dir("retire", &chains);
     let mut fwd = forwarder(&cfg, &cfg_path).unwrap();
     let until = unix_ns() + 3600 * S;
     let at = unix_ns() / S;
@@ -161,13 +160,12 @@ fn the_previous_secret_leaves_the_disk_when_the_overlap_ends_while_running() {
     fwd.retire_previous_secret(drkey_until);
     assert!(!previous.exists() && !rotated_at_file(&cfg.master_secret_file).exists());
     assert_eq!(RuntimeState::load(&state_file(&cfg_path)).unwrap().key_rotation, None);
-    std::fs::remove_dir_all(cfg_path.parent().unwrap()).unwrap();
 }
 
 #[test]
 fn routers_sharing_the_secret_files_record_one_instant_for_a_rotation() {
     let chains = generations();
-    let (cfg_path, cfg) = router_dir("shared", &chains);
+    let (_dir, cfg_path, cfg) = router_dir("shared", &chains);
     let (mut first, mut second) = (forwarder(&cfg, &cfg_path).unwrap(), forwarder(&cfg, &cfg_path).unwrap());
     let until = unix_ns() + 3600 * S;
     let at = unix_ns() / S;
@@ -180,7 +178,6 @@ fn routers_sharing_the_secret_files_record_one_instant_for_a_rotation() {
     assert_eq!(std::fs::read_to_string(rotated_at_file(&cfg.master_secret_file)).unwrap().trim(), at.to_string());
     let kept = RuntimeState::load(&state_file(&cfg_path)).unwrap().key_rotation.unwrap();
     assert_eq!(kept.rotated_at_s, Some(at));
-    std::fs::remove_dir_all(cfg_path.parent().unwrap()).unwrap();
 }
 
 /// A GLWP packet for AS 0 (its destination, entering on `IF_NEXT`) of an allocation issued
@@ -204,7 +201,7 @@ const SRC: aviary_scion::IsdAsn = aviary_glwp::testbed::SRC_IA;
 #[test]
 fn a_glwp_router_keeps_the_previous_k_k_across_a_restart_within_the_overlap() {
     let chains = generations();
-    let (cfg_path, cfg) = router_dir_with("glwp", &chains, "\n[glwp]\nvalidity_s = 60\n");
+    let (_dir, cfg_path, cfg) = router_dir_with("glwp", &chains, "\n[glwp]\nvalidity_s = 60\n");
     let bad_ha = Verdict::Drop(aviary_glwp::GlwpDrop::BadHopAuthenticator.reason());
     let mut fwd = forwarder(&cfg, &cfg_path).unwrap();
     assert_eq!(glwp_verdicts(&mut fwd, &chains), [Verdict::Deliver, bad_ha]);
@@ -239,5 +236,4 @@ fn a_glwp_router_keeps_the_previous_k_k_across_a_restart_within_the_overlap() {
     let mut fwd = forwarder(&cfg, &cfg_path).unwrap();
     assert_eq!(glwp_verdicts(&mut fwd, &chains), [bad_ha, Verdict::Deliver]);
     drop(fwd);
-    std::fs::remove_dir_all(cfg_path.parent().unwrap()).unwrap();
 }

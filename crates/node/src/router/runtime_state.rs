@@ -153,8 +153,7 @@ mod tests {
         // The AS's epochs, not a day: three-day epochs keep the secret three times as long.
         let three_days = EpochSchedule::new(3 * 86400, 5).unwrap();
         assert_eq!(s.key_rotation.unwrap().keep_until_ns(three_days), (6 * 86400 + 5) * 1_000_000_000);
-        let dir = std::env::temp_dir().join(format!("aviary-runtime-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = aviary_scratch::ScratchDir::new("runtime");
         let path = state_file(&dir.join("router.toml"));
         assert_eq!(path, dir.join("router.toml.runtime.json"));
         assert_eq!(RuntimeState::load(&path).unwrap(), RuntimeState::default());
@@ -170,8 +169,7 @@ mod tests {
     #[test]
     fn a_secret_is_written_private_and_whole() {
         use std::os::unix::fs::PermissionsExt;
-        let dir = std::env::temp_dir().join(format!("aviary-runtime-secret-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = aviary_scratch::ScratchDir::new("runtime-secret");
         let f = dir.join("master.key");
         write_secret(&f, &[0xab; 32]).unwrap();
         assert_eq!(std::fs::read_to_string(&f).unwrap().trim(), "ab".repeat(32));

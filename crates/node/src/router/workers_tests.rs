@@ -6,7 +6,6 @@
 use std::collections::HashMap;
 use std::net::{SocketAddr, UdpSocket};
 use std::ops::RangeInclusive;
-use std::path::PathBuf;
 use std::sync::mpsc::{self, Sender};
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,13 +38,8 @@ struct Running {
     ingress: SocketAddr,
     neighbor: UdpSocket,
     sink: UdpSocket,
-    dir: PathBuf,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+    /// Last, so that it goes after what uses it.
+    _dir: aviary_scratch::ScratchDir,
 }
 
 /// Starts the transit router of `chain` with `workers` workers (and a policing burst of
@@ -72,9 +66,7 @@ impl Transit {
 
 /// [`run_router`] for `transit`, with the mechanism tables `tables` in its config.
 fn run_router_with(name: &str, transit: &Transit, workers: usize, tables: &str) -> Running {
-    let dir = std::env::temp_dir().join(format!("aviary-workers-{name}-{workers}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = aviary_scratch::ScratchDir::new(&format!("workers-{name}-{workers}"));
     std::fs::write(dir.join("secret.hex"), hex::encode(transit.master_secret)).unwrap();
     let neighbor = UdpSocket::bind("127.0.0.1:0").unwrap();
     let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -119,7 +111,7 @@ capacity_bps = 1000000000
     for w in forwarders {
         std::thread::spawn(move || w.run());
     }
-    Running { commands, board, ingress, neighbor, sink, dir }
+    Running { commands, board, ingress, neighbor, sink, _dir: dir }
 }
 
 impl Running {

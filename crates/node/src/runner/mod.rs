@@ -586,7 +586,7 @@ mod tests {
 
     #[test]
     fn every_as_has_its_own_secret_and_a_rerun_keeps_it() {
-        let dir = std::env::temp_dir().join(format!("aviary-layout-{}", std::process::id()));
+        let dir = aviary_scratch::ScratchDir::new("layout");
         let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies/two-isd.toml");
         let layout = RunLayout::write(&topo, &dir, 20000).unwrap();
         let mut secrets = Vec::new();
@@ -612,6 +612,5 @@ mod tests {
         let again = RunLayout::write(&topo, &dir, 20000).unwrap();
         let a = again.ases.values().next().unwrap();
         assert!(secrets.contains(&fs::read_to_string(a.dir.join("master.key")).unwrap()));
-        fs::remove_dir_all(&dir).unwrap();
     }
 }

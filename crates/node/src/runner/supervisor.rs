@@ -308,8 +308,7 @@ mod tests {
     #[test]
     fn a_process_that_exits_is_restarted_after_its_backoff_and_reported() {
         let p = RestartPolicy { first_backoff: ms(200), ..Default::default() };
-        let dir = std::env::temp_dir().join(format!("aviary-supervisor-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = aviary_scratch::ScratchDir::new("supervisor");
         let exe = Path::new("/bin/sh");
         let args = vec!["-c".to_string(), "exit 3".to_string()];
         let mut s =

@@ -70,8 +70,7 @@ mod tests {
 
     #[test]
     fn the_runner_writes_the_gateway_and_points_its_ass_hosts_at_it() {
-        let dir = std::env::temp_dir().join(format!("aviary-gw-layout-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = aviary_scratch::ScratchDir::new("gw-layout");
         let layout = RunLayout::write(&topology_dir().join("zlane-gateway.toml"), &dir, 21000).unwrap();
         let ia: IsdAsn = "1-ff00:0:111".parse().unwrap();
         let a = &layout.ases[&ia];
@@ -91,7 +90,6 @@ mod tests {
         for other in ["1-ff00:0:110", "1-ff00:0:112"] {
             assert!(layout.ases[&other.parse().unwrap()].zlane_gateway.is_none());
         }
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -104,9 +102,7 @@ mod tests {
             "ia = \"1-ff00:0:111\"\n\n[as.drkey]\nepoch_duration_s = 3600\ngrace_s = 10\n",
             1,
         );
-        let dir = std::env::temp_dir().join(format!("aviary-gw-epochs-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = aviary_scratch::ScratchDir::new("gw-epochs");
         let topo = dir.join("topology-in.toml");
         std::fs::write(&topo, text).unwrap();
         let layout = RunLayout::write(&topo, &dir.join("run"), 21000).unwrap();
@@ -124,14 +120,12 @@ mod tests {
             }
         }
         assert!(layout.ases[&"1-ff00:0:111".parse().unwrap()].zlane_gateway.is_some());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn a_gateway_needs_a_zlane_router_and_its_own_hosts() {
         let text = std::fs::read_to_string(topology_dir().join("zlane-gateway.toml")).unwrap();
-        let dir = std::env::temp_dir().join(format!("aviary-gw-bad-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = aviary_scratch::ScratchDir::new("gw-bad");
         let cases = [
             // 111's router without its [as.router.zlane] table.
             (
@@ -154,6 +148,5 @@ mod tests {
                 "{name}: {e}"
             );
         }
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

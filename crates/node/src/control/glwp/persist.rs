@@ -108,8 +108,7 @@ mod tests {
 
     #[test]
     fn a_schedule_survives_the_round_trip_and_bad_files_name_the_field() {
-        let dir = std::env::temp_dir().join(format!("aviary-glwp-schedule-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = aviary_scratch::ScratchDir::new("glwp-schedule");
         let path = schedule_path(&dir);
         let table = GlwpConfig::with_matrix(vec![]);
         let links = [(1, 10_000_000), (2, 10_000_000)];
@@ -136,6 +135,5 @@ mod tests {
                 "{text}: {e}"
             );
         }
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
