@@ -14,28 +14,29 @@ use aviary_market::{Bytes, U256};
 use aviary_node::as_service::FAULT_ENV;
 use aviary_node::runner::market_setup::MarketLayout;
 use aviary_node::runner::RunLayout;
+use aviary_scratch::ScratchDir;
 
 /// Core AS C of line5: transit from interface 1 to 2.
 const C: &str = "1-ff00:0:110";
 
 struct Run {
-    dir: PathBuf,
     market: MarketLayout,
     cfg: PathBuf,
     log: PathBuf,
+    /// Last, so that it goes after what uses it.
+    _dir: ScratchDir,
 }
 
 impl Run {
     fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("aviary-it-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = ScratchDir::new(&format!("it-{name}"));
         let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies/line5.toml");
         let mut layout = RunLayout::write(&topo, &dir, 48500).unwrap();
         layout.enable_market().unwrap();
         let market = layout.market.unwrap();
         let cfg = market.as_services[&C.parse().unwrap()].clone();
         let log = dir.join("as-service.log");
-        Self { dir, market, cfg, log }
+        Self { market, cfg, log, _dir: dir }
     }
 
     /// Starts C's AS service, armed to die at `fault` if given.
@@ -125,12 +126,6 @@ impl Run {
             .filter(|h| h["holder"] == holder.as_str())
             .map(|h| h["res_id"].as_u64().unwrap())
             .collect()
-    }
-}
-
-impl Drop for Run {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

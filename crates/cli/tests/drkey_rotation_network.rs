@@ -41,8 +41,7 @@ fn assert_discovers(net: &Network, what: &str) {
 
 #[test]
 fn discoveries_through_an_as_keep_working_when_it_rotates_its_secret_and_restarts_its_control_service_alone() {
-    let dir = std::env::temp_dir().join(format!("aviary-it-drkey-rotation-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = aviary_scratch::ScratchDir::new("it-drkey-rotation");
     let net = Network::start(&exe(), RunLayout::write(&topology_file(), &dir, PORT_BASE).unwrap()).unwrap();
     // Every service has the others' Level-1 keys of this epoch (and of the next) once a
     // discovery through all of them succeeds: the rotated AS's keys are cached by the others.
@@ -69,8 +68,6 @@ fn discoveries_through_an_as_keep_working_when_it_rotates_its_secret_and_restart
         let b = if *at == ROTATED { 0 } else { b };
         assert_eq!(bad_authenticators(&net, at), b, "{at} dropped discovery messages as bad_authenticator");
     }
-    drop(net);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Per-AS EPIC packets of host `within` (inside its gateway rate) that the gateway's AS's router
@@ -94,7 +91,7 @@ fn g_through_every_router(net: &Network, what: &str) {
 
 #[test]
 fn per_as_epic_keeps_class_g_when_the_gateway_as_rotates_and_restarts_its_issuers_one_at_a_time() {
-    let net = zlane_common::start("drkey-rotation-zlane", ZLANE_PORT_BASE);
+    let (_dir, net) = zlane_common::start("drkey-rotation-zlane", ZLANE_PORT_BASE);
     zlane_common::wait_keyed(&net);
     g_through_every_router(&net, "before the rotation");
 
@@ -107,7 +104,4 @@ fn per_as_epic_keeps_class_g_when_the_gateway_as_rotates_and_restarts_its_issuer
     }
     zlane_common::wait_keyed(&net);
     g_through_every_router(&net, "after the rotation and the restarts");
-    let dir = net.layout.dir.clone();
-    drop(net);
-    let _ = std::fs::remove_dir_all(dir);
 }

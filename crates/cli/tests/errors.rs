@@ -5,7 +5,8 @@ use std::process::Command;
 
 #[test]
 fn a_failed_command_prints_one_line_without_a_backtrace() {
-    let missing = std::env::temp_dir().join(format!("aviary-no-such-config-{}.toml", std::process::id()));
+    let dir = aviary_scratch::ScratchDir::new("no-such-config");
+    let missing = dir.join("router.toml");
     for backtrace in ["0", "1", "full"] {
         let out = Command::new(env!("CARGO_BIN_EXE_aviary"))
             .args(["router", "--config"])
@@ -42,7 +43,7 @@ fn router_error(cfg: &std::path::Path) -> String {
 
 #[test]
 fn a_router_names_the_file_and_field_of_a_taken_address_or_a_missing_interface() {
-    let dir = std::env::temp_dir().join(format!("aviary-router-errors-{}", std::process::id()));
+    let dir = aviary_scratch::ScratchDir::new("router-errors");
     let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap();
     let interfaces = format!(

@@ -42,8 +42,7 @@ fn router_of(net: &Network, ia: IsdAsn) -> Router {
 
 #[test]
 fn discovery_across_two_isds() {
-    let dir = std::env::temp_dir().join(format!("aviary-it-glwp-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = aviary_scratch::ScratchDir::new("it-glwp");
     let net = Network::start(&exe(), RunLayout::write(&topology_file(), &dir, PORT_BASE).unwrap()).unwrap();
     let topo = Topology::load(&topology_file()).unwrap();
 
@@ -167,7 +166,6 @@ fn discovery_across_two_isds() {
     assert!(counted(&net, PATH_ASES[0], "aviary_glwp_host_discoveries_rate_limited_total", &[], 15) >= 15);
     std::thread::sleep(Duration::from_millis(250));
     assert_eq!(post(), (400, None), "a token is back after a tenth of a second");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// An on-path AS whose threshold τ is above the preliminary guarantee at it refuses: the
@@ -175,9 +173,7 @@ fn discovery_across_two_isds() {
 /// are authentic) and names it.
 #[test]
 fn an_as_refuses_below_its_threshold() {
-    let dir = std::env::temp_dir().join(format!("aviary-it-glwp-refuse-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = aviary_scratch::ScratchDir::new("it-glwp-refuse");
     let topo = Topology::load(&topology_file()).unwrap();
     let path = [(0, 1), (1, 2), (2, 1), (1, 0)];
     let hop_values: Vec<HopValues> =
@@ -196,6 +192,4 @@ fn an_as_refuses_below_its_threshold() {
     assert!(stderr.contains("2-ff00:0:210 (position 2 of the path) refused"), "{stderr}");
     assert!(counted(&net, PATH_ASES[2], "aviary_glwp_discovery_outcomes_total", &["outcome=\"refused\""], 1) >= 1);
     assert!(counted(&net, PATH_ASES[0], "aviary_glwp_refusals_received_total", &[PATH_ASES[0]], 1) >= 1);
-    drop(net);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -75,8 +75,7 @@ fn restart_control(net: &Network, at: &str) {
 
 #[test]
 fn a_service_restarted_in_the_overlap_keeps_its_schedule_and_nobody_is_blamed() {
-    let dir = std::env::temp_dir().join(format!("aviary-it-glwp-ops-restart-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = aviary_scratch::ScratchDir::new("it-glwp-ops-restart");
     let net = Network::start(&exe(), RunLayout::write(&topology_file(), &dir, PORT_BASE).unwrap()).unwrap();
     let old = first_allocation(&net).expect("no discovery succeeded at the start");
     assert_eq!(all_blames(&net), vec![], "blamed at the start, before announcements could arrive");
@@ -113,8 +112,6 @@ fn a_service_restarted_in_the_overlap_keeps_its_schedule_and_nobody_is_blamed() 
     // Its announcements (re-sent every second) have reached the neighbours by now.
     counted(&net, PATH_ASES[2], "aviary_glwp_announcements_total", &["direction=\"accepted\""], 3);
     assert_eq!(all_blames(&net), vec![], "a restart in the overlap was blamed");
-    drop(net);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The topology with `extra` set in the `[as.glwp]` table of `at`, written into `dir`.
@@ -145,8 +142,7 @@ fn clear_hold_down(net: &Network, token: Option<&str>) -> Result<GlwpHoldDownRep
 
 #[test]
 fn a_neighbour_blamed_again_and_again_is_held_down_until_the_operator_clears_it() {
-    let dir = std::env::temp_dir().join(format!("aviary-it-glwp-ops-hold-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = aviary_scratch::ScratchDir::new("it-glwp-ops-hold");
     // 210 holds a neighbour down after 3 blames within a minute, for an hour.
     let topo = topology_with(&dir.join("input"), AS210, &[("blame_limit", 3), ("hold_down_s", 3600)]);
     let net = Network::start(&exe(), RunLayout::write(&topo, &dir.join("run"), PORT_BASE + 250).unwrap()).unwrap();
@@ -198,6 +194,4 @@ fn a_neighbour_blamed_again_and_again_is_held_down_until_the_operator_clears_it(
     let reply = clear_hold_down(&net, Some(&token)).unwrap();
     assert!(reply.was_held_down && reply.neighbour == ia(AS110), "{reply:?}");
     assert_eq!(held(&net), 0, "still held down after the operator cleared it");
-    drop(net);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -122,8 +122,7 @@ fn passed_everywhere(net: &Network, file: &Path, dir: &Path, what: &str) -> Vec<
 
 #[test]
 fn an_allocation_outlives_the_rotation_of_every_secret_on_its_path_until_the_overlap_ends() {
-    let dir = std::env::temp_dir().join(format!("aviary-it-glwp-rotation-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = aviary_scratch::ScratchDir::new("it-glwp-rotation");
     let topo = short_lived_topology(&dir.join("input"));
     let net = Network::start(&exe(), RunLayout::write(&topo, &dir.join("run"), PORT_BASE).unwrap()).unwrap();
     let old = dir.join("old-allocation.json");
@@ -177,6 +176,4 @@ fn an_allocation_outlives_the_rotation_of_every_secret_on_its_path_until_the_ove
     let source_after = router_counts(&net, PATH_ASES[0]);
     let refused = source_after.allocation_expired - source_before.allocation_expired;
     assert!(refused >= 15, "the source AS refused {refused} of about 40");
-    drop(net);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -62,8 +62,7 @@ fn allocation(o: &std::process::Output) -> GlwpAllocationWire {
 
 #[test]
 fn a_matrix_change_keeps_discovery_going_with_temporary_values() {
-    let dir = std::env::temp_dir().join(format!("aviary-it-glwp-update-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = aviary_scratch::ScratchDir::new("it-glwp-update");
     let net = Network::start(&exe(), RunLayout::write(&topology_file(), &dir, PORT_BASE).unwrap()).unwrap();
     let topo = Topology::load(&topology_file()).unwrap();
     let old = allocation(&settled_discovery(&net, &["--json"]));
@@ -110,14 +109,11 @@ fn a_matrix_change_keeps_discovery_going_with_temporary_values() {
         assert_eq!(blames(&net, at, "reason=\"inconsistent_values\""), 0, "{at}");
         assert_eq!(blames(&net, at, "reason=\"contradicting_announcement\""), 0, "{at}");
     }
-    drop(net);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn an_as_changing_its_matrix_without_the_update_is_blamed() {
-    let dir = std::env::temp_dir().join(format!("aviary-it-glwp-blame-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = aviary_scratch::ScratchDir::new("it-glwp-blame");
     let net = Network::start(&exe(), RunLayout::write(&topology_file(), &dir, PORT_BASE + 250).unwrap()).unwrap();
     allocation(&settled_discovery(&net, &["--json"]));
 
@@ -156,6 +152,4 @@ fn an_as_changing_its_matrix_without_the_update_is_blamed() {
             "{at} did not blame 110's announcement"
         );
     }
-    drop(net);
-    let _ = std::fs::remove_dir_all(&dir);
 }

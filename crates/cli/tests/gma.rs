@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use aviary_scratch::ScratchDir;
 use serde_json::Value;
 
 fn example() -> PathBuf {
@@ -19,12 +20,12 @@ fn gma(input: &Path, json: bool) -> std::process::Output {
     cmd.output().unwrap()
 }
 
-fn temp_input(name: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("aviary-gma-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+/// `text` in a file `name` of a directory of its own: the directory and the file.
+fn temp_input(name: &str, text: &str) -> (ScratchDir, PathBuf) {
+    let dir = ScratchDir::new("gma");
     let file = dir.join(name);
     std::fs::write(&file, text).unwrap();
-    file
+    (dir, file)
 }
 
 #[test]
@@ -73,7 +74,8 @@ fn listed_paths_are_reported_under_their_ids() {
         "{}, \"paths\": [{{\"id\": \"c-a\", \"hops\": [[\"1-ff00:0:112\", 0, 1], [\"1-ff00:0:111\", 2, 1], [\"1-ff00:0:110\", 1, 0]]}}]}}",
         &example[..end]
     );
-    let out = gma(&temp_input("paths.json", &text), true);
+    let (_dir, input) = temp_input("paths.json", &text);
+    let out = gma(&input, true);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
@@ -99,7 +101,7 @@ fn bad_input_names_the_file_and_the_field() {
         ("json.json", "{\"nodes\": ".to_string(), "not valid JSON"),
     ];
     for (name, text, want) in cases {
-        let file = temp_input(name, &text);
+        let (_dir, file) = temp_input(name, &text);
         let out = gma(&file, true);
         assert!(!out.status.success());
         assert!(out.stdout.is_empty(), "no report on bad input");

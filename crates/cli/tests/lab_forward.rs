@@ -11,10 +11,10 @@ const KEYS: [&str; 7] = ["name", "payload_bytes", "workers", "mpps", "gbps", "re
 
 #[test]
 fn the_router_and_the_relay_forward_and_every_row_has_its_fields() {
-    let dir = std::env::temp_dir().join(format!("aviary-it-lab-forward-{}", std::process::id()));
+    let dir = aviary_scratch::ScratchDir::new("it-lab-forward");
     let out = Command::new(env!("CARGO_BIN_EXE_aviary"))
         .args(["lab", "forward", "--quick", "--json", "--workers", "2", "--port-base", "50000", "--dir"])
-        .arg(&dir)
+        .arg(dir.path())
         .env("RUST_LOG", "off")
         .output()
         .unwrap();
@@ -46,5 +46,4 @@ fn the_router_and_the_relay_forward_and_every_row_has_its_fields() {
         assert!(bytes > payload + 40.0 && bytes < payload + 200.0, "{bytes} bytes per packet: {r}");
     }
     assert!(dir.join("report.html").exists());
-    std::fs::remove_dir_all(&dir).unwrap();
 }

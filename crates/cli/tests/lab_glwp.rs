@@ -27,10 +27,10 @@ fn drops(v: &Value) -> BTreeMap<String, BTreeMap<String, u64>> {
 
 #[test]
 fn the_guaranteed_flow_keeps_its_allocation_and_overuse_and_replays_are_cut() {
-    let dir = std::env::temp_dir().join(format!("aviary-it-lab-glwp-{}", std::process::id()));
+    let dir = aviary_scratch::ScratchDir::new("it-lab-glwp");
     let out = Command::new(env!("CARGO_BIN_EXE_aviary"))
         .args(["lab", "glwp", "--quick", "--json", "--port-base", "52000", "--dir"])
-        .arg(&dir)
+        .arg(dir.path())
         .env("RUST_LOG", "off")
         .output()
         .unwrap();
@@ -86,5 +86,4 @@ fn the_guaranteed_flow_keeps_its_allocation_and_overuse_and_replays_are_cut() {
         assert_eq!(reasons.get("bad_hop_authenticator"), None, "{ia}: {reasons:?}");
     }
     assert!(dir.join("report.html").exists());
-    let _ = std::fs::remove_dir_all(&dir);
 }

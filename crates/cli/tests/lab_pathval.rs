@@ -8,7 +8,8 @@ use serde_json::Value;
 
 #[test]
 fn lab_pathval_json_has_the_figures_and_they_agree_with_the_sampling_theory() {
-    let report = std::env::temp_dir().join(format!("aviary-lab-pathval-{}.html", std::process::id()));
+    let dir = aviary_scratch::ScratchDir::new("lab-pathval");
+    let report = dir.join("report.html");
     let out = Command::new(env!("CARGO_BIN_EXE_aviary"))
         .args(["lab", "pathval", "--json", "--quick", "--report"])
         .arg(&report)
@@ -60,7 +61,6 @@ fn lab_pathval_json_has_the_figures_and_they_agree_with_the_sampling_theory() {
     let html = std::fs::read_to_string(&report).unwrap();
     assert_eq!(html.matches("<svg").count(), 2);
     assert!(html.contains("Detection rate per attack") && html.contains("<td>ppv</td><td>deviation</td>"));
-    std::fs::remove_file(&report).unwrap();
 }
 
 /// Every attack × scheme × N cell is within 4 binomial standard deviations of the predicted

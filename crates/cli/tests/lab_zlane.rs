@@ -28,10 +28,10 @@ fn run(policy: &Value) -> (&str, f64, Vec<ClassRow<'_>>) {
 
 #[test]
 fn the_protected_as_keeps_its_guarantee_under_zlane_and_not_under_fifo() {
-    let dir = std::env::temp_dir().join(format!("aviary-it-lab-zlane-{}", std::process::id()));
+    let dir = aviary_scratch::ScratchDir::new("it-lab-zlane");
     let out = Command::new(env!("CARGO_BIN_EXE_aviary"))
         .args(["lab", "zlane", "--quick", "--json", "--port-base", "53000", "--dir"])
-        .arg(&dir)
+        .arg(dir.path())
         .env("RUST_LOG", "off")
         .output()
         .unwrap();
@@ -68,5 +68,4 @@ fn the_protected_as_keeps_its_guarantee_under_zlane_and_not_under_fifo() {
     assert!(g.2 >= 0.1 * CAPACITY_BPS * 0.95, "G forwarded at least the protected AS's guarantee: {}", g.2);
     assert!(u.2 <= CAPACITY_BPS * 1.05 - g.2 - a.2, "U forwarded {}", u.2);
     assert!(dir.join("report.html").exists());
-    let _ = std::fs::remove_dir_all(&dir);
 }

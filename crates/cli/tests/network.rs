@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use aviary_lab::demo::{self, DemoOptions};
 use aviary_node::host::{SenderReport, SinkReport};
 use aviary_node::runner::{Network, Role, RunLayout};
+use aviary_scratch::ScratchDir;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -19,12 +20,6 @@ fn exe() -> PathBuf {
 
 fn topology(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies").join(name)
-}
-
-fn run_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("aviary-it-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
 }
 
 /// Processes whose command line mentions `dir` (every process of a run does).
@@ -49,10 +44,10 @@ fn read_json<T: serde::de::DeserializeOwned>(p: &Path) -> T {
 #[test]
 fn demo_reserved_flow_keeps_its_rate_under_a_flood() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = run_dir("demo");
+    let dir = ScratchDir::new("it-demo");
     let opts = DemoOptions {
         exe: exe(),
-        dir: dir.clone(),
+        dir: dir.to_path_buf(),
         port_base: 32000,
         duration_ms: 6000,
         progress: false,
@@ -97,20 +92,20 @@ fn demo_reserved_flow_keeps_its_rate_under_a_flood() {
     let html = std::fs::read_to_string(&report.report_html).unwrap();
     assert!(html.contains("<svg") && html.contains("reserved"));
     assert_eq!(processes_of(&dir), Vec::<String>::new(), "no process outlives the demo");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Starts line5 with a sink on `sink` and returns the network and the sink's destination.
-fn line5(name: &str, port_base: u16) -> Network {
-    let dir = run_dir(name);
+/// Starts line5 in a directory of its own; the directory first, so that it goes last.
+fn line5(name: &str, port_base: u16) -> (ScratchDir, Network) {
+    let dir = ScratchDir::new(&format!("it-{name}"));
     let layout = RunLayout::write(&topology("line5.toml"), &dir, port_base).unwrap();
-    Network::start(&exe(), layout).unwrap()
+    let net = Network::start(&exe(), layout).unwrap();
+    (dir, net)
 }
 
 #[test]
 fn traffic_without_a_valid_reservation_gets_no_priority() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let net = line5("nopriority", 33000);
+    let (_dir, net) = line5("nopriority", 33000);
     let l = &net.layout;
     // The source AS itself has no reservation: keep the sum of the flows below its 10 Mbit/s uplink.
     let res = demo::reserve_transit(l, "source", "sink", 1_000_000, 300).unwrap();
@@ -197,7 +192,7 @@ fn traffic_without_a_valid_reservation_gets_no_priority() {
 #[test]
 fn killed_router_is_back_within_five_seconds() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let net = line5("restart", 34000);
+    let (_dir, net) = line5("restart", 34000);
     let l = &net.layout;
     let sink = l.host("sink").unwrap();
     let dst = format!("{},{}:40000", sink.ia, sink.addr);
@@ -245,7 +240,7 @@ fn killed_router_is_back_within_five_seconds() {
 #[test]
 fn malformed_datagrams_are_counted_and_harmless() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let net = line5("malformed", 35000);
+    let (_dir, net) = line5("malformed", 35000);
     let a = &net.layout.ases[&"1-ff00:0:110".parse().unwrap()];
     let s = UdpSocket::bind("127.0.0.1:0").unwrap();
     let mut targets = vec![a.router.internal];
@@ -280,7 +275,7 @@ fn malformed_datagrams_are_counted_and_harmless() {
 #[test]
 fn run_refuses_an_address_in_use() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = run_dir("taken");
+    let dir = ScratchDir::new("it-taken");
     let layout = RunLayout::write(&topology("two-isd.toml"), &dir, 36000).unwrap();
     let taken = layout.ases.values().next().unwrap().router.interfaces[0].local;
     let _holder = UdpSocket::bind(taken).unwrap();
@@ -292,7 +287,7 @@ fn run_refuses_an_address_in_use() {
 #[test]
 fn two_isd_paths_cross_segments_and_deliver() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = run_dir("twoisd");
+    let dir = ScratchDir::new("it-twoisd");
     let net = Network::start(&exe(), RunLayout::write(&topology("two-isd.toml"), &dir, 37000).unwrap()).unwrap();
     let l = &net.layout;
     let (src, dst) = (l.host("h111").unwrap(), l.host("h211").unwrap());
@@ -342,7 +337,7 @@ fn two_isd_paths_cross_segments_and_deliver() {
 #[test]
 fn management_api_changes_links_policing_and_keys_at_runtime() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let net = line5("mgmt", 38000);
+    let (_dir, net) = line5("mgmt", 38000);
     let l = &net.layout;
     let core = &l.ases[&"1-ff00:0:110".parse().unwrap()];
     let mgmt = core.router.management;
@@ -441,7 +436,7 @@ fn management_api_changes_links_policing_and_keys_at_runtime() {
 #[test]
 fn market_purchases_survive_an_as_service_restart() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = run_dir("market");
+    let dir = ScratchDir::new("it-market");
     let mut layout = RunLayout::write(&topology("line5.toml"), &dir, 39000).unwrap();
     layout.enable_market().unwrap();
     let net = Network::start(&exe(), layout).unwrap();
@@ -516,7 +511,7 @@ fn market_purchases_survive_an_as_service_restart() {
 #[test]
 fn shortcut_paths_turn_below_the_core_and_deliver() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let net = line5("shortcut", 40000 - 100 * 6);
+    let (_dir, net) = line5("shortcut", 40000 - 100 * 6);
     let l = &net.layout;
     let report = |n: &str| l.dir.join(format!("{n}.json"));
     // B (attacker's AS) is A's (source's) parent: both ways the path turns at B.

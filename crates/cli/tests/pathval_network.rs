@@ -68,8 +68,7 @@ fn send(net: &Network, dst: &str) {
 
 #[test]
 fn dynamic_next_hops_and_destination_verification_over_the_diamond() {
-    let dir = std::env::temp_dir().join(format!("aviary-it-pathval-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = aviary_scratch::ScratchDir::new("it-pathval");
     let topology = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies/pathval.toml");
     let net = Network::start(&exe(), RunLayout::write(&topology, &dir, 49000).unwrap()).unwrap();
     net.wait_ready(Duration::from_secs(30)).unwrap();

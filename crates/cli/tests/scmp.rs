@@ -7,16 +7,18 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use aviary_node::runner::{Network, RunLayout};
+use aviary_scratch::ScratchDir;
 
 fn exe() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_aviary"))
 }
 
-fn line5(port_base: u16) -> Network {
-    let dir = std::env::temp_dir().join(format!("aviary-it-scmp-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+/// line5 in a directory of its own; the directory first, so that it goes last.
+fn line5(port_base: u16) -> (ScratchDir, Network) {
+    let dir = ScratchDir::new("it-scmp");
     let topology = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies/line5.toml");
-    Network::start(&exe(), RunLayout::write(&topology, &dir, port_base).unwrap()).unwrap()
+    let net = Network::start(&exe(), RunLayout::write(&topology, &dir, port_base).unwrap()).unwrap();
+    (dir, net)
 }
 
 /// `aviary host --config <source> <args>`: its exit status and stdout.
@@ -64,7 +66,7 @@ fn scmp_counter(net: &Network, ia: &str, kind: &str, at_least: u64) -> u64 {
 
 #[test]
 fn ping_traceroute_and_interface_down_over_line5() {
-    let net = line5(48000);
+    let (_dir, net) = line5(48000);
 
     // Ping the far router (four AS hops and a segment crossover away), the core AS's router
     // and the source AS's own router (empty path).

@@ -6,16 +6,18 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use aviary_node::runner::{Network, ProcessState, RestartPolicy, Role, RunLayout};
+use aviary_scratch::ScratchDir;
 
 fn topology() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies/line5.toml")
 }
 
-fn start(name: &str, port_base: u16, policy: RestartPolicy) -> Network {
-    let dir = std::env::temp_dir().join(format!("aviary-it-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+/// line5 in a directory of its own; the directory first, so that it goes last.
+fn start(name: &str, port_base: u16, policy: RestartPolicy) -> (ScratchDir, Network) {
+    let dir = ScratchDir::new(&format!("it-{name}"));
     let layout = RunLayout::write(&topology(), &dir, port_base).unwrap();
-    Network::start_with(Path::new(env!("CARGO_BIN_EXE_aviary")), layout, policy).unwrap()
+    let net = Network::start_with(Path::new(env!("CARGO_BIN_EXE_aviary")), layout, policy).unwrap();
+    (dir, net)
 }
 
 fn status(addr: std::net::SocketAddr) -> (u16, serde_json::Value) {
@@ -43,7 +45,7 @@ fn kill(pid: u32) {
 #[test]
 fn a_router_that_cannot_start_is_retried_with_backoff_and_reported_until_it_is_back() {
     let policy = RestartPolicy { first_backoff: Duration::from_millis(100), ..Default::default() };
-    let net = start("supervise", 45000, policy);
+    let (_dir, net) = start("supervise", 45000, policy);
     let health = "127.0.0.1:44999".parse().unwrap();
     let _server = net.serve_health(health).unwrap();
     assert_eq!(status(health).0, 200);
@@ -80,7 +82,7 @@ fn a_router_that_cannot_start_is_retried_with_backoff_and_reported_until_it_is_b
 fn a_policy_with_a_limit_gives_up_visibly() {
     let policy =
         RestartPolicy { first_backoff: Duration::from_millis(50), give_up_after: Some(2), ..Default::default() };
-    let net = start("give-up", 46000, policy);
+    let (_dir, net) = start("give-up", 46000, policy);
     let core = "1-ff00:0:110".parse().unwrap();
     std::fs::write(net.layout.ases[&core].dir.join("control.toml"), "junk\n").unwrap();
     kill(net.pid(core, Role::Control).unwrap());
@@ -94,7 +96,8 @@ fn a_policy_with_a_limit_gives_up_visibly() {
 
 #[test]
 fn runtime_changes_survive_a_router_restart() {
-    let net = start("runtime", 47000, RestartPolicy { first_backoff: Duration::from_millis(50), ..Default::default() });
+    let (_dir, net) =
+        start("runtime", 47000, RestartPolicy { first_backoff: Duration::from_millis(50), ..Default::default() });
     let core = "1-ff00:0:110".parse().unwrap();
     let a = &net.layout.ases[&core];
     let mgmt = a.router.management;

@@ -14,7 +14,7 @@ use zlane_common::{gateway_metrics, router_metrics, sample, send, sent, wait_key
 
 #[test]
 fn hosts_through_the_gateway_get_g_within_their_rate_only() {
-    let net = zlane_common::start("zlane-gw", 49500);
+    let (_dir, net) = zlane_common::start("zlane-gw", 49500);
     wait_keyed(&net);
 
     // `within` sends 200 kbit/s at a rate of 600 kbit/s; `over` 800 kbit/s at 100 kbit/s.
@@ -93,8 +93,4 @@ fn hosts_through_the_gateway_get_g_within_their_rate_only() {
         &[&format!("host=\"{}\"", net.layout.hosts["within"].addr), "outcome=\"compliant\""],
     );
     assert!(now > after, "the gateway still flags: {after} then {now}");
-
-    let dir = net.layout.dir.clone();
-    drop(net);
-    let _ = std::fs::remove_dir_all(dir);
 }

@@ -1,16 +1,11 @@
 //! `aviary lab zlane-model` as a user runs it: the JSON object's shape and a few of Fig. 4's
 //! values, the report file, `--j`, and a bad `--j` named in one error line.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
+use aviary_scratch::ScratchDir;
 use serde_json::Value;
-
-fn out_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("aviary-zlane-model-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
 
 fn aviary(args: &[&str], dir: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_aviary"))
@@ -37,7 +32,7 @@ fn curve(v: &Value, mechanism: &str, rate: &str) -> Vec<f64> {
 
 #[test]
 fn json_has_the_documented_shape_and_fig4_values() {
-    let dir = out_dir("json");
+    let dir = ScratchDir::new("zlane-model-json");
     let v = json(&["--json"], &dir);
     let params = v["params"].as_object().unwrap();
     let keys: Vec<&str> = params.keys().map(String::as_str).collect();
@@ -76,12 +71,11 @@ fn json_has_the_documented_shape_and_fig4_values() {
 
     let report = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(report.contains("<svg") && report.matches("<polyline").count() == 16);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn j_moves_routers_out_of_the_source_isd() {
-    let dir = out_dir("j");
+    let dir = ScratchDir::new("zlane-model-j");
     let v = json(&["--json", "--j", "0"], &dir);
     assert_eq!(v["params"]["j"], 0);
     // Eq. (2) at router 1: 4 * 2/5 + 6/41 * 2/5.
@@ -96,5 +90,4 @@ fn j_moves_routers_out_of_the_source_isd() {
     assert!(out.status.success());
     let table = String::from_utf8(out.stdout).unwrap();
     assert!(table.contains("F = 1.5 Gbit/s") && table.contains("up to 30 times"), "{table}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

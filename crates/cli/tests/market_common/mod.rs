@@ -6,29 +6,30 @@ use std::process::{Child, Command, Output, Stdio};
 
 use aviary_node::runner::market_setup::MarketLayout;
 use aviary_node::runner::RunLayout;
+use aviary_scratch::ScratchDir;
 
 /// Core AS C of line5: transit from interface 1 to 2.
 pub const C: &str = "1-ff00:0:110";
 
-/// A run directory with the market enabled; removed when dropped.
+/// A run directory with the market enabled.
 pub struct Run {
-    pub dir: PathBuf,
     pub market: MarketLayout,
     /// C's AS service config.
     pub cfg: PathBuf,
+    /// Last, so that it goes after what uses it.
+    pub dir: ScratchDir,
 }
 
 impl Run {
     /// line5 written to a fresh directory named after `name`, its ports from `port_base`.
     pub fn new(name: &str, port_base: u16) -> Self {
-        let dir = std::env::temp_dir().join(format!("aviary-it-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = ScratchDir::new(&format!("it-{name}"));
         let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies/line5.toml");
         let mut layout = RunLayout::write(&topo, &dir, port_base).unwrap();
         layout.enable_market().unwrap();
         let market = layout.market.unwrap();
         let cfg = market.as_services[&C.parse().unwrap()].clone();
-        Self { dir, market, cfg }
+        Self { market, cfg, dir }
     }
 
     /// Starts C's AS service (its output in the run directory).
@@ -51,15 +52,9 @@ impl Run {
             .arg("market")
             .args(args)
             .arg("--run")
-            .arg(&self.dir)
+            .arg(self.dir.path())
             .output()
             .unwrap()
-    }
-}
-
-impl Drop for Run {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

@@ -8,6 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use aviary_node::runner::{Network, RunLayout};
+use aviary_scratch::ScratchDir;
 
 pub use crate::prometheus_text::sample;
 
@@ -18,12 +19,13 @@ pub fn exe() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_aviary"))
 }
 
-/// The topology's network on ports from `port_base`, in a directory named after `test`.
-pub fn start(test: &str, port_base: u16) -> Network {
-    let dir = std::env::temp_dir().join(format!("aviary-it-{test}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+/// The topology's network on ports from `port_base`, in a directory named after `test`; the
+/// directory first, so that it goes last.
+pub fn start(test: &str, port_base: u16) -> (ScratchDir, Network) {
+    let dir = ScratchDir::new(&format!("it-{test}"));
     let topology = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies/zlane-gateway.toml");
-    Network::start(&exe(), RunLayout::write(&topology, &dir, port_base).unwrap()).unwrap()
+    let net = Network::start(&exe(), RunLayout::write(&topology, &dir, port_base).unwrap()).unwrap();
+    (dir, net)
 }
 
 fn metrics(addr: std::net::SocketAddr) -> String {
