@@ -19,8 +19,8 @@
 //! The appendix says 4 B track "an interval of only 1.3 s" at ns precision; 32 bits of ns
 //! in fact span 2³² ns ≈ 4.295 s. We keep full ns precision and use the whole range: the
 //! stamp is `now_ns mod 2³²`, and the elapsed time is `now − stamp` in wrapping 32-bit
-//! arithmetic, so it is exact whenever the true gap is below **W = 2³² ns = 4.294967296 s**
-//! and the gap modulo W otherwise. The longer window only shrinks the one error the
+//! arithmetic, so it is exact whenever the true time since the stamp is below **W = 2³² ns
+//! = 4.294967296 s** and that time modulo W otherwise. The longer window only shrinks the one error the
 //! appendix analyses (below), by a factor 3.3 against 1.3 s.
 //!
 //! # Bounds
@@ -35,14 +35,17 @@
 //! * **Never more generous than exact.** Its tokens never exceed those of an exact bucket
 //!   (unbounded timestamps, rational tokens) fed the same admitted packets, so the admitted
 //!   bytes in any interval of length `t` are at most `rate · t + burst`.
-//! * **Gaps below W.** A decision differs from the exact bucket's only when the exact
-//!   bucket is within `k` ns worth of tokens of the packet's length, `k` the number of
+//! * **Within W of the stamp.** A decision differs from the exact bucket's only when the
+//!   exact bucket is within `k` ns worth of tokens of the packet's length, `k` the number of
 //!   updates since this bucket was last full.
-//! * **Gaps of W or more** look like the gap modulo W: the bucket may drop a packet the exact
-//!   bucket admits (a false negative), but only if it arrives less than `ℓ / rate` after a
-//!   multiple of W and the previous packet left fewer than `ℓ` bytes. After a random idle
-//!   gap of at least W the probability is at most `ℓ / (rate · W)`, e.g. 0.028 % for
-//!   1500 B at 10 Mbit/s. This holds when a bucket refills within W (`burst ≤ rate · W`),
+//! * **W or more after the stamp** looks like that time modulo W: the bucket may drop a packet
+//!   the exact bucket admits (a false negative), but only if it arrives less than `ℓ / rate`
+//!   after a multiple of W from the stamp and the previous packet left fewer than `ℓ` bytes.
+//!   The stamp trails the last packet by the fraction of a byte it carries, less than one
+//!   byte's time (`80 000 / rate` ns, at most 80 µs), so a gap since the last packet that
+//!   falls short of W by less than that counts here too. After a random idle gap of at
+//!   least W the probability is at most `ℓ / (rate · W)`, e.g. 0.028 % for 1500 B at
+//!   10 Mbit/s. This holds when a bucket refills within W (`burst ≤ rate · W`),
 //!   which every `u16` burst does at 200 kbit/s or more; below that a long gap may leave the
 //!   bucket short of full, still never above the exact bucket.
 //!
