@@ -500,7 +500,9 @@ fn run_topology(
     let exe = std::env::current_exe()?;
     let policy = aviary_node::runner::RestartPolicy { give_up_after, ..Default::default() };
     let net = Network::start_with(&exe, layout, policy)?;
-    let _health = net.serve_health(health)?;
+    let health_server = net.serve_health(health)?;
+    // What it listens on, also when port 0 was asked for.
+    let health = health_server.addr();
     let l = &net.layout;
     println!("topology {} running in {}", l.topology.name, l.dir.display());
     for a in l.ases.values() {

@@ -46,8 +46,10 @@ fn kill(pid: u32) {
 fn a_router_that_cannot_start_is_retried_with_backoff_and_reported_until_it_is_back() {
     let policy = RestartPolicy { first_backoff: Duration::from_millis(100), ..Default::default() };
     let (_dir, net) = start("supervise", 45000, policy);
-    let health = "127.0.0.1:44999".parse().unwrap();
-    let _server = net.serve_health(health).unwrap();
+    // A port of the kernel's choosing: a fixed one in its ephemeral range (32768-60999) can be
+    // held for a minute by the TIME_WAIT of a client connection that used it.
+    let server = net.serve_health("127.0.0.1:0".parse().unwrap()).unwrap();
+    let health = server.addr();
     assert_eq!(status(health).0, 200);
 
     let core = "1-ff00:0:110".parse().unwrap();

@@ -15,7 +15,7 @@ use crate::metrics::{Exposition, Kind, CONTENT_TYPE};
 
 /// Serves the run's health until dropped.
 pub struct HealthServer {
-    _server: Server,
+    server: Server,
 }
 
 impl HealthServer {
@@ -37,7 +37,12 @@ impl HealthServer {
         };
         let server = Server::http("health", addr, Limits::default(), Arc::new(handler))
             .map_err(|e| anyhow::anyhow!("--health: cannot listen on {addr}: {e}"))?;
-        Ok(Self { _server: server })
+        Ok(Self { server })
+    }
+
+    /// The address it serves on (the port the kernel chose, for port 0).
+    pub fn addr(&self) -> SocketAddr {
+        self.server.addr()
     }
 }
 
