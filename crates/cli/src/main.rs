@@ -112,8 +112,10 @@ enum LabCommand {
         /// Run directory: the router's config, the logs and report.html.
         #[arg(long, default_value = "aviary-forward")]
         dir: PathBuf,
-        /// First of the seven loopback ports of the run.
-        #[arg(long, default_value_t = 50500)]
+        /// First of the seven ports of the run, on 127.0.0.1. The default lies below Linux's
+        /// ephemeral ports (32768-60999): there a client connection that just closed holds its
+        /// port in TIME_WAIT for a minute, and the router's management API could not bind it.
+        #[arg(long, default_value_t = 29000)]
         port_base: u16,
         /// Measure the router with 1, 2, ... up to this many worker threads (default: the
         /// number of cores).

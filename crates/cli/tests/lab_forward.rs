@@ -1,7 +1,8 @@
 //! `aviary lab forward --quick --json` as a user runs it, on real processes: a router and a bare
 //! relay forward the generator's packets to the sink, every row has the documented shape, and
 //! the lab fails (non-zero exit) if a packet reached the sink without the router's hop applied
-//! (its path's CurrHF not one hop on). Ports 50000-50006.
+//! (its path's CurrHF not one hop on). Ports 29100-29106 on 127.0.0.1, below the ephemeral
+//! ports, where an earlier test's closed connection could hold the management port.
 
 use std::process::Command;
 
@@ -13,7 +14,7 @@ const KEYS: [&str; 7] = ["name", "payload_bytes", "workers", "mpps", "gbps", "re
 fn the_router_and_the_relay_forward_and_every_row_has_its_fields() {
     let dir = aviary_scratch::ScratchDir::new("it-lab-forward");
     let out = Command::new(env!("CARGO_BIN_EXE_aviary"))
-        .args(["lab", "forward", "--quick", "--json", "--workers", "2", "--port-base", "50000", "--dir"])
+        .args(["lab", "forward", "--quick", "--json", "--workers", "2", "--port-base", "29100", "--dir"])
         .arg(dir.path())
         .env("RUST_LOG", "off")
         .output()
