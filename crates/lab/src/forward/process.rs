@@ -33,10 +33,14 @@ impl Forwarder {
         Ok(Self { name, child, log })
     }
 
-    /// An error naming the log if the process has ended.
+    /// An error if the process has ended: its status, the last line of its log (where a
+    /// process that refuses to start says why: a port in use, a config field) and the log.
     pub fn check_running(&mut self) -> anyhow::Result<()> {
         if let Some(status) = self.child.try_wait()? {
-            bail!("the {} ended ({status}); its log: {}", self.name, self.log.display());
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            let last = log.lines().map(str::trim).rfind(|l| !l.is_empty());
+            let said = last.map(|l| format!(": {l}")).unwrap_or_default();
+            bail!("the {} ended ({status}){said}; its log: {}", self.name, self.log.display());
         }
         Ok(())
     }
@@ -77,6 +81,29 @@ mod tests {
         assert_eq!(cpu_seconds(stat), Some(2.87));
         assert_eq!(cpu_seconds("4242 (x) S 1 2"), None);
         assert_eq!(cpu_seconds("no parenthesis"), None);
+    }
+
+    #[test]
+    fn an_ended_process_is_an_error_with_the_last_line_of_its_log() {
+        let dir = aviary_scratch::ScratchDir::new("lab-forwarder-ended");
+        let script = "echo starting; echo 'error: management: 127.0.0.1:29001 in use' >&2; echo; exit 3";
+        let args = ["-c".to_string(), script.to_string()];
+        let mut fwd = Forwarder::start("router", Path::new("/bin/sh"), &args, dir.join("router.log")).unwrap();
+        let _ = fwd.child.wait();
+        let e = fwd.check_running().unwrap_err().to_string();
+        assert!(
+            e.starts_with("the router ended (exit status: 3): error: management: 127.0.0.1:29001 in use; its log: "),
+            "{e}"
+        );
+        assert!(e.ends_with("router.log"), "{e}");
+    }
+
+    #[test]
+    fn a_running_process_is_not_an_error() {
+        let dir = aviary_scratch::ScratchDir::new("lab-forwarder-running");
+        let args = ["-c".to_string(), "sleep 30".to_string()];
+        let mut fwd = Forwarder::start("relay", Path::new("/bin/sh"), &args, dir.join("relay.log")).unwrap();
+        fwd.check_running().unwrap();
     }
 
     #[test]
