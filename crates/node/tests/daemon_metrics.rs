@@ -109,8 +109,11 @@ fn sum(samples: &BTreeMap<String, f64>, prefix: &str) -> f64 {
     samples.iter().filter(|(k, _)| k.starts_with(prefix)).map(|(_, v)| v).sum()
 }
 
-fn free_tcp_addr() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
+/// `N` distinct local addresses that no socket holds now; the listeners are held until all are
+/// bound, so that no two addresses are the same.
+fn free_tcp_addrs<const N: usize>() -> [SocketAddr; N] {
+    let held: [TcpListener; N] = std::array::from_fn(|_| TcpListener::bind("127.0.0.1:0").unwrap());
+    held.map(|l| l.local_addr().unwrap())
 }
 
 #[test]
@@ -227,7 +230,8 @@ fn as_service_counts_registrations_and_listings() {
 
     let offers = cfg.offers.iter().map(|o| o.periods_ahead).sum::<u64>() as f64;
     let mut svc = AsService::new(cfg, cfg_path).unwrap();
-    let server = as_service::metrics::serve(free_tcp_addr(), svc.stats()).unwrap();
+    let [addr] = free_tcp_addrs();
+    let server = as_service::metrics::serve(addr, svc.stats()).unwrap();
     let before = scrape(server.addr());
     let ia = format!("ia=\"{}\"", core.ia);
     assert_eq!(value(&before, &format!("aviary_as_service_registered{{{ia}}}")), 0.0);
@@ -303,7 +307,7 @@ fn sender_and_sink_show_their_flow_while_they_run() {
         control: control_service(vec![path.clone()]),
         zlane_gateway: None,
     };
-    let (sink_metrics, send_metrics) = (free_tcp_addr(), free_tcp_addr());
+    let [sink_metrics, send_metrics] = free_tcp_addrs();
     let sink_cfg = host("sink", chain.dst_ia());
     let opts = SinkOptions {
         listen_port: sink_port,

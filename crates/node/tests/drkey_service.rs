@@ -4,7 +4,7 @@
 //! against the independent derivation of `aviary_scion::drkey`.
 
 use std::io::{Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -110,13 +110,15 @@ impl Run {
     }
 }
 
-/// A local address that no socket holds now, for a service started on ports of its own. Not a
-/// fixed port: the test's connections take their local ports from the kernel's ephemeral range
-/// (32768-60999 on Linux), and for a minute after such a connection closes its TIME_WAIT keeps
-/// a listener from binding that port (SO_REUSEADDR or not). With the fixed ports 55480-55481 it had,
-/// this test failed in 6 of 40 runs of aviary-node's tests one after another.
-fn unused_addr() -> SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
+/// `N` distinct local addresses that no socket holds now, for a service started on ports of its
+/// own. Not fixed ports: the test's connections take their local ports from the kernel's
+/// ephemeral range (32768-60999 on Linux), and for a minute after such a connection closes its
+/// TIME_WAIT keeps a listener from binding that port (SO_REUSEADDR or not). With the fixed
+/// ports 55480-55481 it had, this test failed in 6 of 40 runs of aviary-node's tests one after
+/// another. The listeners are held until all are bound, so that no two addresses are the same.
+fn unused_addrs<const N: usize>() -> [SocketAddr; N] {
+    let held: [TcpListener; N] = std::array::from_fn(|_| TcpListener::bind("127.0.0.1:0").unwrap());
+    held.map(|l| l.local_addr().unwrap())
 }
 
 fn epoch_now() -> Epoch {
@@ -162,8 +164,8 @@ fn keys_served_before_a_rotation_and_a_restart_of_the_control_service_are_served
     // serving on its thread).
     let path = run.dir(A).join("control.toml");
     let mut cfg = ControlConfig::load(&path).unwrap();
-    cfg.listen = unused_addr();
-    let drkey_addr = unused_addr();
+    let [control_addr, drkey_addr] = unused_addrs();
+    cfg.listen = control_addr;
     cfg.drkey.as_mut().unwrap().listen = drkey_addr;
     let svc = ControlService::from_config(&cfg, &path).unwrap();
     std::thread::spawn(move || svc.serve(cfg.listen));
