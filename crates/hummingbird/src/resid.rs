@@ -47,6 +47,13 @@ impl ResIdAllocator {
         self.max_res_id
     }
 
+    /// Assigns from now on up to `max_res_id`, the bound the routers' policing array has now
+    /// (an operator may have resized it since this allocator was saved). ResIDs already held
+    /// stay held.
+    pub fn set_max_res_id(&mut self, max_res_id: u32) {
+        self.max_res_id = max_res_id;
+    }
+
     /// The smallest ResID free on `ingress` throughout `[start, end)`, now held.
     pub fn assign(&mut self, ingress: u16, start: u64, end: u64) -> Result<u32, ResIdError> {
         self.assign_within(ingress, start, end, self.max_res_id)

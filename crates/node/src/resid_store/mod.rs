@@ -56,7 +56,9 @@ impl AsReservations {
 pub struct ResIdStore {
     path: PathBuf,
     lock: PathBuf,
-    /// Bound of a fresh allocator (the routers' policing array).
+    /// The largest ResID assigned (the routers' policing array, as configured now): the bound
+    /// of a fresh allocator, and of one read from the file, which keeps the bound of whoever
+    /// wrote it last.
     max_res_id: u32,
 }
 
@@ -109,13 +111,21 @@ impl ResIdStore {
 
     fn read(&self) -> Result<AsReservations, ReadError> {
         match std::fs::read(&self.path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).or_else(|e| {
-                // A store written before it kept bandwidth: the bare allocator. Its reservations
-                // keep their ResIDs; their bandwidth was never recorded, so it is not counted.
-                serde_json::from_slice(&bytes)
-                    .map(|resids| AsReservations { resids, bandwidth: BandwidthBook::default() })
-                    .map_err(|_| ReadError::Json(e))
-            }),
+            Ok(bytes) => {
+                let mut s = serde_json::from_slice(&bytes).or_else(|e| {
+                    // A store written before it kept bandwidth: the bare allocator. Its
+                    // reservations keep their ResIDs; their bandwidth was never recorded, so it is
+                    // not counted.
+                    serde_json::from_slice(&bytes)
+                        .map(|resids| AsReservations { resids, bandwidth: BandwidthBook::default() })
+                        .map_err(|_| ReadError::Json(e))
+                })?;
+                // The file's bound is the one its first writer was configured with: after the
+                // operator shrinks the routers' policing array, ResIDs beyond it would be
+                // handed out and never policed.
+                s.resids.set_max_res_id(self.max_res_id);
+                Ok(s)
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 Ok(AsReservations { resids: ResIdAllocator::new(self.max_res_id), bandwidth: BandwidthBook::default() })
             }
@@ -160,6 +170,7 @@ impl Drop for Locked<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use aviary_hummingbird::ResIdError;
     use aviary_scratch::ScratchDir;
 
     #[test]
@@ -201,5 +212,22 @@ mod tests {
         std::fs::write(store.path(), "{").unwrap();
         let e = store.snapshot().unwrap_err().to_string();
         assert!(e.contains("resids.json") && e.contains("corrupt"), "{e}");
+    }
+
+    /// An operator who shrinks `max_res_id` (the routers' policing array) gets no ResID beyond
+    /// the new bound from a store created under the old one; what is held stays held.
+    #[test]
+    fn the_configured_bound_holds_for_a_store_made_under_another() {
+        let d = ScratchDir::new("resids-bound");
+        let wide = ResIdStore::new(d.join("resids.json"), 5000);
+        assert_eq!(wide.update(|a| a.assign(1, 0, 10)).unwrap(), 0);
+        let narrow = ResIdStore::new(wide.path(), 1);
+        assert_eq!(narrow.update(|a| a.assign(1, 0, 10)).unwrap(), 1);
+        let r = narrow.update(|a| a.assign(1, 0, 10));
+        assert!(matches!(r, Err(StoreError::Refused(ResIdError::Exhausted(1)))), "{r:?}");
+        assert_eq!(narrow.snapshot().unwrap().resids.held(1).len(), 2);
+        // Raised again, the bound is the new one, not the smaller one the file was last written
+        // with.
+        assert_eq!(wide.update(|a| a.assign(1, 0, 10)).unwrap(), 2);
     }
 }
