@@ -66,6 +66,20 @@ impl Setup {
     }
 }
 
+/// A state file that is there but cannot be read stops the service, named; only a missing one
+/// means a first start (which would issue and list again what is already on chain).
+#[test]
+fn an_unreadable_state_file_is_an_error_not_a_fresh_start() {
+    let s = Setup::new("unreadable");
+    let cfg = AsServiceConfig::load(&s.cfg_path).unwrap();
+    let state_file = cfg.state_dir.join("as-service.json");
+    std::fs::create_dir_all(&state_file).unwrap();
+    let e = format!("{:#}", AsService::new(cfg, &s.cfg_path).err().expect("the service started"));
+    assert!(e.contains("cannot read") && e.contains("as-service.json"), "{e}");
+    std::fs::remove_dir(&state_file).unwrap();
+    s.service();
+}
+
 fn sample(text: &str, name_and_labels: &str) -> Option<u64> {
     text.lines().find_map(|l| l.strip_prefix(name_and_labels)?.strip_prefix(' ')?.parse().ok())
 }

@@ -270,7 +270,10 @@ impl AsService {
         let state_file = cfg.state_dir.join("as-service.json");
         let persisted: Option<PersistedState> = match std::fs::read(&state_file) {
             Ok(b) => Some(serde_json::from_slice(&b).with_context(|| format!("corrupt {}", state_file.display()))?),
-            Err(_) => None,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            // Not "no state": started afresh, the service would issue and list every period
+            // already on chain again and re-seal the requests it delivered.
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", state_file.display())),
         };
         let p = persisted.unwrap_or_else(|| PersistedState {
             service: ServiceState::new(res_id_bound(&cfg)),
