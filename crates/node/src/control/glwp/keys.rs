@@ -60,10 +60,12 @@ impl SharedKeys {
         Self { store: Arc::new(Mutex::new(store)), schedule, selected: Arc::default(), fetch_errors: Arc::default() }
     }
 
-    /// Makes the keys of the epoch that contains `ts_pkt_ns` the ones the cores use.
+    /// Makes the keys of the epoch that contains `ts_pkt_ns` the ones the cores use. They are
+    /// derived when a core first asks for them, which it does only for a message that passed
+    /// its freshness check: derived here, any datagram naming a new epoch in its timestamp
+    /// cost a PBKDF2 run and a map entry that lasted (for a future epoch) until that epoch.
     pub fn select(&self, ts_pkt_ns: u64) {
         if let Ok(epoch) = self.schedule.epoch_at(ts_pkt_ns / 1_000_000_000) {
-            self.lock().epoch(epoch);
             self.selected.store(epoch.begin_s, Ordering::Relaxed);
         }
     }
@@ -156,5 +158,23 @@ mod tests {
         keys.select(250 * 1_000_000_000);
         assert_ne!(keys.key_to(b), first);
         assert_eq!(keys.key_from(b), None, "nothing fetched, no key");
+    }
+
+    /// Selecting an epoch derives nothing: only a message whose keys are asked for (one that
+    /// passed the freshness check) makes its epoch's keys, so timestamps from anywhere cost
+    /// neither key derivations nor memory.
+    #[test]
+    fn selecting_an_epoch_derives_nothing_until_its_keys_are_used() {
+        let schedule = EpochSchedule::new(100, 5).unwrap();
+        let keys = SharedKeys::new(RotatingSecret::new(b"master secret of a").unwrap(), schedule);
+        for e in 1..200u64 {
+            keys.select(e * 1_000 * 1_000_000_000);
+        }
+        assert!(keys.lock().epochs.is_empty());
+        keys.key_to(IsdAsn::new(1, 2));
+        assert_eq!(
+            keys.lock().epochs.keys().copied().collect::<Vec<_>>(),
+            [schedule.epoch_at(199_000).unwrap().begin_s]
+        );
     }
 }
