@@ -9,6 +9,7 @@ pub mod drkey;
 pub mod epic;
 pub mod forwarding;
 pub mod mac;
+pub mod prefix;
 pub mod raw;
 pub mod segment;
 pub mod wire;
@@ -18,6 +19,7 @@ pub use aviary_aes::{aes, cmac, cpu};
 
 pub use forwarding::{AsForwarding, InterfaceSet, StandardForwarder};
 pub use mac::{derive_forwarding_key, derive_key, HopMacKey};
+pub use prefix::Prefix;
 pub use segment::{combine, combine_from, Segment};
 pub use wire::header::{path_type, HeaderError, HostAddr, ScionHeader, ScionLayout, ScionPacket, ScionView};
 pub use wire::ia::{IaParseError, IsdAsn};

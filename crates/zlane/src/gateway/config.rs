@@ -23,12 +23,9 @@
 //! the longest.
 
 use std::collections::HashSet;
-use std::fmt;
-use std::net::IpAddr;
-use std::str::FromStr;
 
 use aviary_qos::Rate;
-use aviary_scion::HostAddr;
+pub use aviary_scion::Prefix;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -44,86 +41,6 @@ pub enum OverRatePolicy {
     Unflagged,
     /// Drop it.
     Drop,
-}
-
-/// An IP prefix, `addr/len`; a bare address is a prefix of its full length.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Prefix {
-    addr: IpAddr,
-    len: u8,
-}
-
-impl Prefix {
-    /// Whether `host` is inside the prefix (a service address never is).
-    pub fn contains(&self, host: &HostAddr) -> bool {
-        match (self.addr, host) {
-            (IpAddr::V4(p), HostAddr::V4(h)) => mask_eq(&p.octets(), &h.octets(), self.len),
-            (IpAddr::V6(p), HostAddr::V6(h)) => mask_eq(&p.octets(), &h.octets(), self.len),
-            _ => false,
-        }
-    }
-
-    pub fn len(&self) -> u8 {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        false
-    }
-
-    /// The one host a full-length prefix holds.
-    pub fn single_host(&self) -> Option<HostAddr> {
-        match self.addr {
-            IpAddr::V4(a) if self.len == 32 => Some(HostAddr::V4(a)),
-            IpAddr::V6(a) if self.len == 128 => Some(HostAddr::V6(a)),
-            _ => None,
-        }
-    }
-}
-
-fn mask_eq(a: &[u8], b: &[u8], len: u8) -> bool {
-    let (whole, rest) = (usize::from(len / 8), len % 8);
-    if a[..whole] != b[..whole] {
-        return false;
-    }
-    rest == 0 || (a[whole] ^ b[whole]) & (0xff << (8 - rest)) == 0
-}
-
-/// `addr` with every bit beyond the first `len` cleared.
-fn masked(addr: IpAddr, len: u8) -> IpAddr {
-    match addr {
-        IpAddr::V4(a) => {
-            let keep = u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0);
-            IpAddr::V4((a.to_bits() & keep).into())
-        }
-        IpAddr::V6(a) => {
-            let keep = u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0);
-            IpAddr::V6((a.to_bits() & keep).into())
-        }
-    }
-}
-
-impl FromStr for Prefix {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (addr, len) = s.split_once('/').map_or((s, None), |(a, l)| (a, Some(l)));
-        let addr: IpAddr = addr.parse().map_err(|_| format!("`{addr}` is not an IP address"))?;
-        let max = if addr.is_ipv4() { 32 } else { 128 };
-        let len = match len {
-            None => max,
-            Some(l) => l.parse::<u8>().ok().filter(|l| *l <= max).ok_or(format!("`/{l}`: a length from 0 to {max}"))?,
-        };
-        if masked(addr, len) != addr {
-            return Err(format!("`{s}` has bits set beyond its length"));
-        }
-        Ok(Prefix { addr, len })
-    }
-}
-
-impl fmt::Display for Prefix {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.addr, self.len)
-    }
 }
 
 /// One `[[zlane_gateway.hosts]]` entry.
