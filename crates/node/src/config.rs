@@ -193,6 +193,13 @@ pub struct ControlConfig {
     /// The DRKey service; without it the service serves no DRKey keys.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drkey: Option<DrkeyConfig>,
+    /// The networks of this AS's hosts (`"10.0.0.0/16"`, or an address for one host): the
+    /// only addresses host-level DRKey keys are served to. `listen` must be reachable by other
+    /// ASes' control services too, and a host's own address as the TCP source is all a host
+    /// shows of itself, so without this any machine could ask for the keys of its own address
+    /// as if it were one of this AS's hosts. Required with `[drkey]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_networks: Vec<aviary_scion::Prefix>,
     /// The AS's GLWP service (`crate::control::glwp`); it needs the DRKey service.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub glwp: Option<crate::control::glwp::config::GlwpConfig>,
@@ -431,6 +438,10 @@ impl ControlConfig {
             if d.trust_roots.is_empty() {
                 return Err(ConfigError::new(&file, "drkey.trust_roots", "names no ISD root"));
             }
+            if c.host_networks.is_empty() {
+                let why = "names no network: with [drkey], the networks of this AS's hosts, the only addresses host keys are served to";
+                return Err(ConfigError::new(&file, "host_networks", why));
+            }
         }
         if c.hummingbird.max_res_id > aviary_hummingbird::path::MAX_RES_ID {
             return Err(ConfigError::new(&file, "hummingbird.max_res_id", "ResIDs have 22 bits"));
@@ -629,6 +640,29 @@ capacity_bps = 1000000
         assert!(e.message.contains("[drkey]"), "{e}");
         let e = load("[glwp]\nlisten = \"127.0.0.1:30007\"\nmatrix = [[0, 1]]").unwrap_err();
         assert!(e.file.ends_with(".toml") && e.field.contains("matrix"), "{e}");
+    }
+
+    /// Host keys need the networks they may go to: a `[drkey]` table without them is refused,
+    /// named, and written prefixes are checked as prefixes.
+    #[test]
+    fn control_drkey_needs_host_networks() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/examples/two-machines");
+        let base = std::fs::read_to_string(dir.join("control-110.toml")).unwrap();
+        let drkey = "[drkey]\nlisten = \"127.0.0.1:30003\"\ncert_file = \"c.pem\"\nkey_file = \"c.key\"\n\
+                     [[drkey.trust_roots]]\nisd = 1\ncert_file = \"root.pem\"\n";
+        let load = |top: &str| {
+            let scratch = aviary_scratch::ScratchDir::new("cfg-host-networks");
+            let f = scratch.join("control.toml");
+            std::fs::write(&f, format!("{top}{base}").replace("[[peer]]", &format!("{drkey}[[peer]]"))).unwrap();
+            ControlConfig::load(&f)
+        };
+        let e = load("").unwrap_err();
+        assert_eq!(e.field, "host_networks", "{e}");
+        assert!(e.file.ends_with("control.toml"), "{e}");
+        let c = load("host_networks = [\"10.0.0.0/16\", \"2001:db8::1\"]\n").unwrap();
+        assert_eq!(c.host_networks, ["10.0.0.0/16".parse().unwrap(), "2001:db8::1/128".parse().unwrap()]);
+        let e = load("host_networks = [\"10.0.1.0/8\"]\n").unwrap_err();
+        assert!(e.to_string().contains("host_networks") && e.to_string().contains("beyond its length"), "{e}");
     }
 
     #[test]

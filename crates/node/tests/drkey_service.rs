@@ -302,6 +302,17 @@ fn hosts_get_their_own_keys_derived_locally_or_through_a_remote_level1_fetch() {
         let err = fetch_host_key(&ha, &r).unwrap_err().to_string();
         assert!(err.contains("HTTP 403"), "{r:?}: {err}");
     }
+    // A machine outside A (h211, of B) that asks A's control service for the keys of its own
+    // address as if it were A's host is refused: K_{B→A:h211} would let it pass as A's.
+    let outsider = HostConfig { control: run.control(A).listen, ..hb.clone() };
+    for r in [
+        req(HostKeyKind::AsHost, 0, B, A, None, Some(host_ip(&hb))),
+        req(HostKeyKind::HostAs, 0, A, B, Some(host_ip(&hb)), None),
+        req(HostKeyKind::HostHost, 0, B, A, Some(host_ip(&ha)), Some(host_ip(&hb))),
+    ] {
+        let err = fetch_host_key(&outsider, &r).unwrap_err().to_string();
+        assert!(err.contains("HTTP 403") && err.contains("host_networks"), "{r:?}: {err}");
+    }
 }
 
 /// A fetcher that counts its calls and answers from B's secret.

@@ -12,7 +12,7 @@ use anyhow::{anyhow, bail, Context};
 use aviary_hummingbird::{BwCodec, ResInfo, Reservation, SecretValue};
 use aviary_scion::mac::mac_input;
 use aviary_scion::wire::path::hop_expiry_ns;
-use aviary_scion::{combine_from, HopMacKey, IsdAsn};
+use aviary_scion::{combine_from, HopMacKey, IsdAsn, Prefix};
 
 pub mod drkey;
 pub mod glwp;
@@ -82,6 +82,8 @@ pub struct ControlService {
     segments: Mutex<HashMap<Vec<HopPlan>, (SegmentWire, u64)>>,
     /// The DRKey service and the socket of its Level-1 (TLS) side, if configured.
     drkey: Option<(Arc<DrkeyService>, SocketAddr)>,
+    /// The networks of the AS's hosts, the only requesters of host-level DRKey keys.
+    host_networks: Vec<Prefix>,
     /// The AS's GLWP service, if configured (it uses the DRKey service's Level-1 keys).
     glwp: Option<Arc<GlwpService>>,
     metrics: ControlMetrics,
@@ -128,6 +130,7 @@ impl ControlService {
             limits,
             segments: Mutex::new(HashMap::new()),
             drkey,
+            host_networks: cfg.host_networks.clone(),
             glwp,
             metrics: ControlMetrics::default(),
         })
@@ -299,6 +302,14 @@ impl ControlService {
             .and_then(HostKeyKind::from_name)
             .ok_or_else(|| Failure(404, format!("no such DRKey key kind: {path} (as-host, host-as, host-host)")))?;
         let from = req.peer.ok_or_else(|| Failure(400, "the connection has no peer address".into()))?;
+        if !self.host_networks.iter().any(|n| n.contains_ip(from.ip())) {
+            let why = format!(
+                "host keys are served to {}'s hosts only: {} is in none of its host_networks",
+                self.ia,
+                from.ip()
+            );
+            return Err(Failure(403, why));
+        }
         let r = HostKeyRequest::parse(kind, query).map_err(|e| Failure(e.status(), e.to_string()))?;
         let reply = svc.host_key(&r, from.ip(), unix_s()).map_err(|e| Failure(e.status(), e.to_string()))?;
         Ok(serde_json::to_string(&reply)?)

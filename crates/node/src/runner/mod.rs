@@ -268,6 +268,8 @@ impl RunLayout {
                 hop_exp_time: 63,
                 // Grants carry the BW code and ResIDs the AS's routers decode and police.
                 hummingbird: reservable_grants(&router),
+                // The AS's hosts (and its services) are 127.0.k.x.
+                host_networks: vec![format!("{}/24", ip(k, 0)).parse().expect("127.0.k.0/24 is a prefix")],
                 drkey: Some(DrkeyConfig {
                     listen: SocketAddr::new(ip(k, 1), port(k, 3)),
                     cert_file: pki::CS_CERT_FILE.into(),
