@@ -39,6 +39,14 @@ impl Forwarder {
     /// error. A change another worker does not confirm in time is in force on the leader and
     /// kept all the same (that worker takes it when it next runs), and the reply says so.
     pub(super) fn apply_and_keep(&mut self, mut cmd: Command) -> Result<(), CommandError> {
+        if matches!(&cmd, Command::MasterSecret { secret, .. } if *secret == self.secret) {
+            // The secret in force already: the same rotation again, typically an operator
+            // retrying after a timeout whose first request got through. Taken, it would make
+            // the secret its own previous one, on disk too, and refuse at once everything
+            // still issued under the real previous one within its overlap.
+            tracing::info!("management command: key rotation to the secret in force, nothing to do");
+            return Ok(());
+        }
         let replaced = self.secret.clone();
         let rotated_to = match &mut cmd {
             Command::MasterSecret { secret, rotated_at_s, .. } => {

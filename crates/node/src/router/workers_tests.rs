@@ -23,7 +23,7 @@ use aviary_zlane::gateway::config::HostRateConfig;
 use aviary_zlane::gateway::{GatewayConfig, GatewayVerdict, OverRatePolicy};
 use aviary_zlane::testbed as zlane_testbed;
 
-use super::management::{Command, CommandMsg};
+use super::management::{self, Command, CommandMsg, KeyOverlap};
 use super::metrics::RouterStatus;
 use super::start;
 use super::workers::StatusBoard;
@@ -266,6 +266,34 @@ fn key_rotation_and_mechanism_changes_reach_every_worker() {
     for s in r.board.each() {
         let hb = s.mechanisms.iter().find(|m| m.name == "hummingbird").unwrap();
         assert_eq!(hb.settings["burst_ms"], 250.0, "{:?}", hb.settings);
+    }
+}
+
+#[test]
+fn a_key_rotation_sent_twice_through_the_management_api_keeps_the_previous_key() {
+    let old = chain();
+    let new = Chain::with_key_generation(3, (unix_ns() / S) as u32 - 60, 1);
+    let r = run_router("keys-twice", &old, 2, 1000);
+    let api = management::serve(
+        "127.0.0.1:0".parse().unwrap(),
+        r.commands.clone(),
+        r.board.clone(),
+        KeyOverlap::default(),
+        None,
+    )
+    .unwrap();
+    let body =
+        format!(r#"{{"master_secret": "{}", "overlap_secs": 3600}}"#, hex::encode(new.ases[TRANSIT].master_secret));
+    // An operator retrying after a timeout: the second request finds the rotation done.
+    for _ in 0..2 {
+        let reply = ureq::put(&format!("http://{}/v1/keys", api.addr())).send_string(&body).unwrap();
+        assert_eq!(reply.status(), 200);
+    }
+    let res_ids: Vec<u32> = (1..=16).collect();
+    for (chain, what) in [(&new, "the new secret"), (&old, "the previous secret")] {
+        let pkts = flyover_packets(chain, &res_ids, 1023, 2);
+        r.send(&pkts);
+        assert_eq!(r.drain_sink().len(), pkts.len(), "every worker verifies under {what}");
     }
 }
 
