@@ -299,6 +299,19 @@ impl Aes128 {
     }
 }
 
+/// Equal ciphers have equal keys: every way of expanding a key here gives FIPS-197's schedule,
+/// from which the key follows (even with the first round key whitened, the second determines
+/// it). Every byte is compared, whatever differs first, so that the time taken tells nothing
+/// of the keys.
+impl PartialEq for Aes128 {
+    fn eq(&self, other: &Self) -> bool {
+        let diff = self.rk.iter().flatten().zip(other.rk.iter().flatten()).fold(0u8, |d, (a, b)| d | (a ^ b));
+        std::hint::black_box(diff) == 0
+    }
+}
+
+impl Eq for Aes128 {}
+
 impl std::fmt::Debug for Aes128 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Aes128(..)")
@@ -310,6 +323,19 @@ mod tests {
     use super::*;
     use aes::cipher::{generic_array::GenericArray, BlockEncrypt, KeyInit};
     use proptest::prelude::*;
+
+    #[test]
+    fn ciphers_are_equal_exactly_when_their_keys_are_however_expanded() {
+        let keys = [[1u8; 16], [2; 16], [1; 16], [3; 16]];
+        let each = Aes128::new_each(&keys);
+        assert!(each[0] == each[2] && each[0] == Aes128::new(&keys[0]));
+        assert!(each[0] == Aes128::new_on(crate::cpu::Portable, &keys[0]));
+        if let Some(ni) = crate::cpu::AesNi::detect() {
+            assert!(each[0] == Aes128::new_on(ni, &keys[0]));
+        }
+        assert!(each[0] != each[1] && each[1] != each[3]);
+        assert!(each[0] != each[0].whitened(&[9; 16]));
+    }
 
     #[test]
     fn fips197_appendix_c1() {

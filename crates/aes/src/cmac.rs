@@ -70,6 +70,15 @@ pub struct CmacKey {
     k2: u128,
 }
 
+/// The subkeys derive from the cipher, so equal ciphers are equal keys.
+impl PartialEq for CmacKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.cipher == other.cipher
+    }
+}
+
+impl Eq for CmacKey {}
+
 impl std::fmt::Debug for CmacKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("CmacKey(..)")

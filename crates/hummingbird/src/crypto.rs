@@ -53,7 +53,7 @@ impl ResInfo {
 }
 
 /// An AS's expanded secret value.
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct SecretValue(Aes128);
 
 impl std::fmt::Debug for SecretValue {

@@ -36,8 +36,17 @@ impl Forwarder {
 
     /// Applies a management command on every worker and keeps it for the next start of the
     /// router. A change that cannot be kept is still in force; the failure is logged as an
-    /// error.
+    /// error. A change another worker does not confirm in time is in force on the leader and
+    /// kept all the same (that worker takes it when it next runs), and the reply says so.
     pub(super) fn apply_and_keep(&mut self, mut cmd: Command) -> Result<(), CommandError> {
+        if matches!(&cmd, Command::MasterSecret { secret, .. } if *secret == self.secret) {
+            // The secret in force already: the same rotation again, typically an operator
+            // retrying after a timeout whose first request got through. Taken, it would make
+            // the secret its own previous one, on disk too, and refuse at once everything
+            // still issued under the real previous one within its overlap.
+            tracing::info!("management command: key rotation to the secret in force, nothing to do");
+            return Ok(());
+        }
         let replaced = self.secret.clone();
         let rotated_to = match &mut cmd {
             Command::MasterSecret { secret, rotated_at_s, .. } => {
@@ -53,9 +62,10 @@ impl Forwarder {
         };
         let mut next = self.runtime.clone();
         next.record(&cmd);
-        if let Some(change) = self.apply_here(cmd)? {
-            self.pass_on(change)?;
-        }
+        let passed = match self.apply_here(cmd)? {
+            Some(change) => self.pass_on(change),
+            None => Ok(()),
+        };
         self.publish();
         let kept = match rotated_to {
             // In this order: a crash between two writes leaves either no record of the rotation
@@ -69,7 +79,7 @@ impl Forwarder {
             Ok(()) => self.runtime = next,
             Err(e) => tracing::error!("runtime change in force but not kept for a restart: {e}"),
         }
-        Ok(())
+        passed
     }
 
     /// The runtime state the router started from, replayed already.
@@ -89,8 +99,14 @@ impl Forwarder {
             }
         }
         for _ in 0..count {
-            done.recv_timeout(CHANGE_TIMEOUT)
-                .map_err(|_| CommandError::Invalid("a forwarding thread did not take the change".into()))?;
+            done.recv_timeout(CHANGE_TIMEOUT).map_err(|_| {
+                tracing::error!("a forwarding thread did not confirm a change in time");
+                CommandError::Unconfirmed(format!(
+                    "the change is in force on the leading forwarding thread and kept for a restart, but another \
+                     did not confirm it within {} ms; it takes the change when it next runs",
+                    CHANGE_TIMEOUT.as_millis()
+                ))
+            })?;
         }
         Ok(())
     }

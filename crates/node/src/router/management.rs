@@ -86,6 +86,9 @@ pub enum CommandError {
     Invalid(String),
     /// It names something the router does not have (404).
     NotFound(String),
+    /// Applied, but not every forwarding thread confirmed it in time (500): the router's
+    /// fault, not the request's.
+    Unconfirmed(String),
 }
 
 impl CommandError {
@@ -93,11 +96,12 @@ impl CommandError {
         match self {
             CommandError::Invalid(_) => 400,
             CommandError::NotFound(_) => 404,
+            CommandError::Unconfirmed(_) => 500,
         }
     }
     fn message(&self) -> &str {
         match self {
-            CommandError::Invalid(m) | CommandError::NotFound(m) => m,
+            CommandError::Invalid(m) | CommandError::NotFound(m) | CommandError::Unconfirmed(m) => m,
         }
     }
 }

@@ -24,12 +24,22 @@ pub enum IoDrop {
     NotNeighbor,
     /// For a link whose capacity is 0 (down), or waiting in its queue when it went down.
     LinkDown,
+    /// Destined to this AS, to the host address and port of one of the router's own sockets
+    /// (internal, an interface's, management): sent there, it would come back to the router,
+    /// on the internal socket again and again.
+    ToRouterSocket,
 }
 
 impl IoDrop {
     /// Every reason, in the order of their counters in [`IngressCounters`].
-    pub const ALL: [IoDrop; 5] =
-        [IoDrop::Oversized, IoDrop::Undeliverable, IoDrop::NoLink, IoDrop::NotNeighbor, IoDrop::LinkDown];
+    pub const ALL: [IoDrop; 6] = [
+        IoDrop::Oversized,
+        IoDrop::Undeliverable,
+        IoDrop::NoLink,
+        IoDrop::NotNeighbor,
+        IoDrop::LinkDown,
+        IoDrop::ToRouterSocket,
+    ];
 
     pub const fn label(self) -> &'static str {
         match self {
@@ -38,6 +48,7 @@ impl IoDrop {
             IoDrop::NoLink => "no_link",
             IoDrop::NotNeighbor => "not_neighbor",
             IoDrop::LinkDown => "link_down",
+            IoDrop::ToRouterSocket => "to_router_socket",
         }
     }
 }

@@ -369,6 +369,36 @@ fn local_destination(pkt: &[u8]) -> Option<SocketAddr> {
     (port != 0).then_some(SocketAddr::new(ip, port))
 }
 
+/// The addresses of the router's own sockets. A packet for this AS addressed to one of them
+/// must not be delivered: it would come back to the router, and to the internal socket, which
+/// the router delivers from, again and again until the router stops.
+#[derive(Clone, Debug)]
+struct OwnSockets(Vec<SocketAddr>);
+
+impl OwnSockets {
+    fn new(addrs: impl IntoIterator<Item = SocketAddr>) -> Self {
+        Self(addrs.into_iter().map(|a| SocketAddr::new(a.ip().to_canonical(), a.port())).collect())
+    }
+
+    /// Whether a datagram sent to `dst` reaches one of the sockets: the same address, or any
+    /// address of this host for a socket bound to the unspecified one. A datagram to the
+    /// unspecified address goes to this host itself (Linux sends it to the sender's address).
+    fn reached_by(&self, dst: SocketAddr) -> bool {
+        let ip = dst.ip().to_canonical();
+        self.0
+            .iter()
+            .filter(|a| a.port() == dst.port())
+            .any(|a| a.ip() == ip || ip.is_unspecified() || (a.ip().is_unspecified() && is_local_address(ip)))
+    }
+}
+
+/// Whether `ip` is an address of this host: a loopback address, or one a socket can be bound
+/// to. Asked anew each time, so that addresses added while the router runs count too; only
+/// packets to the port of a socket bound to the unspecified address get here.
+fn is_local_address(ip: IpAddr) -> bool {
+    ip.is_loopback() || std::net::UdpSocket::bind((ip, 0)).is_ok()
+}
+
 /// Runs a border router from its config file until the process is stopped: the leader on this
 /// thread, every other worker on a thread of its own.
 pub fn run(cfg_path: &Path) -> anyhow::Result<()> {
@@ -393,4 +423,25 @@ pub fn run(cfg_path: &Path) -> anyhow::Result<()> {
         })?;
     }
     leader.run()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_sockets_are_reached_at_their_address_or_any_local_one_for_a_wildcard_bind() {
+        let addr = |s: &str| s.parse::<SocketAddr>().unwrap();
+        let own = OwnSockets::new([addr("127.0.0.1:30042"), addr("0.0.0.0:30043"), addr("[::1]:30044")]);
+        assert!(own.reached_by(addr("127.0.0.1:30042")));
+        // Another loopback address is another address; the unspecified one is this host.
+        assert!(!own.reached_by(addr("127.0.0.2:30042")));
+        assert!(own.reached_by(addr("0.0.0.0:30042")));
+        assert!(!own.reached_by(addr("127.0.0.1:30041")));
+        // The wildcard bind takes its port on every address of this host, and only there.
+        assert!(own.reached_by(addr("127.0.0.9:30043")));
+        assert!(own.reached_by(addr("[::ffff:127.0.0.1]:30043")));
+        assert!(!own.reached_by(addr("192.0.2.1:30043")), "TEST-NET-1 is no address of this host");
+        assert!(own.reached_by(addr("[::1]:30044")) && !own.reached_by(addr("[::2]:30044")));
+    }
 }

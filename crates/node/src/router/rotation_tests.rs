@@ -163,6 +163,58 @@ fn the_previous_secret_leaves_the_disk_when_the_overlap_ends_while_running() {
 }
 
 #[test]
+fn the_same_rotation_twice_keeps_the_previous_secret_and_its_overlap() {
+    let chains = generations();
+    let (_dir, cfg_path, cfg) = router_dir("retried", &chains);
+    let forwarded = Verdict::unauthenticated(IF_NEXT);
+    let mut fwd = forwarder(&cfg, &cfg_path).unwrap();
+    let (until, at) = (unix_ns() + 3600 * S, unix_ns() / S);
+    let secret = chains[1].ases[0].master_secret.to_vec();
+    let rotation = |previous_until_ns, rotated_at_s| Command::MasterSecret {
+        secret: secret.clone(),
+        previous_until_ns,
+        rotated_at_s,
+    };
+    fwd.apply_and_keep(rotation(until, at)).unwrap();
+    // An operator retrying after a timeout sends the very same secret again, a little later.
+    fwd.apply_and_keep(rotation(until + 60 * S, at + 60)).unwrap();
+    assert_eq!(verdicts(&mut fwd, &chains), [forwarded, forwarded], "the old key still verifies");
+    let previous = previous_secret_file(&cfg.master_secret_file);
+    assert_eq!(std::fs::read_to_string(&previous).unwrap().trim(), hex::encode(chains[0].ases[0].master_secret));
+    assert_eq!(std::fs::read_to_string(rotated_at_file(&cfg.master_secret_file)).unwrap().trim(), at.to_string());
+    let kept = RuntimeState::load(&state_file(&cfg_path)).unwrap().key_rotation;
+    assert_eq!(kept, Some(KeyRotation { previous_until_ns: until, rotated_at_s: Some(at) }));
+    drop(fwd);
+    // And after a restart within the overlap.
+    let mut fwd = forwarder(&cfg, &cfg_path).unwrap();
+    assert_eq!(verdicts(&mut fwd, &chains), [forwarded, forwarded]);
+}
+
+#[test]
+fn a_rotation_a_worker_is_slow_to_take_is_kept_and_the_reply_says_so() {
+    let chains = generations();
+    let (_dir, cfg_path, _) = router_dir("slow-worker", &chains);
+    let toml = std::fs::read_to_string(&cfg_path).unwrap().replace("workers = 1", "workers = 2");
+    std::fs::write(&cfg_path, toml).unwrap();
+    let cfg = RouterConfig::load(&cfg_path).unwrap();
+    // The second worker never runs, so it never confirms the change.
+    let (mut workers, _, _) = start(&cfg, &cfg_path).unwrap();
+    let mut leader = workers.remove(0);
+    let secret = chains[1].ases[0].master_secret.to_vec();
+    let (until, at) = (unix_ns() + 3600 * S, unix_ns() / S);
+    let rotation = || Command::MasterSecret { secret: secret.clone(), previous_until_ns: until, rotated_at_s: at };
+    let e = format!("{:?}", leader.apply_and_keep(rotation()).unwrap_err());
+    assert!(e.contains("in force") && e.contains("kept"), "{e}");
+    // In force on the leader, so kept for a restart like any rotation.
+    let previous = previous_secret_file(&cfg.master_secret_file);
+    assert_eq!(std::fs::read_to_string(&cfg.master_secret_file).unwrap().trim(), hex::encode(&secret));
+    assert_eq!(std::fs::read_to_string(&previous).unwrap().trim(), hex::encode(chains[0].ases[0].master_secret));
+    // The operator's retry finds the rotation done.
+    leader.apply_and_keep(rotation()).unwrap();
+    assert_eq!(std::fs::read_to_string(&previous).unwrap().trim(), hex::encode(chains[0].ases[0].master_secret));
+}
+
+#[test]
 fn routers_sharing_the_secret_files_record_one_instant_for_a_rotation() {
     let chains = generations();
     let (_dir, cfg_path, cfg) = router_dir("shared", &chains);

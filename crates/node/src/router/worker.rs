@@ -27,7 +27,7 @@ use super::runtime_state::RuntimeState;
 use super::scmp::{Out, Responder, Trouble};
 use super::steering::{self, Spread};
 use super::workers::{Handed, Inbox, Peer, StatusBoard};
-use super::{local_destination, send_all, Links, OsSeededRandom};
+use super::{local_destination, send_all, Links, OsSeededRandom, OwnSockets};
 use super::{BATCH, BUF_LEN, MAX_SLEEP, NEXT_HDR, PUBLISH_EVERY_NS};
 use crate::clock::unix_ns;
 use crate::config::{RouterConfig, ScmpConfig};
@@ -74,6 +74,8 @@ pub struct Forwarder {
     ready: Vec<bool>,
     /// Packets for hosts of this AS, sent at the end of every round; emptied, never freed.
     pub(super) deliveries: Vec<(Vec<u8>, SocketAddr)>,
+    /// Where no packet is delivered to: the router's own sockets.
+    own_sockets: OwnSockets,
     /// What a link's scheduler released, on its way to the socket.
     pub(super) released: Vec<(Vec<u8>, SocketAddr)>,
     /// SCMP replies and errors of a batch.
@@ -110,6 +112,11 @@ impl Forwarder {
         };
         let poll_fds: Vec<RawFd> = own.iter().map(|&k| fd_of(k)).chain([s.peers[s.index].waker.as_raw_fd()]).collect();
         let counters = vec![IngressCounters::new(&s.pipeline); s.stats.len()];
+        let own_sockets = OwnSockets::new(
+            [s.shared.internal.local_addr(), s.cfg.management]
+                .into_iter()
+                .chain(s.shared.links.iter().map(|l| l.sock.local_addr())),
+        );
         Ok(Self {
             index: s.index,
             ia: s.cfg.ia,
@@ -126,6 +133,7 @@ impl Forwarder {
             ready: vec![false; poll_fds.len()],
             poll_fds,
             deliveries: Vec::new(),
+            own_sockets,
             released: Vec::new(),
             originated: Vec::new(),
             staged: Vec::with_capacity(BATCH),
@@ -346,6 +354,9 @@ impl Forwarder {
                     None => self.counters[k].count_io_drop(IoDrop::Undeliverable),
                 },
                 Verdict::Deliver => match local_destination(pkt) {
+                    Some(addr) if self.own_sockets.reached_by(addr) => {
+                        self.counters[k].count_io_drop(IoDrop::ToRouterSocket)
+                    }
                     Some(addr) => {
                         let mut buf = self.pool.pop().unwrap_or_default();
                         buf.clear();

@@ -16,12 +16,14 @@ use aviary_hummingbird::source::Source;
 use aviary_hummingbird::testbed::{Chain, IF_NEXT, IF_PREV};
 use aviary_hummingbird::RouterParams;
 use aviary_qos::{Admission, Verdict};
-use aviary_scion::IsdAsn;
+use aviary_scion::wire::header::path_type;
+use aviary_scion::wire::udp;
+use aviary_scion::{HostAddr, IsdAsn, ScionHeader};
 use aviary_zlane::gateway::config::HostRateConfig;
 use aviary_zlane::gateway::{GatewayConfig, GatewayVerdict, OverRatePolicy};
 use aviary_zlane::testbed as zlane_testbed;
 
-use super::management::{Command, CommandMsg};
+use super::management::{self, Command, CommandMsg, KeyOverlap};
 use super::metrics::RouterStatus;
 use super::start;
 use super::workers::StatusBoard;
@@ -36,6 +38,8 @@ struct Running {
     board: Arc<StatusBoard>,
     /// The router's socket of the interface towards AS 0.
     ingress: SocketAddr,
+    /// The router's socket inside its AS.
+    internal: SocketAddr,
     neighbor: UdpSocket,
     sink: UdpSocket,
     /// Last, so that it goes after what uses it.
@@ -108,10 +112,11 @@ capacity_bps = 1000000000
     assert_eq!(board.merged().interfaces.len(), 3);
     let k = forwarders[0].shared.index_of(IF_PREV).unwrap();
     let ingress = forwarders[0].shared.links[k].sock.local_addr();
+    let internal = forwarders[0].shared.internal.local_addr();
     for w in forwarders {
         std::thread::spawn(move || w.run());
     }
-    Running { commands, board, ingress, neighbor, sink, _dir: dir }
+    Running { commands, board, ingress, internal, neighbor, sink, _dir: dir }
 }
 
 impl Running {
@@ -262,6 +267,74 @@ fn key_rotation_and_mechanism_changes_reach_every_worker() {
         let hb = s.mechanisms.iter().find(|m| m.name == "hummingbird").unwrap();
         assert_eq!(hb.settings["burst_ms"], 250.0, "{:?}", hb.settings);
     }
+}
+
+#[test]
+fn a_key_rotation_sent_twice_through_the_management_api_keeps_the_previous_key() {
+    let old = chain();
+    let new = Chain::with_key_generation(3, (unix_ns() / S) as u32 - 60, 1);
+    let r = run_router("keys-twice", &old, 2, 1000);
+    let api = management::serve(
+        "127.0.0.1:0".parse().unwrap(),
+        r.commands.clone(),
+        r.board.clone(),
+        KeyOverlap::default(),
+        None,
+    )
+    .unwrap();
+    let body =
+        format!(r#"{{"master_secret": "{}", "overlap_secs": 3600}}"#, hex::encode(new.ases[TRANSIT].master_secret));
+    // An operator retrying after a timeout: the second request finds the rotation done.
+    for _ in 0..2 {
+        let reply = ureq::put(&format!("http://{}/v1/keys", api.addr())).send_string(&body).unwrap();
+        assert_eq!(reply.status(), 200);
+    }
+    let res_ids: Vec<u32> = (1..=16).collect();
+    for (chain, what) in [(&new, "the new secret"), (&old, "the previous secret")] {
+        let pkts = flyover_packets(chain, &res_ids, 1023, 2);
+        r.send(&pkts);
+        assert_eq!(r.drain_sink().len(), pkts.len(), "every worker verifies under {what}");
+    }
+}
+
+/// A UDP packet from `from` inside the transit AS to `to` in the same AS, on the empty path.
+fn inside_packet(chain: &Chain, from: SocketAddr, to: SocketAddr) -> Vec<u8> {
+    let ia = chain.ases[TRANSIT].ia;
+    let header = ScionHeader {
+        traffic_class: 0,
+        flow_id: 1,
+        next_hdr: udp::PROTOCOL_UDP,
+        path_type: path_type::EMPTY,
+        dst_ia: ia,
+        src_ia: ia,
+        dst_host: HostAddr::from(to.ip()),
+        src_host: HostAddr::from(from.ip()),
+        path: Vec::new(),
+    };
+    udp::packet_to_vec(&header, from.port(), to.port(), &[0; 32]).unwrap()
+}
+
+#[test]
+fn a_packet_for_one_of_the_routers_own_sockets_is_dropped_not_delivered_to_itself() {
+    let chain = chain();
+    let r = run_router("own-socket", &chain, 1, 1000);
+    let host = UdpSocket::bind("127.0.0.1:0").unwrap();
+    host.set_read_timeout(Some(Duration::from_millis(400))).unwrap();
+    let me = host.local_addr().unwrap();
+    // A host of the AS gets what is addressed to it.
+    host.send_to(&inside_packet(&chain, me, me), r.internal).unwrap();
+    let mut buf = [0u8; 2048];
+    assert!(host.recv(&mut buf).is_ok(), "delivered to a host of the AS");
+    // Addressed to the router's internal socket, the packet would arrive again and be sent
+    // again, forever; addressed to an interface's socket, it would enter as if from outside.
+    host.send_to(&inside_packet(&chain, me, r.internal), r.internal).unwrap();
+    host.send_to(&inside_packet(&chain, me, r.ingress), r.internal).unwrap();
+    let status = r.status();
+    let inside = &status.interfaces[0];
+    assert_eq!(inside.received_packets, 3, "nothing came back to the router: {inside:?}");
+    assert_eq!(inside.delivered_packets, 1);
+    assert_eq!(inside.drops.get("to_router_socket"), Some(&2), "{:?}", inside.drops);
+    assert!(status.interfaces.iter().all(|i| i.received_packets == 0 || i.id == 0), "{status:?}");
 }
 
 /// GLWP packets of one allocation (AID 7, β = 100 kbit/s) through the transit AS, from `hosts`
