@@ -125,10 +125,40 @@ fn random_hex(n: usize) -> anyhow::Result<String> {
     Ok(hex::encode(b))
 }
 
+/// The most ASes a run lays out: AS k (from 0) has the addresses 127.0.(k + 1).x.
+const MAX_RUN_ASES: usize = 255;
+/// The most links an AS has in a run: its block of 100 ports holds its services at offsets
+/// 0-9 and its link ends from 10.
+const MAX_RUN_LINKS: usize = 90;
+/// The most hosts an AS has in a run: they are 127.0.k.10 to 127.0.k.254.
+const MAX_RUN_HOSTS: usize = 245;
+
+/// Whether the topology fits the addresses and ports a run gives each AS; beyond them two
+/// processes would share an address (another AS's host, or the AS's own router) or a port.
+fn fits_a_run(topology: &Topology, file: &Path) -> anyhow::Result<()> {
+    let file = file.display();
+    let n = topology.ases.len();
+    if n > MAX_RUN_ASES {
+        bail!("{file}: as: {n} ASes; a run gives each its own 127.0.k.0/24, so it lays out at most {MAX_RUN_ASES}");
+    }
+    for (k, a) in topology.ases.iter().enumerate() {
+        let links = topology.links_of(a.ia).count();
+        if links > MAX_RUN_LINKS {
+            bail!("{file}: as[{k}] ({}): {links} links; a run has ports for {MAX_RUN_LINKS} per AS", a.ia);
+        }
+        let hosts = topology.hosts.iter().filter(|h| h.ia == a.ia).count();
+        if hosts > MAX_RUN_HOSTS {
+            bail!("{file}: host: {hosts} hosts in {}; a run has addresses for {MAX_RUN_HOSTS} per AS", a.ia);
+        }
+    }
+    Ok(())
+}
+
 impl RunLayout {
     /// Derives every process's config from the topology and writes them under `dir`.
     pub fn write(topology_file: &Path, dir: &Path, port_base: u16) -> anyhow::Result<Self> {
         let topology = Topology::load(topology_file)?;
+        fits_a_run(&topology, topology_file)?;
         let n = topology.ases.len();
         if usize::from(port_base) + 100 * n > usize::from(u16::MAX) {
             bail!("--port-base {port_base} leaves no room for {n} ASes (100 ports each)");
@@ -614,5 +644,36 @@ mod tests {
         let again = RunLayout::write(&topo, &dir, 20000).unwrap();
         let a = again.ases.values().next().unwrap();
         assert!(secrets.contains(&fs::read_to_string(a.dir.join("master.key")).unwrap()));
+    }
+
+    /// A topology larger than a run's addresses is refused, named, before anything is
+    /// written: the 256th AS would get the first one's 127.0.1.x, the 246th host of an AS its
+    /// router's address.
+    #[test]
+    fn a_topology_beyond_a_runs_addresses_is_refused() {
+        let dir = aviary_scratch::ScratchDir::new("layout-limits");
+        let write = |name: &str, ases: usize, hosts: usize| {
+            let mut t = String::from("name = \"big\"\n");
+            for k in 0..ases {
+                t += &format!("[[as]]\nia = \"1-ff00:0:{:x}\"\ncore = true\n", 0x100 + k);
+            }
+            if ases == 2 {
+                t += "[[link]]\na = \"1-ff00:0:100#1\"\nb = \"1-ff00:0:101#1\"\nkind = \"core\"\ncapacity_bps = 1_000_000\n";
+            }
+            for j in 0..hosts {
+                t += &format!("[[host]]\nname = \"h{j}\"\nia = \"1-ff00:0:100\"\n");
+            }
+            let f = dir.join(format!("{name}.toml"));
+            fs::write(&f, t).unwrap();
+            let out = dir.join(name);
+            (RunLayout::write(&f, &out, 1000).map(|_| ()), out)
+        };
+        let (r, out) = write("ases", MAX_RUN_ASES + 1, 0);
+        let e = r.unwrap_err().to_string();
+        assert!(e.contains("ases.toml: as: 256 ASes"), "{e}");
+        assert!(!out.exists(), "nothing written");
+        let e = write("hosts", 1, MAX_RUN_HOSTS + 1).0.unwrap_err().to_string();
+        assert!(e.contains("hosts.toml: host: 246 hosts in 1-ff00:0:100"), "{e}");
+        write("fits", 2, MAX_RUN_HOSTS).0.unwrap();
     }
 }
