@@ -307,6 +307,12 @@ impl RouterConfig {
             if !(0.0..=10_000.0).contains(&f.delay_ms) {
                 return Err(ConfigError::new(file, field("delay_ms"), "must be between 0 and 10000"));
             }
+            if f.remote.port() == 0 || f.remote.ip().is_unspecified() {
+                // Every packet from the neighbour would be dropped as not from it, and every
+                // packet to it refused by the kernel.
+                let why = format!("{}: the neighbour's socket needs an address and a port", f.remote);
+                return Err(ConfigError::new(file, field("remote"), why));
+            }
         }
         if self.operator_token_file.is_none() && !self.management.ip().is_loopback() {
             return Err(ConfigError::new(
@@ -561,6 +567,10 @@ capacity_bps = 1000000
         assert_eq!(e.field, "interface[0].capacity_bps");
         let e = load_router(&router_toml("").replace("127.0.0.1:31003", "localhost")).unwrap_err();
         assert!(e.to_string().contains("router.toml") && e.field.contains("remote"), "{e}");
+        for remote in ["127.0.0.1:0", "0.0.0.0:31003", "[::]:31003"] {
+            let e = load_router(&router_toml("").replace("127.0.0.1:31003", remote)).unwrap_err();
+            assert_eq!(e.field, "interface[0].remote", "{remote}: {e}");
+        }
         for bad in ["workers = 0\n", "workers = 100000\n"] {
             let e = load_router(&router_toml(bad)).unwrap_err();
             assert_eq!(e.field, "workers", "{bad}");
