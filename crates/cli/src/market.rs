@@ -103,6 +103,7 @@ pub enum MarketCommand {
         /// Start (Unix s, on the time grid; default: the grid's next point after the chain's time).
         #[arg(long)]
         start: Option<u64>,
+        /// Length of the window, s: at most 65535 (a reservation's 16-bit ResDuration).
         #[arg(long, default_value_t = 600)]
         duration_s: u64,
         /// Time grid of the assets, s.

@@ -33,7 +33,7 @@ pub use delivery::{
 pub use plan::{plan_affordable, plan_cheapest, Funds, Piece, Plan, PlannedHop, Window};
 pub use resale::{list_asset, owned_assets};
 pub use view::{TokenBook, TokenInfo};
-pub use window::{check_window, next_grid_point, window};
+pub use window::{check_window, next_grid_point, window, MAX_RESERVATION_S};
 
 /// The delivery window a purchase gives the ASes unless told otherwise (s).
 pub const DEFAULT_DELIVERY_WINDOW_S: u32 = 600;
@@ -102,6 +102,12 @@ pub enum ClientError {
         view::format_utc(*.next)
     )]
     WindowInPast { start: u64, now: u64, next: u64 },
+    #[error(
+        "the window is {duration} s long, longer than a reservation can be ({} s, ResDuration is 16 bits): \
+         buy shorter windows one after another",
+        window::MAX_RESERVATION_S
+    )]
+    TooLong { duration: u64 },
     #[error("{start} + {duration} s is past the largest time a uint64 holds")]
     TimeOverflow { start: u64, duration: u64 },
     #[error("the price in {} is more than 2^256 - 1 of its smallest unit", token_text(.token))]

@@ -138,9 +138,8 @@ fn plan_in_tokens(
     w: Window,
     tokens: &BTreeSet<Address>,
 ) -> Result<Plan, ClientError> {
-    if w.expiry <= w.start {
-        return Err(ClientError::EmptyInterval(w.start, w.expiry));
-    }
+    // A window no reservation can hold would be paid for and refused at redemption.
+    super::window::check_length(w)?;
     let usable: Vec<&Offer> =
         offers.iter().filter(|o| tokens.contains(&o.payment_token) && o.issuer_registered).collect();
     let mut hops = Vec::new();
@@ -247,6 +246,7 @@ fn chain_in(group: &[&Offer], w: Window) -> Option<(Cost, Vec<Piece>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::MAX_RESERVATION_S;
     use crate::contracts::{Asset, Listing};
     use proptest::prelude::*;
 
@@ -325,12 +325,24 @@ mod tests {
 
     #[test]
     fn a_price_sum_past_256_bits_is_a_named_error() {
+        // A piece is below 2^128 × 2^64 × 2^16 (the longest window), so no plan gets here; the
+        // sum is checked all the same.
+        let mut sum = U256::MAX;
+        let e = add(&mut sum, U256::from(1), Address::ZERO).unwrap_err();
+        assert!(matches!(e, ClientError::PriceOverflow { token: Address::ZERO }), "{e:?}");
+    }
+
+    #[test]
+    fn a_window_longer_than_a_reservation_is_not_planned_even_if_offered() {
         let (top, end) = (u128::MAX, u64::MAX / 60 * 60);
         let offers = [offer(1, 1, 0, end, u64::MAX, top), offer(2, 2, 0, end, u64::MAX, top)];
+        let longest = MAX_RESERVATION_S / 60 * 60;
+        plan_cheapest(&offers, &WANT, Window { start: 0, expiry: longest, bandwidth: 100 }).unwrap();
+        let w = Window { start: 0, expiry: longest + 60, bandwidth: 100 };
+        let e = plan_cheapest(&offers, &WANT, w).unwrap_err();
+        assert!(matches!(e, ClientError::TooLong { duration: 65_580 }), "{e:?}");
         let w = Window { start: 0, expiry: end, bandwidth: u64::MAX };
-        // Each piece fits (below 2^128 × 2^64 × 2^64), their sum does not.
-        let ClientError::PriceOverflow { token } = plan_cheapest(&offers, &WANT, w).unwrap_err() else { panic!() };
-        assert_eq!(token, Address::ZERO);
+        assert!(matches!(plan_cheapest(&offers, &WANT, w), Err(ClientError::TooLong { .. })));
     }
 
     proptest! {
