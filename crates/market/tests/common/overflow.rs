@@ -52,7 +52,7 @@ fn bill_overflow<L: Ledger>(l: &mut L) {
     let wants: Vec<HopWant> = [IA1, IA2].map(|isd_as| HopWant { isd_as, ingress: 1, egress: 2 }).to_vec();
     let w = Window { start: hops[0].startTime, expiry: hops[0].expiryTime, bandwidth: u64::MAX };
     let offers = client::open_offers(l, &f.dep).unwrap();
-    match client::plan_cheapest(&offers, &wants, w) {
+    match client::plan_cheapest(&offers, &wants, w, Address::ZERO) {
         Err(ClientError::TooLong { .. }) => {}
         other => panic!("expected TooLong, got {other:?}"),
     }
