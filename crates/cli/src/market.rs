@@ -103,6 +103,7 @@ pub enum MarketCommand {
         /// Start (Unix s, on the time grid; default: the grid's next point after the chain's time).
         #[arg(long)]
         start: Option<u64>,
+        /// Length of the window, s: at most 65535 (a reservation's 16-bit ResDuration).
         #[arg(long, default_value_t = 600)]
         duration_s: u64,
         /// Time grid of the assets, s.
@@ -114,6 +115,11 @@ pub enum MarketCommand {
         /// Show the plan and its price, buy nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Pay in this ERC-20 token (its contract address) instead of the native currency. A
+        /// purchase is paid in one currency: only listings in marketplaces paid in it are
+        /// planned, whatever the others' prices read.
+        #[arg(long)]
+        token: Option<Address>,
         /// The reservation file to write.
         #[arg(long, required_unless_present = "dry_run")]
         out: Option<PathBuf>,
@@ -246,6 +252,7 @@ pub fn run(cmd: MarketCommand) -> Result<()> {
             granularity_s,
             reverse_out,
             dry_run,
+            token,
             out,
             delivery_window_s,
             wait_s,
@@ -273,10 +280,11 @@ pub fn run(cmd: MarketCommand) -> Result<()> {
                 wait_for_offers: Duration::ZERO,
                 wait_for_delivery: Duration::from_secs(wait_s),
                 delivery_window_s,
+                payment_token: token.unwrap_or(Address::ZERO),
             };
             let wants = buyer::wants(path, purchase.reverse);
             let plan = buyer::plan(&*ledger, &d, account.as_ref().map(Account::address), &wants, &purchase)?;
-            let tokens = client::token_infos(&*ledger, plan.totals().into_keys())?;
+            let tokens = client::token_infos(&*ledger, [plan.token])?;
             for line in view::plan_lines(&plan, &tokens) {
                 println!("{line}");
             }

@@ -66,7 +66,14 @@ impl Run {
         let d = self.market.deployment.deployment();
         let t0 = Instant::now();
         let now = aviary_node::clock::unix_s() / 60 * 60;
-        while client::plan_cheapest(&client::open_offers(&ledger, &d).unwrap(), &[Self::hop()], window(now)).is_err() {
+        while client::plan_cheapest(
+            &client::open_offers(&ledger, &d).unwrap(),
+            &[Self::hop()],
+            window(now),
+            aviary_market::Address::ZERO,
+        )
+        .is_err()
+        {
             assert!(t0.elapsed() < Duration::from_secs(90), "C's listings within 90 s:\n{}", self.log());
             std::thread::sleep(Duration::from_millis(200));
         }
@@ -78,7 +85,7 @@ impl Run {
         let d = self.market.deployment.deployment();
         let start = aviary_node::clock::unix_s() / 60 * 60;
         let offers = client::open_offers(&ledger, &d).unwrap();
-        let plan = client::plan_cheapest(&offers, &[Self::hop()], window(start)).unwrap();
+        let plan = client::plan_cheapest(&offers, &[Self::hop()], window(start), aviary_market::Address::ZERO).unwrap();
         let key = BuyerKey::derive(who.as_bytes());
         let terms = client::DeliveryTerms { key: &key, window_s: client::DEFAULT_DELIVERY_WINDOW_S };
         let ids = client::buy_path(&mut ledger, &d, &self.market.buyer().unwrap(), &plan, terms).unwrap();

@@ -33,6 +33,7 @@ fn buy_and_die(run: &Run, window_s: u32, out: &Path) -> PathBuf {
         wait_for_offers: Duration::from_secs(90),
         wait_for_delivery: Duration::ZERO,
         delivery_window_s: window_s,
+        payment_token: aviary_market::Address::ZERO,
     };
     let wants = [HopWant { isd_as: C.parse::<IsdAsn>().unwrap().to_u64(), ingress: 1, egress: 2 }];
     let plan = buyer::plan(&ledger, &d, Some(account.address()), &wants, &purchase).unwrap();
@@ -60,7 +61,14 @@ fn a_missed_deadline_is_reclaimed_and_a_killed_purchase_is_resumed_by_wait() {
     let hop = HopWant { isd_as: C.parse::<IsdAsn>().unwrap().to_u64(), ingress: 1, egress: 2 };
     let now = aviary_node::clock::unix_s() / 60 * 60;
     let window = client::Window { start: now, expiry: now + 600, bandwidth: 1000 };
-    while client::plan_cheapest(&client::open_offers(&ledger, &d).unwrap(), &[hop], window).is_err() {
+    while client::plan_cheapest(
+        &client::open_offers(&ledger, &d).unwrap(),
+        &[hop],
+        window,
+        aviary_market::Address::ZERO,
+    )
+    .is_err()
+    {
         assert!(t0.elapsed() < Duration::from_secs(90), "C's listings within 90 s:\n{}", run.log());
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -119,7 +127,7 @@ fn a_missed_deadline_is_reclaimed_and_a_killed_purchase_is_resumed_by_wait() {
 }
 
 #[test]
-fn the_dry_run_rejects_past_off_grid_and_overflowing_windows_before_anything_else() {
+fn the_dry_run_rejects_past_off_grid_too_long_and_overflowing_windows_before_anything_else() {
     let run = Run::new("market-window", 50500);
     let now = run.market.ledger().unwrap().pending_timestamp().unwrap();
     // No host config exists: the window is refused before the path is asked for.
@@ -142,6 +150,12 @@ fn the_dry_run_rejects_past_off_grid_and_overflowing_windows_before_anything_els
     let huge = buy(u64::MAX - 59);
     assert!(!huge.status.success());
     assert!(text(&huge).contains("past the largest time"), "{}", text(&huge));
+    // Longer than a reservation's 16-bit ResDuration: the AS could not redeem it.
+    let start = (now / 60 * 60 + 120).to_string();
+    let args = ["buy", "--host", host.to_str().unwrap(), "--dst", "1-ff00:0:112", "--bandwidth-bps", "1000000"];
+    let long = run.market(&[&args[..], &["--start", &start, "--duration-s", "86400", "--dry-run"]].concat());
+    assert!(!long.status.success());
+    assert!(text(&long).contains("longer than a reservation can be (65535 s"), "{}", text(&long));
     // A window on the grid and ahead gets past the check (to the missing host config).
     let ahead = buy(now / 60 * 60 + 120);
     assert!(text(&ahead).contains("no-such-host.toml"), "{}", text(&ahead));

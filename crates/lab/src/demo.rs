@@ -196,6 +196,7 @@ pub fn buy_transit_from(
         wait_for_offers: Duration::from_secs(90),
         wait_for_delivery: Duration::from_secs(60),
         delivery_window_s: aviary_market::client::DEFAULT_DELIVERY_WINDOW_S,
+        payment_token: aviary_market::Address::ZERO,
     };
     let account = market.buyer()?;
     let plan = buyer::plan(&ledger, &d, Some(account.address()), &buyer::wants(&path, false), &purchase)?;

@@ -1,5 +1,6 @@
 //! The buyer's side of the market (the Hummingbird paper, §4.1, §4.2): find the listings that cover the hops
-//! of a path, plan the cheapest purchase the buyer can pay ([`plan`]), buy and redeem every hop
+//! of a path, plan the cheapest purchase the buyer can pay in one payment token ([`plan`]), buy
+//! and redeem every hop
 //! in one transaction (re-planning without a listing that made it revert), wait for the ASes to
 //! deliver by the requests' deadline, open the sealed reservations, and take back the assets
 //! of requests an AS left undelivered ([`delivery`]); and resell what was bought ([`resale`]).
@@ -30,10 +31,10 @@ pub use delivery::{
     await_deliveries, await_outcomes, current_state, find_requests, reclaim_expired, request_state, Outcome,
     RequestState,
 };
-pub use plan::{plan_affordable, plan_cheapest, Funds, Piece, Plan, PlannedHop, Window};
+pub use plan::{plan_affordable, plan_cheapest, Piece, Plan, PlannedHop, Window};
 pub use resale::{list_asset, owned_assets};
 pub use view::{TokenBook, TokenInfo};
-pub use window::{check_window, next_grid_point, window};
+pub use window::{check_window, next_grid_point, window, MAX_RESERVATION_S};
 
 /// The delivery window a purchase gives the ASes unless told otherwise (s).
 pub const DEFAULT_DELIVERY_WINDOW_S: u32 = 600;
@@ -102,6 +103,12 @@ pub enum ClientError {
         view::format_utc(*.next)
     )]
     WindowInPast { start: u64, now: u64, next: u64 },
+    #[error(
+        "the window is {duration} s long, longer than a reservation can be ({} s, ResDuration is 16 bits): \
+         buy shorter windows one after another",
+        window::MAX_RESERVATION_S
+    )]
+    TooLong { duration: u64 },
     #[error("{start} + {duration} s is past the largest time a uint64 holds")]
     TimeOverflow { start: u64, duration: u64 },
     #[error("the price in {} is more than 2^256 - 1 of its smallest unit", token_text(.token))]
@@ -202,18 +209,15 @@ pub fn open_offers_on<L: Ledger + ?Sized>(
     Ok(out)
 }
 
-/// What `buyer` holds of the native currency and of each of `tokens`.
-pub fn funds_of<L: Ledger + ?Sized>(
-    l: &L,
-    buyer: Address,
-    tokens: impl IntoIterator<Item = Address>,
-) -> Result<Funds, LedgerError> {
-    let mut funds = Funds::new();
-    funds.insert(Address::ZERO, l.balance(buyer)?);
-    for t in tokens.into_iter().filter(|t| *t != Address::ZERO) {
-        funds.insert(t, token::balance_of(l, t, buyer)?);
+/// What `buyer` holds of the payment `token` (zero: the native currency). Only the token the
+/// buyer pays in is asked: a listing names its marketplace's token, which anyone may create,
+/// so another offer's "token" may be any contract, and calling it could fail or mislead.
+pub fn funds_of<L: Ledger + ?Sized>(l: &L, buyer: Address, payment: Address) -> Result<U256, LedgerError> {
+    if payment == Address::ZERO {
+        l.balance(buyer)
+    } else {
+        token::balance_of(l, payment, buyer)
     }
-    Ok(funds)
 }
 
 /// The symbol and decimals of each of `tokens` (zero: the native currency, ETH with 18
@@ -242,10 +246,10 @@ pub fn token_infos<L: Ledger + ?Sized>(
 }
 
 /// Buys and redeems every hop of `plan` in one transaction, the reservations to be sealed and
-/// delivered as `terms` say; returns the redeem request ids in hop order. Either every hop is bought or none, and
-/// at no more than the plan's total in any token. Token-paid pieces are paid from the buyer's
-/// allowance: the market is approved for each token's total first (an approval stays if the
-/// purchase then fails).
+/// delivered as `terms` say; returns the redeem request ids in hop order. Either every hop is
+/// bought or none, at no more than the plan's total in its token and nothing in any other. A
+/// plan in an ERC-20 token is paid from the buyer's allowance: the market is approved for the
+/// total first (an approval stays if the purchase then fails).
 pub fn buy_path<L: Ledger + ?Sized>(
     l: &mut L,
     d: &Deployment,
@@ -253,33 +257,53 @@ pub fn buy_path<L: Ledger + ?Sized>(
     plan: &Plan,
     terms: DeliveryTerms,
 ) -> Result<Vec<U256>, ClientError> {
-    for (token, amount) in &plan.token_totals {
-        token::approve(l, buyer, *token, d.market, *amount)?;
-    }
+    let value = if plan.token == Address::ZERO {
+        plan.total
+    } else {
+        token::approve(l, buyer, plan.token, d.market, plan.total)?;
+        U256::ZERO
+    };
     let key = B256::from(terms.key.public());
-    let (ids, _) = d.buy_and_redeem_path(l, buyer, plan.purchases(), key, terms.window_s, plan.limits(), plan.total)?;
+    let (ids, _) = d.buy_and_redeem_path(l, buyer, plan.purchases(), key, terms.window_s, plan.limits(), value)?;
     Ok(ids)
+}
+
+/// Where [`buy_cheapest`] starts.
+#[derive(Clone, Debug)]
+pub enum StartFrom {
+    /// A plan already made (one shown to the user): paid, and re-planned, in its token.
+    Plan(Plan),
+    /// A fresh plan in this payment token (zero: the native currency).
+    Fresh { token: Address },
 }
 
 /// How often [`buy_cheapest`] re-plans after a reverted purchase before it gives up.
 pub const PURCHASE_ATTEMPTS: usize = 4;
 
-/// Plans the cheapest affordable purchase of `w` on every hop from the open offers, buys it
-/// ([`buy_path`]), and when the purchase reverts, re-reads the offers and re-plans: without
-/// the listing the revert names (sold out, delisted, not coverable), without the token it names
-/// (a payment that failed), or just from fresh offers (a price changed meanwhile). A plan that
-/// fails again unchanged is not retried. Starts from `first` if given (a plan shown to the user).
+/// Plans the cheapest affordable purchase of `w` on every hop from the open offers in one
+/// payment token (`start`'s), buys it ([`buy_path`]), and when the purchase reverts, re-reads
+/// the offers and re-plans in the same token: without the listing the revert names (sold out,
+/// delisted, not coverable), or just from fresh offers (a price changed meanwhile). A failed
+/// payment in the plan's token, or a plan that fails again unchanged, is not retried.
+///
+/// Which listing a revert names is taken at its word: in the native currency no contract but
+/// the market and the asset contract runs during a purchase, so only they can name one. In an
+/// ERC-20 token the token runs too, and could name an honest listing; it is the token the
+/// buyer chose to pay with (and which holds its balance), so that is trusted as far.
 pub fn buy_cheapest<L: Ledger + ?Sized>(
     l: &mut L,
     d: &Deployment,
     buyer: &Account,
     wants: &[HopWant],
     w: Window,
-    first: Option<Plan>,
+    start: StartFrom,
     terms: DeliveryTerms,
 ) -> Result<(Plan, Vec<U256>), ClientError> {
-    let (mut without_listings, mut without_tokens) = (BTreeSet::new(), BTreeSet::new());
-    let mut next = first;
+    let mut without_listings = BTreeSet::new();
+    let (payment, mut next) = match start {
+        StartFrom::Plan(plan) => (plan.token, Some(plan)),
+        StartFrom::Fresh { token } => (token, None),
+    };
     let mut last_failed: Option<Vec<crate::contracts::PathPurchase>> = None;
     let mut attempt = 0;
     loop {
@@ -289,10 +313,10 @@ pub fn buy_cheapest<L: Ledger + ?Sized>(
             None => {
                 let offers: Vec<Offer> = open_offers_on(l, d, &sides_of(wants))?
                     .into_iter()
-                    .filter(|o| !without_listings.contains(&o.listing_id) && !without_tokens.contains(&o.payment_token))
+                    .filter(|o| !without_listings.contains(&o.listing_id))
                     .collect();
-                let funds = funds_of(l, buyer.address(), offers.iter().map(|o| o.payment_token))?;
-                plan_affordable(&offers, wants, w, &funds)?
+                let funds = funds_of(l, buyer.address(), payment)?;
+                plan_affordable(&offers, wants, w, payment, funds)?
             }
         };
         let rv = match buy_path(l, d, buyer, &plan, terms) {
@@ -302,21 +326,17 @@ pub fn buy_cheapest<L: Ledger + ?Sized>(
         };
         let purchases = plan.purchases();
         let named_listing = rv.arg("listingId").and_then(|v| U256::from_str(v).ok());
-        let named_token = rv.arg("token").and_then(|v| Address::from_str(v).ok());
         let repeated = last_failed.as_ref() == Some(&purchases);
-        if attempt == PURCHASE_ATTEMPTS || (repeated && named_listing.is_none() && named_token.is_none()) {
+        // A raised price is no fault of the listing: plan again at the new prices.
+        let repriced = matches!(rv.name.as_str(), "PriceAboveLimit" | "PaymentTooLow");
+        // Any other error naming a token is a payment in the plan's token that failed (no
+        // other token is paid): another plan in it would fail the same way.
+        let payment_failed = !repriced && rv.arg("token").is_some();
+        if attempt == PURCHASE_ATTEMPTS || payment_failed || (repeated && named_listing.is_none()) {
             return Err(ClientError::GaveUp { attempts: attempt, last: rv });
         }
-        match (named_listing, named_token, rv.name.as_str()) {
-            (Some(id), _, _) if plan.listing_ids().contains(&id) => {
-                without_listings.insert(id);
-            }
-            // A raised price is no fault of the listing: plan again at the new prices.
-            (_, _, "PriceAboveLimit" | "PaymentTooLow") => {}
-            (_, Some(token), _) => {
-                without_tokens.insert(token);
-            }
-            _ => {}
+        if let Some(id) = named_listing.filter(|id| plan.listing_ids().contains(id)) {
+            without_listings.insert(id);
         }
         last_failed = Some(purchases);
     }

@@ -508,6 +508,16 @@ pub mod token {
         view(l, token, &TestToken::balanceOfCall { account })
     }
 
+    /// What `spender` may pull from `owner` (ERC-20 `allowance`).
+    pub fn allowance<L: Ledger + ?Sized>(
+        l: &L,
+        token: Address,
+        owner: Address,
+        spender: Address,
+    ) -> Result<U256, LedgerError> {
+        view(l, token, &TestToken::allowanceCall { owner, spender })
+    }
+
     /// The token's symbol (ERC-20 `symbol()`).
     pub fn symbol<L: Ledger + ?Sized>(l: &L, token: Address) -> Result<String, LedgerError> {
         view(l, token, &TestToken::symbolCall {})

@@ -17,7 +17,11 @@
 //! during the append leaves a torn last record (short, or failing its checksum): it is
 //! ignored, with a message on stderr naming the file and offset, and cut off before anything
 //! is appended after it. A bad record followed by more data is not a torn write but damage:
-//! an error, never a silently shortened chain.
+//! an error, never a silently shortened chain. A length that claims more than the file holds
+//! looks like a torn append, but is damage when any bytes after its frame check out (they are
+//! its own payload with a wrong length, or a later record): the format has no maximum record
+//! size to bound the length by, so the cut is made only when it drops no record that checks
+//! out.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
@@ -182,8 +186,19 @@ fn parse(bytes: &[u8]) -> Result<(Vec<BlockRecord>, usize, Option<String>), Stri
             return Ok((records, at, Some(format!("{} bytes, shorter than a record's frame", rest.len()))));
         }
         let len = u32::from_le_bytes(rest[..4].try_into().expect("4 bytes")) as usize;
-        let Some(payload) = rest.get(FRAME_LEN..FRAME_LEN + len) else {
-            return Ok((records, at, Some(format!("{} of {len} payload bytes", rest.len() - FRAME_LEN))));
+        let Some(payload) = FRAME_LEN.checked_add(len).and_then(|end| rest.get(FRAME_LEN..end)) else {
+            // A length past the end is a torn append only if nothing after the frame checks
+            // out; otherwise it is a damaged length, and cutting here would drop good records.
+            let tail = &rest[FRAME_LEN..];
+            if checks_out(&rest[4..FRAME_LEN], tail) || holds_a_record(tail) {
+                return Err(format!(
+                    "record at byte {} claims {len} payload bytes, more than the {} left, but good \
+                     data follows: a damaged length, not a torn write",
+                    HEADER_LEN as usize + at,
+                    tail.len()
+                ));
+            }
+            return Ok((records, at, Some(format!("{} of {len} payload bytes", tail.len()))));
         };
         let last = FRAME_LEN + len == rest.len();
         if keccak256(payload)[..8] != rest[4..FRAME_LEN] {
@@ -201,6 +216,33 @@ fn parse(bytes: &[u8]) -> Result<(Vec<BlockRecord>, usize, Option<String>), Stri
         at += FRAME_LEN + len;
     }
     Ok((records, at, None))
+}
+
+/// Whether `payload` matches `checksum` (a frame's 8 checksum bytes).
+fn checks_out(checksum: &[u8], payload: &[u8]) -> bool {
+    keccak256(payload)[..8] == *checksum
+}
+
+/// Whether a whole record that checks out starts anywhere in `bytes`.
+///
+/// An append is one `write` at the end of the file, so a crash leaves a prefix of one frame and
+/// nothing after it; such a prefix is JSON text, in which a frame matching its 8-byte checksum
+/// turns up with probability about 2^-64 per position. So a record found here means the length
+/// in front of it was damaged, and the rule never drops a record that checks out. The bound on
+/// the length and the payload's braces (a `BlockRecord` is a JSON object) skip the hashing at
+/// nearly every position: inside JSON text a length reads as at least 0x20202020, more than
+/// any tail holds, so the scan is linear in practice.
+fn holds_a_record(bytes: &[u8]) -> bool {
+    (0..bytes.len()).any(|p| {
+        let rest = &bytes[p..];
+        let Some(len) = rest.get(..4).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize) else {
+            return false;
+        };
+        let Some(payload) = FRAME_LEN.checked_add(len).and_then(|end| rest.get(FRAME_LEN..end)) else {
+            return false;
+        };
+        payload.first() == Some(&b'{') && payload.last() == Some(&b'}') && checks_out(&rest[4..FRAME_LEN], payload)
+    })
 }
 
 /// Make a rename in `dir` durable.
@@ -284,5 +326,36 @@ mod tests {
         bytes[n - 2] ^= 1;
         fs::write(d.join(LOG_FILE), &bytes).unwrap();
         assert_eq!(StateLog::open(&d, 0).unwrap().1, vec![record(1)]);
+    }
+
+    /// A length field damaged to claim more than the file holds, with good records after it,
+    /// is damage, not a torn tail: an error, and the file keeps every byte.
+    #[test]
+    fn a_damaged_length_before_later_records_is_an_error_not_a_cut() {
+        let d = ScratchDir::new("state-log-damaged-length");
+        let (mut log, _) = StateLog::open(&d, 0).unwrap();
+        for n in 1..=3 {
+            log.append(&record(n)).unwrap();
+        }
+        let good = fs::read(d.join(LOG_FILE)).unwrap();
+        let first_len = u32::from_le_bytes(good[16..20].try_into().unwrap()) as usize;
+        let second = HEADER_LEN as usize + FRAME_LEN + first_len;
+        for claimed in [good.len() as u32, u32::MAX, 0x0100_0000] {
+            let mut bytes = good.clone();
+            bytes[second..second + 4].copy_from_slice(&claimed.to_le_bytes());
+            fs::write(d.join(LOG_FILE), &bytes).unwrap();
+            let e = StateLog::open(&d, 0).unwrap_err().to_string();
+            assert!(e.contains(LOG_FILE) && e.contains(&format!("byte {second}")), "{claimed}: {e}");
+            assert_eq!(fs::read(d.join(LOG_FILE)).unwrap(), bytes, "{claimed}: nothing cut off");
+        }
+        // The last record's length damaged: its bytes still check out up to the end of the
+        // file, so it is damage too, not a torn write to drop.
+        let third = second + FRAME_LEN + u32::from_le_bytes(good[second..second + 4].try_into().unwrap()) as usize;
+        let mut bytes = good.clone();
+        bytes[third..third + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        fs::write(d.join(LOG_FILE), &bytes).unwrap();
+        let e = StateLog::open(&d, 0).unwrap_err().to_string();
+        assert!(e.contains(&format!("byte {third}")), "{e}");
+        assert_eq!(fs::read(d.join(LOG_FILE)).unwrap(), bytes);
     }
 }

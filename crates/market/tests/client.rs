@@ -1,5 +1,6 @@
-//! The buyer client on the embedded ledger: offers, the cheapest plan, an atomic purchase paid
-//! partly in an ERC-20 token, the AS answering, and the buyer opening what it delivered.
+//! The buyer client on the embedded ledger: offers, the cheapest plan in one payment token, an
+//! atomic purchase paid in an ERC-20 token, the AS answering, and the buyer opening what it
+//! delivered.
 
 use std::time::Duration;
 
@@ -51,35 +52,40 @@ fn cheapest_plan_is_bought_atomically_and_opened_by_the_buyer() {
         d.register_seller(&mut l, as_acct, mp).unwrap();
     }
     d.set_approval_for_all(&mut l, as_acct, d.market, true).unwrap();
-    // Two ingress listings on interface 1 (the dearer one first), the egress of 2 for tokens.
+    // Two ingress listings on interface 1 for tokens (the dearer one first) and one, numerically
+    // cheapest, in the native currency; the egress of 2 for tokens only.
     let dear = d.issue(&mut l, as_acct, &spec(1, true)).unwrap();
     let cheap = d.issue(&mut l, as_acct, &spec(1, true)).unwrap();
+    let in_native = d.issue(&mut l, as_acct, &spec(1, true)).unwrap();
     let egress = d.issue(&mut l, as_acct, &spec(2, false)).unwrap();
-    d.create_listing(&mut l, as_acct, native, dear, 30).unwrap();
-    let cheap_listing = d.create_listing(&mut l, as_acct, native, cheap, 10).unwrap();
+    d.create_listing(&mut l, as_acct, in_token, dear, 30).unwrap();
+    let cheap_listing = d.create_listing(&mut l, as_acct, in_token, cheap, 10).unwrap();
+    d.create_listing(&mut l, as_acct, native, in_native, 1).unwrap();
     d.create_listing(&mut l, as_acct, in_token, egress, 20).unwrap();
 
     let offers = client::open_offers(&l, &d).unwrap();
-    assert_eq!(offers.len(), 3);
+    assert_eq!(offers.len(), 4);
     let want = [HopWant { isd_as: IA, ingress: 1, egress: 2 }];
     let (start, expiry, bw) = (T0 + 60, T0 + 660, 1000);
     let w = Window { start, expiry, bandwidth: bw };
-    let plan = client::plan_cheapest(&offers, &want, w).unwrap();
+    // In the native currency the egress is not for sale; the token's offers are not mixed in.
+    let in_eth = client::plan_cheapest(&offers, &want, w, Address::ZERO);
+    assert!(matches!(in_eth, Err(ClientError::NoOffer { interface: 2, .. })), "{in_eth:?}");
+    let plan = client::plan_cheapest(&offers, &want, w, tok).unwrap();
     assert_eq!(plan.hops[0].ingress.len(), 1);
     assert_eq!(plan.hops[0].ingress[0].offer.listing_id, cheap_listing);
-    assert_eq!(plan.total, U256::from(10u64 * 1000 * 600));
-    assert_eq!(plan.token_totals[&tok], U256::from(20u64 * 1000 * 600));
-    // The plan in the tokens' units: BWD's symbol and decimals read from the token itself.
-    let tokens = client::token_infos(&l, plan.totals().into_keys()).unwrap();
+    assert_eq!((plan.token, plan.total), (tok, U256::from((10u64 + 20) * 1000 * 600)));
+    // The plan in the token's units: BWD's symbol and decimals read from the token itself.
+    let tokens = client::token_infos(&l, [plan.token]).unwrap();
     assert_eq!(tokens[&tok], client::TokenInfo { symbol: "BWD".into(), decimals: 18 });
     let lines = client::view::plan_lines(&plan, &tokens);
     assert!(lines.last().unwrap().contains(" BWD for 10 min from 2027-01-15T08:01:00Z"), "{lines:?}");
     // Hops that cannot be bought are named.
-    let none = client::plan_cheapest(&offers, &[HopWant { isd_as: IA, ingress: 3, egress: 2 }], w);
+    let none = client::plan_cheapest(&offers, &[HopWant { isd_as: IA, ingress: 3, egress: 2 }], w, tok);
     assert!(matches!(none, Err(ClientError::NoOffer { hop: 0, interface: 3, .. })), "{none:?}");
-    let edge = client::plan_cheapest(&offers, &[HopWant { isd_as: IA, ingress: 0, egress: 2 }], w);
+    let edge = client::plan_cheapest(&offers, &[HopWant { isd_as: IA, ingress: 0, egress: 2 }], w, tok);
     assert!(matches!(edge, Err(ClientError::NotTransit { .. })));
-    let too_much = client::plan_cheapest(&offers, &want, Window { bandwidth: 6000, ..w });
+    let too_much = client::plan_cheapest(&offers, &want, Window { bandwidth: 6000, ..w }, tok);
     assert!(matches!(too_much, Err(ClientError::NoOffer { .. })));
 
     // Without tokens the atomic purchase fails and nothing is bought.
@@ -91,6 +97,8 @@ fn cheapest_plan_is_bought_atomically_and_opened_by_the_buyer() {
     token::mint(&mut l, owner, tok, buyer.address(), U256::from(1_000_000_000u64)).unwrap();
     let requests = client::buy_path(&mut l, &d, buyer, &plan, terms).unwrap();
     assert_eq!(requests.len(), 1);
+    let paid = U256::from(1_000_000_000u64) - plan.total;
+    assert_eq!(token::balance_of(&l, tok, buyer.address()).unwrap(), paid, "the plan's total, in the token");
 
     // The AS answers the request (as its service does) and the buyer opens the delivery.
     let secret = [7u8; 32];

@@ -1,13 +1,14 @@
 //! The buyer client against the attacks on purchases ("Market under attack", item 1), on the
 //! embedded ledger with a fixed clock: the default purchase (now, on the grid, for 600 s) at
-//! every minute of an issuing period, a decoy in a token the buyer lacks, a plan gone stale
-//! (listing delisted, price raised) re-planned, and offers nobody could deliver skipped; and
+//! every minute of an issuing period, decoys in other tokens (held, lacked, or not a token at
+//! all), a plan gone stale (listing delisted, price raised) re-planned, and offers nobody could deliver skipped; and
 //! (item 2) a purchase answered in part, reported per request, the rest reclaimed.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use aviary_hummingbird::BuyerKey;
+use aviary_market::bindings::RefusingSeller;
 use aviary_market::client::{self, ClientError, HopWant, Outcome, RequestState, Window};
 use aviary_market::contracts::{deploy_test_token, token};
 use aviary_market::registration::{certify, p256_key_from_seed};
@@ -83,8 +84,13 @@ impl Fixture {
     fn buy(&mut self, w: Window, first: Option<client::Plan>) -> Result<(client::Plan, Vec<U256>), ClientError> {
         let key = BuyerKey::derive(b"buyer");
         let terms = client::DeliveryTerms { key: &key, window_s: client::DEFAULT_DELIVERY_WINDOW_S };
-        client::buy_cheapest(&mut self.l, &self.d, &self.buyer, &WANT, w, first, terms)
+        let start = first.map_or(client::StartFrom::Fresh { token: Address::ZERO }, client::StartFrom::Plan);
+        client::buy_cheapest(&mut self.l, &self.d, &self.buyer, &WANT, w, start, terms)
     }
+}
+
+fn native_payment() -> client::StartFrom {
+    client::StartFrom::Fresh { token: Address::ZERO }
 }
 
 /// The default purchase of `aviary market buy` started in minute `m` of the period.
@@ -100,7 +106,8 @@ fn the_default_purchase_plans_at_every_minute_of_the_period() {
     let offers = client::open_offers(&f.l, &f.d).unwrap();
     for m in 0..60 {
         let w = default_window(m);
-        let plan = client::plan_cheapest(&offers, &WANT, w).unwrap_or_else(|e| panic!("minute {m}: {e}"));
+        let plan =
+            client::plan_cheapest(&offers, &WANT, w, Address::ZERO).unwrap_or_else(|e| panic!("minute {m}: {e}"));
         let pieces = if w.expiry > H + 3600 { 2 } else { 1 };
         assert_eq!((plan.hops[0].ingress.len(), plan.hops[0].egress.len()), (pieces, pieces), "minute {m}");
         assert_eq!(plan.total, U256::from(2 * 1000 * 600), "minute {m}");
@@ -132,7 +139,7 @@ fn the_default_purchase_in_the_last_minutes_of_the_period_is_bought() {
 }
 
 #[test]
-fn a_cheaper_decoy_in_a_token_the_buyer_lacks_is_skipped() {
+fn a_cheaper_decoy_in_another_token_is_not_planned() {
     let mut f = fixture(H - 60);
     let tok = deploy_test_token(&mut f.l, &f.owner, "Decoy", "DCY").unwrap();
     let in_token = f.d.create_marketplace(&mut f.l, &f.owner, tok).unwrap();
@@ -143,29 +150,26 @@ fn a_cheaper_decoy_in_a_token_the_buyer_lacks_is_skipped() {
     let w = Window { start: H, expiry: H + 600, bandwidth: 1000 };
 
     let offers = client::open_offers(&f.l, &f.d).unwrap();
-    let any = client::plan_cheapest(&offers, &WANT, w).unwrap();
-    assert_eq!(any.hops[0].ingress[0].offer.listing_id, decoy, "the decoy is the cheapest");
-    // Without tokens, a purchase of the cheapest plan fails (what the client did before).
-    let key = BuyerKey::derive(b"buyer");
-    let terms = client::DeliveryTerms { key: &key, window_s: client::DEFAULT_DELIVERY_WINDOW_S };
-    assert!(client::buy_path(&mut f.l, &f.d, &f.buyer, &any, terms).is_err());
-
-    let funds = client::funds_of(&f.l, f.buyer.address(), [tok]).unwrap();
-    assert_eq!(funds[&tok], U256::ZERO);
-    let plan = client::plan_affordable(&offers, &WANT, w, &funds).unwrap();
-    assert!(plan.token_totals.is_empty());
+    let plan = client::plan_cheapest(&offers, &WANT, w, Address::ZERO).unwrap();
+    assert!(!plan.listing_ids().contains(&decoy));
+    // In the decoy's token nothing covers the egress, and native offers are not mixed in.
+    let in_decoy = client::plan_cheapest(&offers, &WANT, w, tok);
+    assert!(matches!(in_decoy, Err(ClientError::NoOffer { interface: 2, .. })), "{in_decoy:?}");
     let (bought, _) = f.buy(w, None).unwrap();
-    assert_ne!(bought.hops[0].ingress[0].offer.listing_id, decoy);
+    assert!(!bought.listing_ids().contains(&decoy));
     assert_eq!(bought.total, U256::from(2 * 5 * 1000 * 600));
 
-    // A token held, but not enough of it for the plan: dropped, with the reason if nothing else serves.
+    // Paying in the token, with too little of it: the shortfall is named in the token.
+    f.list(in_token, &spec(2, false, H, H + 3600), 1);
     token::mint(&mut f.l, &f.owner, tok, f.buyer.address(), U256::from(5)).unwrap();
-    let funds = client::funds_of(&f.l, f.buyer.address(), [tok]).unwrap();
-    let only_token: Vec<_> = offers.iter().filter(|o| o.payment_token == tok).cloned().collect();
-    let egress_in_token = client::plan_affordable(&only_token, &[HopWant { egress: 1, ..WANT[0] }], w, &funds);
-    assert!(matches!(egress_in_token, Err(ClientError::NoOffer { .. })), "{egress_in_token:?}");
-    let plan = client::plan_affordable(&offers, &WANT, w, &funds).unwrap();
-    assert!(plan.token_totals.is_empty(), "5 tokens do not pay the decoy");
+    let offers = client::open_offers(&f.l, &f.d).unwrap();
+    let funds = client::funds_of(&f.l, f.buyer.address(), tok).unwrap();
+    let short = client::plan_affordable(&offers, &WANT, w, tok, funds);
+    let needed = U256::from(2 * 1000 * 600);
+    assert!(
+        matches!(short, Err(ClientError::Unaffordable { token, needed: n, available }) if token == tok && n == needed && available == U256::from(5)),
+        "{short:?}"
+    );
 }
 
 #[test]
@@ -176,7 +180,7 @@ fn a_stale_plan_is_replanned_without_the_listing_that_reverted() {
     f.list(f.native, &spec(2, false, H, H + 3600), 1);
     let w = Window { start: H, expiry: H + 600, bandwidth: 1000 };
     let offers = client::open_offers(&f.l, &f.d).unwrap();
-    let plan = client::plan_cheapest(&offers, &WANT, w).unwrap();
+    let plan = client::plan_cheapest(&offers, &WANT, w, Address::ZERO).unwrap();
     assert_eq!(plan.hops[0].ingress[0].offer.listing_id, cheap);
 
     // The seller delists the cheap listing before the purchase lands.
@@ -187,7 +191,7 @@ fn a_stale_plan_is_replanned_without_the_listing_that_reverted() {
     // A price raised under the buyer: the purchase reverts (no overcharge) and is re-planned.
     let cheap = f.list(f.native, &spec(1, true, H, H + 3600), 1);
     let offers = client::open_offers(&f.l, &f.d).unwrap();
-    let plan = client::plan_cheapest(&offers, &WANT, w).unwrap();
+    let plan = client::plan_cheapest(&offers, &WANT, w, Address::ZERO).unwrap();
     assert_eq!(plan.hops[0].ingress[0].offer.listing_id, cheap);
     f.d.set_price(&mut f.l, &f.seller, cheap, 9).unwrap();
     let credited = |f: &Fixture| f.d.proceeds_of(&f.l, f.seller.address(), Address::ZERO).unwrap();
@@ -210,7 +214,7 @@ fn offers_of_an_as_nobody_speaks_for_are_skipped_and_a_failed_plan_is_not_repeat
     f.d.deregister(&mut f.l, &f.seller).unwrap();
     let offers = client::open_offers(&f.l, &f.d).unwrap();
     assert!(offers.iter().all(|o| !o.issuer_registered));
-    let plan = client::plan_cheapest(&offers, &WANT, w);
+    let plan = client::plan_cheapest(&offers, &WANT, w, Address::ZERO);
     assert!(matches!(plan, Err(ClientError::NoOffer { .. })), "{plan:?}");
 
     // A plan that reverts for a reason no listing names (BelowMinBandwidth from the asset
@@ -219,7 +223,7 @@ fn offers_of_an_as_nobody_speaks_for_are_skipped_and_a_failed_plan_is_not_repeat
     g.list(g.native, &spec(1, true, H, H + 3600), 1);
     g.list(g.native, &spec(2, false, H, H + 3600), 1);
     let offers = client::open_offers(&g.l, &g.d).unwrap();
-    let mut plan = client::plan_cheapest(&offers, &WANT, w).unwrap();
+    let mut plan = client::plan_cheapest(&offers, &WANT, w, Address::ZERO).unwrap();
     plan.bandwidth = 4950; // leaves 50 kbit/s, below the minimum of 100: BelowMinBandwidth
     let err = g.buy(Window { bandwidth: 4950, ..w }, Some(plan)).unwrap_err();
     assert!(matches!(err, ClientError::NoOffer { .. }), "{err:?}");
@@ -238,7 +242,7 @@ fn a_purchase_answered_in_part_is_reported_per_request_and_the_rest_reclaimed() 
     let terms = client::DeliveryTerms { key: &key, window_s: 120 };
     let mut requests = vec![];
     for _ in 0..2 {
-        let (_, ids) = client::buy_cheapest(&mut f.l, &f.d, &f.buyer, &WANT, w, None, terms).unwrap();
+        let (_, ids) = client::buy_cheapest(&mut f.l, &f.d, &f.buyer, &WANT, w, native_payment(), terms).unwrap();
         requests.extend(ids);
     }
     let (silent, garbled) = (requests[0], requests[1]);
@@ -277,4 +281,47 @@ fn a_purchase_answered_in_part_is_reported_per_request_and_the_rest_reclaimed() 
     assert!(!client::open_offers(&f.l, &f.d).unwrap().is_empty());
     f.l.advance_time(H + 7200 - now).unwrap();
     assert!(client::open_offers(&f.l, &f.d).unwrap().is_empty());
+}
+
+/// A marketplace anyone created, paid in a token the buyer holds, with a sliver listed at a
+/// numerically lower price: a purchase in the native currency neither plans it (1 unit of a
+/// token and 1 wei are not comparable) nor touches the buyer's balance of that token.
+#[test]
+fn a_decoy_in_a_token_the_buyer_holds_takes_none_of_it() {
+    let mut f = fixture(H - 60);
+    let attacker = f.l.accounts()[3].clone();
+    let tok = deploy_test_token(&mut f.l, &attacker, "Six", "SIX").unwrap();
+    let decoys = f.d.create_marketplace(&mut f.l, &attacker, tok).unwrap();
+    f.d.register_seller(&mut f.l, &f.seller, decoys).unwrap();
+    let held = U256::from(10u64).pow(U256::from(18));
+    token::mint(&mut f.l, &attacker, tok, f.buyer.address(), held).unwrap();
+    let honest = f.list(f.native, &spec(1, true, H, H + 3600), 5);
+    f.list(f.native, &spec(2, false, H, H + 3600), 5);
+    let decoy = f.list(decoys, &spec(1, true, H, H + 3600), 1);
+    let w = Window { start: H, expiry: H + 600, bandwidth: 1000 };
+
+    let (bought, _) = f.buy(w, None).unwrap();
+    assert_eq!(bought.hops[0].ingress[0].offer.listing_id, honest);
+    assert!(bought.listing_ids().iter().all(|id| *id != decoy));
+    assert_eq!(bought.total, U256::from(2 * 5 * 1000 * 600));
+    assert_eq!(token::balance_of(&f.l, tok, f.buyer.address()).unwrap(), held, "no token taken");
+    assert_eq!(token::allowance(&f.l, tok, f.buyer.address(), f.d.market).unwrap(), U256::ZERO, "none approved");
+}
+
+/// A listing in a marketplace whose "token" reverts on every call: the buyer never calls it,
+/// so it neither fails nor blocks a purchase in the native currency on the same side.
+#[test]
+fn a_listing_whose_token_reverts_does_not_block_buying() {
+    let mut f = fixture(H - 60);
+    let hostile = f.l.deploy(&f.owner, RefusingSeller::BYTECODE.clone()).unwrap();
+    assert!(token::balance_of(&f.l, hostile, f.buyer.address()).is_err(), "its balanceOf reverts");
+    let in_hostile = f.d.create_marketplace(&mut f.l, &f.owner, hostile).unwrap();
+    f.d.register_seller(&mut f.l, &f.seller, in_hostile).unwrap();
+    f.list(in_hostile, &spec(1, true, H, H + 3600), 1);
+    let honest = f.list(f.native, &spec(1, true, H, H + 3600), 5);
+    f.list(f.native, &spec(2, false, H, H + 3600), 5);
+    let w = Window { start: H, expiry: H + 600, bandwidth: 1000 };
+
+    let (bought, _) = f.buy(w, None).unwrap();
+    assert_eq!(bought.hops[0].ingress[0].offer.listing_id, honest);
 }

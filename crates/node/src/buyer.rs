@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use aviary_hummingbird::{BuyerKey, BwCodec};
-use aviary_market::client::{self, DeliveryTerms, HopWant, Outcome, Plan, Window};
+use aviary_market::client::{self, DeliveryTerms, HopWant, Outcome, Plan, StartFrom, Window};
 use aviary_market::{Account, Address, Deployment, Ledger, U256};
 use aviary_scion::IsdAsn;
 
@@ -40,6 +40,9 @@ pub struct Purchase {
     /// How long the ASes have to deliver (s): the requests' deadline, after which the buyer
     /// may reclaim what was not delivered.
     pub delivery_window_s: u32,
+    /// What to pay in: zero for the native currency (the default), or an ERC-20 token. Only
+    /// offers in it are planned; prices in different tokens are never compared.
+    pub payment_token: Address,
 }
 
 impl Purchase {
@@ -63,8 +66,8 @@ pub fn wants(path: &PathWire, reverse: bool) -> Vec<HopWant> {
     out
 }
 
-/// Plans the cheapest purchase, waiting up to `wait_for_offers` for listings to cover it. With
-/// a `buyer`, only what it can pay (the tokens it holds enough of); without, any offer.
+/// Plans the cheapest purchase in `p.payment_token`, waiting up to `wait_for_offers` for
+/// listings to cover it. With a `buyer`, only what its balance of that token pays for.
 pub fn plan(
     ledger: &dyn Ledger,
     d: &Deployment,
@@ -77,10 +80,10 @@ pub fn plan(
         let offers = client::open_offers_on(ledger, d, &client::sides_of(wants))?;
         let planned = match buyer {
             Some(b) => {
-                let funds = client::funds_of(ledger, b, offers.iter().map(|o| o.payment_token))?;
-                client::plan_affordable(&offers, wants, p.window(), &funds)
+                let funds = client::funds_of(ledger, b, p.payment_token)?;
+                client::plan_affordable(&offers, wants, p.window(), p.payment_token, funds)
             }
-            None => client::plan_cheapest(&offers, wants, p.window()),
+            None => client::plan_cheapest(&offers, wants, p.window(), p.payment_token),
         };
         match planned {
             Ok(plan) => return Ok(plan),
@@ -123,8 +126,9 @@ pub fn buy(
     record.save(&record_path)?;
     let wants: Vec<HopWant> = plan.hops.iter().map(|h| h.want).collect();
     let terms = DeliveryTerms { key: &key, window_s: p.delivery_window_s };
-    let (_, requests) = client::buy_cheapest(ledger, d, buyer, &wants, p.window(), Some(plan.clone()), terms)
-        .map_err(|e| readable(ledger, e))?;
+    let (_, requests) =
+        client::buy_cheapest(ledger, d, buyer, &wants, p.window(), StartFrom::Plan(plan.clone()), terms)
+            .map_err(|e| readable(ledger, e))?;
     record.requests = requests;
     record.save(&record_path)?;
     Ok(record_path)

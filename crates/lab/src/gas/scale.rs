@@ -46,8 +46,8 @@ pub(super) fn rows(world: &World, quick: bool, rows: &mut Vec<GasRow>) -> Result
         for _ in 0..SCALE_REPS {
             let t = Instant::now();
             let offers = client::open_offers_on(&w.l, &w.dep, &sides)?;
-            let funds = client::funds_of(&w.l, w.buyer.address(), [Address::ZERO])?;
-            let plan = client::plan_affordable(&offers, &want, window, &funds)?;
+            let funds = client::funds_of(&w.l, w.buyer.address(), Address::ZERO)?;
+            let plan = client::plan_affordable(&offers, &want, window, Address::ZERO, funds)?;
             let (_, r) = w.dep.buy_and_redeem_path(
                 &mut w.l,
                 &w.buyer,

@@ -1,4 +1,11 @@
-//! The cheapest purchase of a path from the offers at hand, within the buyer's funds.
+//! The cheapest purchase of a path from the offers at hand, paid in one token, within the
+//! buyer's funds.
+//!
+//! A plan is paid in ONE payment token: the native currency unless the buyer names an ERC-20
+//! token. Offers in any other token are not considered at all: prices in different tokens are
+//! amounts of different things (1 wei and 1 unit of a 6-decimal token are not comparable), and
+//! anyone may create a marketplace paid in any token, so mixing them would let a stranger's
+//! listing, numerically "cheaper" in a token the buyer happens to hold, spend that token.
 //!
 //! Each side of a hop (the ingress or the egress asset of one AS) is a chain of listings: the
 //! first covers the start, each next one continues where the previous one ends, the last one
@@ -16,9 +23,6 @@ use alloy_primitives::{Address, U256};
 use super::{ia_text, Available, ClientError, HopWant, Offer};
 use crate::contracts::{PathPurchase, PriceLimit};
 
-/// What the buyer can spend, per payment token (zero: the native currency).
-pub type Funds = BTreeMap<Address, U256>;
-
 /// The interval and bandwidth (kbit/s) to buy on every hop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Window {
@@ -27,26 +31,26 @@ pub struct Window {
     pub bandwidth: u64,
 }
 
-/// The cheapest purchase of every hop, with its price.
+/// The cheapest purchase of every hop in one payment token, with its price.
 #[derive(Clone, Debug)]
 pub struct Plan {
     pub hops: Vec<PlannedHop>,
     pub start: u64,
     pub expiry: u64,
     pub bandwidth: u64,
-    /// Total price in the native currency (wei).
+    /// What every piece is paid in (zero: the native currency).
+    pub token: Address,
+    /// Total price in `token`'s smallest unit (wei for the native currency).
     pub total: U256,
-    /// Total price per ERC-20 token, for pieces listed in token-paid marketplaces.
-    pub token_totals: BTreeMap<Address, U256>,
 }
 
-/// One hop: the pieces of each side in time order, and the hop's price per payment token.
+/// One hop: the pieces of each side in time order, and the hop's price in the plan's token.
 #[derive(Clone, Debug)]
 pub struct PlannedHop {
     pub want: HopWant,
     pub ingress: Vec<Piece>,
     pub egress: Vec<Piece>,
-    pub prices: BTreeMap<Address, U256>,
+    pub price: U256,
 }
 
 /// The part `[start, expiry)` of an offer that a side buys, and its price.
@@ -76,75 +80,27 @@ impl Plan {
             .collect()
     }
 
-    /// The planned total of every token as the purchase's price limits: a price raised after
-    /// planning makes the purchase revert instead of costing more.
+    /// The planned total as the purchase's price limit: a price raised after planning makes the
+    /// purchase revert instead of costing more, and any other token (which the market limits
+    /// to zero when it is not named) cannot be charged at all.
     pub fn limits(&self) -> Vec<PriceLimit> {
-        let native = (self.total > U256::ZERO).then_some((Address::ZERO, self.total));
-        native
-            .into_iter()
-            .chain(self.token_totals.iter().map(|(t, a)| (*t, *a)))
-            .map(|(token, max_total)| PriceLimit { token, maxTotal: max_total })
-            .collect()
+        vec![PriceLimit { token: self.token, maxTotal: self.total }]
     }
 
     /// Every listing the plan buys from.
     pub fn listing_ids(&self) -> BTreeSet<U256> {
         self.hops.iter().flat_map(|h| h.ingress.iter().chain(&h.egress)).map(|p| p.offer.listing_id).collect()
     }
-
-    /// The total per payment token (zero: the native currency, listed if anything is paid in it).
-    pub fn totals(&self) -> BTreeMap<Address, U256> {
-        let native = (self.total > U256::ZERO).then_some((Address::ZERO, self.total));
-        native.into_iter().chain(self.token_totals.iter().map(|(t, a)| (*t, *a))).collect()
-    }
-
-    fn total_of(&self, token: Address) -> U256 {
-        if token == Address::ZERO {
-            self.total
-        } else {
-            self.token_totals.get(&token).copied().unwrap_or_default()
-        }
-    }
 }
 
-/// Plans the cheapest purchase of `w` on every hop from the offers at hand, any token.
-pub fn plan_cheapest(offers: &[Offer], wants: &[HopWant], w: Window) -> Result<Plan, ClientError> {
-    let all: BTreeSet<Address> = offers.iter().map(|o| o.payment_token).collect();
-    plan_in_tokens(offers, wants, w, &all)
-}
-
-/// Plans the cheapest purchase the buyer can pay: only offers in tokens it holds some of; a
-/// token whose total exceeds the buyer's funds is dropped and the rest re-planned, so a cheap
-/// decoy in a token the buyer lacks cannot stand in the way of dearer offers it can pay.
-pub fn plan_affordable(offers: &[Offer], wants: &[HopWant], w: Window, funds: &Funds) -> Result<Plan, ClientError> {
-    let mut tokens: BTreeSet<Address> = funds.iter().filter(|(_, a)| **a > U256::ZERO).map(|(t, _)| *t).collect();
-    let mut short = None;
-    loop {
-        let plan = match plan_in_tokens(offers, wants, w, &tokens) {
-            Ok(plan) => plan,
-            Err(e) => return Err(short.unwrap_or(e)),
-        };
-        let over = tokens.iter().copied().find(|t| plan.total_of(*t) > funds.get(t).copied().unwrap_or_default());
-        let Some(token) = over else { return Ok(plan) };
-        let (needed, available) = (plan.total_of(token), funds.get(&token).copied().unwrap_or_default());
-        short.get_or_insert(ClientError::Unaffordable { token, needed, available });
-        tokens.remove(&token);
-    }
-}
-
-fn plan_in_tokens(
-    offers: &[Offer],
-    wants: &[HopWant],
-    w: Window,
-    tokens: &BTreeSet<Address>,
-) -> Result<Plan, ClientError> {
-    if w.expiry <= w.start {
-        return Err(ClientError::EmptyInterval(w.start, w.expiry));
-    }
-    let usable: Vec<&Offer> =
-        offers.iter().filter(|o| tokens.contains(&o.payment_token) && o.issuer_registered).collect();
+/// Plans the cheapest purchase of `w` on every hop from the offers in `token` (zero: the native
+/// currency); offers in other tokens are ignored.
+pub fn plan_cheapest(offers: &[Offer], wants: &[HopWant], w: Window, token: Address) -> Result<Plan, ClientError> {
+    // A window no reservation can hold would be paid for and refused at redemption.
+    super::window::check_length(w)?;
+    let usable: Vec<&Offer> = offers.iter().filter(|o| o.payment_token == token && o.issuer_registered).collect();
     let mut hops = Vec::new();
-    let (mut total, mut token_totals) = (U256::ZERO, BTreeMap::new());
+    let mut total = U256::ZERO;
     for (i, want) in wants.iter().enumerate() {
         if want.ingress == 0 || want.egress == 0 {
             return Err(ClientError::NotTransit { hop: i, isd_as: ia_text(want.isd_as) });
@@ -160,18 +116,31 @@ fn plan_in_tokens(
             })
         };
         let (ingress, egress) = (side(want.ingress, true)?, side(want.egress, false)?);
-        let mut prices = BTreeMap::new();
+        let mut price = U256::ZERO;
         for p in ingress.iter().chain(&egress) {
-            let token = p.offer.payment_token;
-            add(prices.entry(token).or_insert(U256::ZERO), p.price, token)?;
-            match token {
-                Address::ZERO => add(&mut total, p.price, token)?,
-                _ => add(token_totals.entry(token).or_insert(U256::ZERO), p.price, token)?,
-            }
+            add(&mut price, p.price, token)?;
         }
-        hops.push(PlannedHop { want: *want, ingress, egress, prices });
+        add(&mut total, price, token)?;
+        hops.push(PlannedHop { want: *want, ingress, egress, price });
     }
-    Ok(Plan { hops, start: w.start, expiry: w.expiry, bandwidth: w.bandwidth, total, token_totals })
+    Ok(Plan { hops, start: w.start, expiry: w.expiry, bandwidth: w.bandwidth, token, total })
+}
+
+/// Plans the cheapest purchase in `token` and checks that `funds` (the buyer's balance of it)
+/// pay for it: the cheapest plan in one token is the least any plan in it costs, so one that
+/// exceeds the funds means nothing in that token is affordable.
+pub fn plan_affordable(
+    offers: &[Offer],
+    wants: &[HopWant],
+    w: Window,
+    token: Address,
+    funds: U256,
+) -> Result<Plan, ClientError> {
+    let plan = plan_cheapest(offers, wants, w, token)?;
+    if plan.total > funds {
+        return Err(ClientError::Unaffordable { token, needed: plan.total, available: funds });
+    }
+    Ok(plan)
 }
 
 /// `sum += price`, or the named overflow (the market would revert with `PriceSumOverflow`).
@@ -247,11 +216,13 @@ fn chain_in(group: &[&Offer], w: Window) -> Option<(Cost, Vec<Piece>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::MAX_RESERVATION_S;
     use crate::contracts::{Asset, Listing};
     use proptest::prelude::*;
 
     const IA: u64 = (1 << 48) | 0xff00_0000_0110;
     const WANT: [HopWant; 1] = [HopWant { isd_as: IA, ingress: 1, egress: 2 }];
+    const NATIVE: Address = Address::ZERO;
 
     fn offer(id: u64, interface: u16, start: u64, expiry: u64, bandwidth: u64, price: u128) -> Offer {
         Offer {
@@ -284,19 +255,50 @@ mod tests {
     fn overlapping_listings_are_priced_from_the_cursor() {
         // Ingress: [0, 600) at 1 and [300, 1200) at 1; the second piece starts at 600, not 300.
         let offers = [offer(1, 1, 0, 600, 100, 1), offer(2, 1, 300, 1200, 100, 1), offer(3, 2, 0, 1200, 100, 1)];
-        let plan = plan_cheapest(&offers, &WANT, Window { start: 0, expiry: 1200, bandwidth: 50 }).unwrap();
+        let plan = plan_cheapest(&offers, &WANT, Window { start: 0, expiry: 1200, bandwidth: 50 }, NATIVE).unwrap();
         let ingress: Vec<_> = plan.hops[0].ingress.iter().map(|p| (p.start, p.expiry, p.price)).collect();
         assert_eq!(ingress, [(0, 600, U256::from(50 * 600)), (600, 1200, U256::from(50 * 600))]);
         assert_eq!(plan.total, U256::from(2 * 50 * 1200));
+    }
+
+    /// Prices in different tokens are never compared or added: a plan takes only offers in its
+    /// token, however low another token's number is, and an offer in another token cannot
+    /// even fill a side nothing else covers.
+    #[test]
+    fn a_plan_is_paid_in_one_token_and_ignores_the_others() {
+        let six = Address::repeat_byte(6);
+        let in_six = |o: Offer| Offer { payment_token: six, ..o };
+        let offers = [
+            offer(1, 1, 0, 3600, 1000, 5),
+            in_six(offer(2, 1, 0, 3600, 1000, 1)),
+            offer(3, 2, 0, 3600, 1000, 5),
+            in_six(offer(4, 2, 0, 3600, 1000, 1)),
+            in_six(offer(5, 2, 0, 600, 1000, 1)),
+        ];
+        let w = Window { start: 0, expiry: 600, bandwidth: 100 };
+        let native = plan_cheapest(&offers, &WANT, w, NATIVE).unwrap();
+        assert_eq!(native.listing_ids(), [U256::from(1), U256::from(3)].into());
+        assert_eq!((native.token, native.total), (NATIVE, U256::from(2 * 5 * 100 * 600)));
+        assert_eq!(native.limits().len(), 1);
+        let tokens = plan_cheapest(&offers, &WANT, w, six).unwrap();
+        assert_eq!(tokens.listing_ids(), [U256::from(2), U256::from(4)].into());
+        assert_eq!((tokens.token, tokens.total), (six, U256::from(2 * 100 * 600)));
+        // Only the token covers the egress: no native plan, not a mixed one.
+        let e = plan_cheapest(&[offers[0].clone(), offers[3].clone()], &WANT, w, NATIVE).unwrap_err();
+        assert!(matches!(e, ClientError::NoOffer { interface: 2, .. }), "{e:?}");
+        // The cheapest plan in the token exceeds the funds: nothing in it is affordable.
+        let e = plan_affordable(&offers, &WANT, w, six, U256::from(2 * 100 * 600 - 1)).unwrap_err();
+        assert!(matches!(e, ClientError::Unaffordable { token, .. } if token == six), "{e:?}");
+        plan_affordable(&offers, &WANT, w, six, U256::from(2 * 100 * 600)).unwrap();
     }
 
     #[test]
     fn a_remainder_below_the_minimum_or_an_off_grid_window_is_not_planned() {
         let offers = [offer(1, 1, 0, 600, 100, 1), offer(2, 2, 0, 600, 100, 1)];
         let w = Window { start: 0, expiry: 600, bandwidth: 95 };
-        assert!(matches!(plan_cheapest(&offers, &WANT, w), Err(ClientError::NoOffer { .. })));
+        assert!(matches!(plan_cheapest(&offers, &WANT, w, NATIVE), Err(ClientError::NoOffer { .. })));
         let w = Window { start: 30, expiry: 600, bandwidth: 50 };
-        assert!(matches!(plan_cheapest(&offers, &WANT, w), Err(ClientError::NoOffer { .. })));
+        assert!(matches!(plan_cheapest(&offers, &WANT, w, NATIVE), Err(ClientError::NoOffer { .. })));
     }
 
     #[test]
@@ -304,7 +306,7 @@ mod tests {
         // Egress: 1 Mbit/s for [0, 600) and [1200, 1800); nothing at 2 Mbit/s, a gap in the middle.
         let offers = [offer(1, 1, 0, 3600, 5000, 1), offer(2, 2, 0, 600, 1000, 1), offer(3, 2, 1200, 1800, 1000, 1)];
         let w = Window { start: 0, expiry: 1800, bandwidth: 2000 };
-        let e = plan_cheapest(&offers, &WANT, w).unwrap_err();
+        let e = plan_cheapest(&offers, &WANT, w, NATIVE).unwrap_err();
         let ClientError::NoOffer { interface: 2, ref available, .. } = e else { panic!("{e:?}") };
         assert_eq!(available.pieces.iter().map(|p| p.listing_id).collect::<Vec<_>>(), [U256::from(2), U256::from(3)]);
         assert_eq!(
@@ -316,21 +318,35 @@ mod tests {
         );
         // Far from the window: only the nearest piece before it is named.
         let w = Window { start: 2400, expiry: 3000, bandwidth: 100 };
-        let ClientError::NoOffer { available, .. } = plan_cheapest(&offers, &WANT, w).unwrap_err() else { panic!() };
+        let ClientError::NoOffer { available, .. } = plan_cheapest(&offers, &WANT, w, NATIVE).unwrap_err() else {
+            panic!()
+        };
         assert_eq!(available.pieces.iter().map(|p| p.listing_id).collect::<Vec<_>>(), [U256::from(3)]);
         let none = [offer(1, 1, 0, 3600, 5000, 1)];
-        let e = plan_cheapest(&none, &WANT, w).unwrap_err();
+        let e = plan_cheapest(&none, &WANT, w, NATIVE).unwrap_err();
         assert!(e.to_string().ends_with("interface 2 (egress); nothing is listed there"), "{e}");
     }
 
     #[test]
     fn a_price_sum_past_256_bits_is_a_named_error() {
+        // A piece is below 2^128 × 2^64 × 2^16 (the longest window), so no plan gets here; the
+        // sum is checked all the same.
+        let mut sum = U256::MAX;
+        let e = add(&mut sum, U256::from(1), Address::ZERO).unwrap_err();
+        assert!(matches!(e, ClientError::PriceOverflow { token: Address::ZERO }), "{e:?}");
+    }
+
+    #[test]
+    fn a_window_longer_than_a_reservation_is_not_planned_even_if_offered() {
         let (top, end) = (u128::MAX, u64::MAX / 60 * 60);
         let offers = [offer(1, 1, 0, end, u64::MAX, top), offer(2, 2, 0, end, u64::MAX, top)];
+        let longest = MAX_RESERVATION_S / 60 * 60;
+        plan_cheapest(&offers, &WANT, Window { start: 0, expiry: longest, bandwidth: 100 }, NATIVE).unwrap();
+        let w = Window { start: 0, expiry: longest + 60, bandwidth: 100 };
+        let e = plan_cheapest(&offers, &WANT, w, NATIVE).unwrap_err();
+        assert!(matches!(e, ClientError::TooLong { duration: 65_580 }), "{e:?}");
         let w = Window { start: 0, expiry: end, bandwidth: u64::MAX };
-        // Each piece fits (below 2^128 × 2^64 × 2^64), their sum does not.
-        let ClientError::PriceOverflow { token } = plan_cheapest(&offers, &WANT, w).unwrap_err() else { panic!() };
-        assert_eq!(token, Address::ZERO);
+        assert!(matches!(plan_cheapest(&offers, &WANT, w, NATIVE), Err(ClientError::TooLong { .. })));
     }
 
     proptest! {
@@ -351,7 +367,7 @@ mod tests {
             offers.push(offer(99, 2, 0, 3600, 1000, 1));
             let w = Window { start: s * 60, expiry: (s + len) * 60, bandwidth: 40 };
             let covered = (s..s + len).all(|m| offers[..frags.len()].iter().any(|o| o.asset.startTime <= m * 60 && m * 60 < o.asset.expiryTime));
-            match plan_cheapest(&offers, &WANT, w) {
+            match plan_cheapest(&offers, &WANT, w, NATIVE) {
                 Ok(plan) => {
                     let side = &plan.hops[0].ingress;
                     prop_assert_eq!(side.first().unwrap().start, w.start);

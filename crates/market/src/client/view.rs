@@ -210,16 +210,6 @@ fn pad(cell: &str, width: usize) -> String {
     format!("{cell}{}", " ".repeat(width.saturating_sub(n)))
 }
 
-/// Prices per token as `0.0036 ETH + 2 TST`, in token order (the native currency first).
-pub fn format_prices(prices: &BTreeMap<Address, U256>, tokens: &TokenBook) -> String {
-    let parts: Vec<String> = prices.iter().map(|(t, a)| format_amount(*a, &info(tokens, *t))).collect();
-    if parts.is_empty() {
-        format_amount(U256::ZERO, &TokenInfo::native())
-    } else {
-        parts.join(" + ")
-    }
-}
-
 /// The plan as lines: each hop's listings per side and price, then the window and the total.
 pub fn plan_lines(plan: &Plan, tokens: &TokenBook) -> Vec<String> {
     let listings =
@@ -235,13 +225,13 @@ pub fn plan_lines(plan: &Plan, tokens: &TokenBook) -> Vec<String> {
                 h.want.egress,
                 listings(&h.ingress),
                 listings(&h.egress),
-                format_prices(&h.prices, tokens)
+                format_amount(h.price, &info(tokens, plan.token))
             )
         })
         .collect();
     lines.push(format!(
         "total {} for {} from {} to {} at {}",
-        format_prices(&plan.totals(), tokens),
+        format_amount(plan.total, &info(tokens, plan.token)),
         format_duration(plan.expiry.saturating_sub(plan.start)),
         format_utc(plan.start),
         format_utc(plan.expiry),

@@ -58,7 +58,7 @@ impl Setup {
         let offers = client::open_offers(&ledger, &d).unwrap();
         let hop = HopWant { isd_as: C.parse::<IsdAsn>().unwrap().to_u64(), ingress: 1, egress: 2 };
         let window = client::Window { start, expiry: start + secs, bandwidth: 1000 };
-        let plan = client::plan_cheapest(&offers, &[hop], window).unwrap();
+        let plan = client::plan_cheapest(&offers, &[hop], window, aviary_market::Address::ZERO).unwrap();
         let key = BuyerKey::derive(format!("buyer {start}").as_bytes());
         let terms = client::DeliveryTerms { key: &key, window_s };
         let ids = client::buy_path(&mut ledger, &d, &self.market.buyer().unwrap(), &plan, terms).unwrap();
