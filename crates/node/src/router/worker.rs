@@ -9,7 +9,7 @@ use std::mem;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::PathBuf;
-use std::sync::mpsc::Receiver;
+use std::sync::mpsc::{Receiver, TrySendError};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -244,8 +244,15 @@ impl Forwarder {
                     let mut copy = self.pool.pop().unwrap_or_default();
                     copy.clear();
                     copy.extend_from_slice(buf);
-                    // The owner's inbox lives as long as the router.
-                    let _ = self.peers[owner].handed.send(Handed { k, buf: copy });
+                    // Never waits: a full queue drops the packet here. Taking it on this
+                    // worker instead would split its policing state over two workers.
+                    // (A closed queue, which never happens, would be counted the same.)
+                    if let Err(TrySendError::Full(h) | TrySendError::Disconnected(h)) =
+                        self.peers[owner].handed.try_send(Handed { k, buf: copy })
+                    {
+                        counters.count_io_drop(IoDrop::HandoffQueueFull);
+                        recycle(&mut self.pool, h.buf);
+                    }
                     self.to_wake[owner] = true;
                 }
             }
