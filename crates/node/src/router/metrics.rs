@@ -28,17 +28,21 @@ pub enum IoDrop {
     /// (internal, an interface's, management): sent there, it would come back to the router,
     /// on the internal socket again and again.
     ToRouterSocket,
+    /// Owned by another worker whose hand-off queue was full (a flood steered to one worker,
+    /// or a worker that falls behind): counted by the worker that received it.
+    HandoffQueueFull,
 }
 
 impl IoDrop {
     /// Every reason, in the order of their counters in [`IngressCounters`].
-    pub const ALL: [IoDrop; 6] = [
+    pub const ALL: [IoDrop; 7] = [
         IoDrop::Oversized,
         IoDrop::Undeliverable,
         IoDrop::NoLink,
         IoDrop::NotNeighbor,
         IoDrop::LinkDown,
         IoDrop::ToRouterSocket,
+        IoDrop::HandoffQueueFull,
     ];
 
     pub const fn label(self) -> &'static str {
@@ -49,6 +53,7 @@ impl IoDrop {
             IoDrop::NotNeighbor => "not_neighbor",
             IoDrop::LinkDown => "link_down",
             IoDrop::ToRouterSocket => "to_router_socket",
+            IoDrop::HandoffQueueFull => "handoff_queue_full",
         }
     }
 }

@@ -65,6 +65,13 @@ use crate::underlay::{BatchSocket, DEFAULT_BATCH};
 
 const BATCH: usize = aviary_hummingbird::router::MAX_BATCH;
 const BUF_LEN: usize = 2048;
+/// Packets one worker's hand-off queue holds ([`workers::Peer::handed`]), and the most it
+/// takes from it per round: a few batches. An attacker chooses the steering key (source host,
+/// ResID, AID are unauthenticated), so it can steer a flood to one worker; bounded, that
+/// worker's queue costs at most this many buffers, and one round of it leaves the worker time
+/// for its own sockets and commands. Four batches absorb the hand-offs of a few peers' rounds
+/// without drops under legitimate load.
+const HANDOFF_CAPACITY: usize = 4 * BATCH;
 /// Longest sleep, so that management commands are applied promptly.
 const MAX_SLEEP: Duration = Duration::from_millis(20);
 const PUBLISH_EVERY_NS: u64 = 200_000_000;
@@ -247,7 +254,8 @@ pub fn start(
     let mut peers = Vec::with_capacity(n);
     let mut inboxes = Vec::with_capacity(n);
     for _ in 0..n {
-        let (handed, handed_rx) = mpsc::channel();
+        // Bounded: a packet that finds it full is dropped and counted by the worker handing it over.
+        let (handed, handed_rx) = mpsc::sync_channel(HANDOFF_CAPACITY);
         let (changes, changes_rx) = mpsc::channel();
         peers.push(Peer { handed, changes, waker: Waker::new().context("eventfd for a worker")? });
         inboxes.push(Inbox { handed: handed_rx, changes: changes_rx });

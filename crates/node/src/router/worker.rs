@@ -9,7 +9,7 @@ use std::mem;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::PathBuf;
-use std::sync::mpsc::Receiver;
+use std::sync::mpsc::{Receiver, TrySendError};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,7 +28,7 @@ use super::scmp::{Out, Responder, Trouble};
 use super::steering::{self, Spread};
 use super::workers::{Handed, Inbox, Peer, StatusBoard};
 use super::{local_destination, send_all, Links, OsSeededRandom, OwnSockets};
-use super::{BATCH, BUF_LEN, MAX_SLEEP, NEXT_HDR, PUBLISH_EVERY_NS};
+use super::{BATCH, BUF_LEN, HANDOFF_CAPACITY, MAX_SLEEP, NEXT_HDR, PUBLISH_EVERY_NS};
 use crate::clock::unix_ns;
 use crate::config::{RouterConfig, ScmpConfig};
 use crate::underlay::{wait_readable_fds, RecvBatch};
@@ -161,11 +161,17 @@ impl Forwarder {
         let mut last_publish = 0;
         let mut first = 0;
         let sockets = self.own.len();
+        // Handed-over packets left for the next round: it only looks at the sockets, without
+        // waiting.
+        let mut backlog = false;
         loop {
             self.take_commands();
             let now = unix_ns();
             let wake = self.shared.links.iter().filter_map(|l| l.next_wakeup()).min();
-            let sleep = wake.map_or(MAX_SLEEP, |w| Duration::from_nanos(w.saturating_sub(now)).min(MAX_SLEEP));
+            let sleep = match backlog {
+                true => Duration::ZERO,
+                false => wake.map_or(MAX_SLEEP, |w| Duration::from_nanos(w.saturating_sub(now)).min(MAX_SLEEP)),
+            };
             wait_readable_fds(&self.poll_fds, Some(sleep), &mut self.ready)?;
             let now = unix_ns();
             if self.ready[sockets] {
@@ -182,7 +188,7 @@ impl Forwarder {
                 }
             }
             self.wake_owners();
-            self.process_handed(now);
+            backlog = self.process_handed(now);
             self.send_deliveries();
             self.release(now);
             if now >= last_publish + PUBLISH_EVERY_NS {
@@ -244,8 +250,15 @@ impl Forwarder {
                     let mut copy = self.pool.pop().unwrap_or_default();
                     copy.clear();
                     copy.extend_from_slice(buf);
-                    // The owner's inbox lives as long as the router.
-                    let _ = self.peers[owner].handed.send(Handed { k, buf: copy });
+                    // Never waits: a full queue drops the packet here. Taking it on this
+                    // worker instead would split its policing state over two workers.
+                    // (A closed queue, which never happens, would be counted the same.)
+                    if let Err(TrySendError::Full(h) | TrySendError::Disconnected(h)) =
+                        self.peers[owner].handed.try_send(Handed { k, buf: copy })
+                    {
+                        counters.count_io_drop(IoDrop::HandoffQueueFull);
+                        recycle(&mut self.pool, h.buf);
+                    }
                     self.to_wake[owner] = true;
                 }
             }
@@ -289,15 +302,22 @@ impl Forwarder {
     }
 
     /// Processes what other workers handed over, a batch at a time, grouped by the socket
-    /// the packets arrived on.
-    fn process_handed(&mut self, now: u64) {
-        loop {
+    /// the packets arrived on: at most [`HANDOFF_CAPACITY`] packets, what a full queue holds.
+    /// Others may refill the queue as fast as this worker empties it (a flood steered to it);
+    /// taking only this much leaves every round to its own sockets, commands and publishing.
+    /// Returns whether more may be waiting (the last batch was full).
+    pub(super) fn process_handed(&mut self, now: u64) -> bool {
+        let mut left = HANDOFF_CAPACITY;
+        while left > 0 {
             let mut handed = mem::take(&mut self.handed);
-            handed.extend(std::iter::from_fn(|| self.inbox.handed.try_recv().ok()).take(BATCH));
-            if handed.is_empty() {
+            let want = BATCH.min(left);
+            handed.extend(std::iter::from_fn(|| self.inbox.handed.try_recv().ok()).take(want));
+            let taken = handed.len();
+            if taken == 0 {
                 self.handed = handed;
-                return;
+                return false;
             }
+            left -= taken;
             // Stable insertion sort by socket (a batch is small; no allocation).
             for i in 1..handed.len() {
                 let mut j = i;
@@ -321,7 +341,11 @@ impl Forwarder {
                 recycle(&mut self.pool, h.buf);
             }
             self.handed = handed;
+            if taken < want {
+                return false;
+            }
         }
+        true
     }
 
     /// Runs this worker's packets of one socket through the pipeline and acts on the verdicts.

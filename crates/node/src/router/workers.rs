@@ -6,7 +6,7 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::mpsc::{Receiver, Sender};
+use std::sync::mpsc::{Receiver, Sender, SyncSender};
 use std::sync::Mutex;
 
 use super::metrics::RouterStatus;
@@ -66,7 +66,8 @@ impl AsRawFd for Waker {
 
 /// How to reach one worker.
 pub struct Peer {
-    pub handed: Sender<Handed>,
+    /// Its hand-off queue, bounded ([`super::HANDOFF_CAPACITY`]): never waited on.
+    pub handed: SyncSender<Handed>,
     pub changes: Sender<ChangeMsg>,
     pub waker: Waker,
 }

@@ -6,9 +6,10 @@
 use std::collections::HashMap;
 use std::net::{SocketAddr, UdpSocket};
 use std::ops::RangeInclusive;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use aviary_glwp::hop_key::as_secret;
 use aviary_glwp::testbed;
@@ -25,8 +26,9 @@ use aviary_zlane::testbed as zlane_testbed;
 
 use super::management::{self, Command, CommandMsg, KeyOverlap};
 use super::metrics::RouterStatus;
-use super::start;
-use super::workers::StatusBoard;
+use super::steering::{self, Spread};
+use super::workers::{Handed, StatusBoard};
+use super::{start, Forwarder, HANDOFF_CAPACITY};
 use crate::clock::unix_ns;
 use crate::config::RouterConfig;
 
@@ -70,6 +72,16 @@ impl Transit {
 
 /// [`run_router`] for `transit`, with the mechanism tables `tables` in its config.
 fn run_router_with(name: &str, transit: &Transit, workers: usize, tables: &str) -> Running {
+    let (r, forwarders) = start_router_with(name, transit, workers, tables);
+    for w in forwarders {
+        std::thread::spawn(move || w.run());
+    }
+    r
+}
+
+/// [`run_router_with`], but the workers are returned, not yet running: a test runs them, or
+/// leaves one stalled.
+fn start_router_with(name: &str, transit: &Transit, workers: usize, tables: &str) -> (Running, Vec<Forwarder>) {
     let dir = aviary_scratch::ScratchDir::new(&format!("workers-{name}-{workers}"));
     std::fs::write(dir.join("secret.hex"), hex::encode(transit.master_secret)).unwrap();
     let neighbor = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -113,10 +125,7 @@ capacity_bps = 1000000000
     let k = forwarders[0].shared.index_of(IF_PREV).unwrap();
     let ingress = forwarders[0].shared.links[k].sock.local_addr();
     let internal = forwarders[0].shared.internal.local_addr();
-    for w in forwarders {
-        std::thread::spawn(move || w.run());
-    }
-    Running { commands, board, ingress, internal, neighbor, sink, _dir: dir }
+    (Running { commands, board, ingress, internal, neighbor, sink, _dir: dir }, forwarders)
 }
 
 impl Running {
@@ -433,4 +442,115 @@ fn a_zlane_isd_guarantee_is_enforced_once_whichever_worker_receives_it() {
     // 3000 bytes of burst: about 12 packets of 250 bytes, and the refill of 800 kbit/s while
     // they arrive.
     the_same_with_any_workers("packets given G", zlane_guaranteed_of_one_burst, 6..=24, 4);
+}
+
+/// `count` packets of reservations (at the largest rate: none is over it) whose policing slot
+/// `worker` of two owns, as they reach the transit AS on `IF_PREV`.
+fn flyover_packets_owned_by(chain: &Chain, worker: usize, count: usize) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for res_id in 1..=1000 {
+        let pkts = flyover_packets(chain, &[res_id], 1023, 8);
+        if steering::owner(&pkts[0], IF_PREV, Spread::BySourceHost, 2) == Some(worker) {
+            out.extend(pkts);
+        }
+        if out.len() >= count {
+            out.truncate(count);
+            return out;
+        }
+    }
+    panic!("too few reservations owned by worker {worker}");
+}
+
+/// Flyover packets stay fresh while a test stalls a worker.
+const LONG_FRESHNESS: &str = "[hummingbird]\nfreshness_past_ns = 60000000000\n";
+
+/// Starts the transit router of `chain` with two workers and runs worker 1 only, which reads
+/// the socket of `IF_PREV` (socket 1, the first interface's); worker 0, the leader, which reads
+/// the internal socket, is returned not running.
+fn router_with_stalled_leader(name: &str, chain: &Chain) -> (Running, Forwarder) {
+    let (r, mut forwarders) = start_router_with(name, &Transit::of(chain), 2, LONG_FRESHNESS);
+    let leader = forwarders.remove(0);
+    for w in forwarders {
+        std::thread::spawn(move || w.run());
+    }
+    (r, leader)
+}
+
+#[test]
+fn packets_for_a_stalled_owner_queue_up_to_a_few_batches_and_the_rest_are_dropped_counted() {
+    let chain = chain();
+    let (r, owner) = router_with_stalled_leader("handoff-bound", &chain);
+    let extra = 72;
+    let pkts = flyover_packets_owned_by(&chain, 0, HANDOFF_CAPACITY + extra);
+    // Slowly enough that the kernel keeps every datagram for worker 1.
+    for chunk in pkts.chunks(16) {
+        r.send(chunk);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let status = r.status();
+    let link = status.interfaces.iter().find(|i| i.id == IF_PREV).unwrap();
+    assert_eq!(link.received_packets, pkts.len() as u64, "{link:?}");
+    assert_eq!(link.drops.get("handoff_queue_full"), Some(&(extra as u64)), "{:?}", link.drops);
+    // Once it runs, the owner forwards what its queue held: a few batches, not the whole flood.
+    std::thread::spawn(move || owner.run());
+    assert_eq!(r.drain_sink().len(), HANDOFF_CAPACITY, "the queue held what it holds, no more");
+}
+
+#[test]
+fn an_owner_with_a_full_queue_always_waiting_takes_a_round_of_it_and_serves_its_socket_and_commands() {
+    let chain = chain();
+    let (r, mut owner) = router_with_stalled_leader("handoff-flood", &chain);
+    // A host of the AS whose packets worker 0 owns: they reach it on its own socket, the
+    // internal one, and are not handed over.
+    let (host, hello) = (1..=250u8)
+        .find_map(|x| {
+            let host = UdpSocket::bind((std::net::Ipv4Addr::new(127, 0, 0, x), 0)).ok()?;
+            let me = host.local_addr().unwrap();
+            let pkt = inside_packet(&chain, me, me);
+            (steering::owner(&pkt, 0, Spread::BySourceHost, 2) == Some(0)).then_some((host, pkt))
+        })
+        .unwrap();
+    host.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+    // Other workers handing packets over as fast as the owner's queue takes them, as under a
+    // flood steered to it: its queue is full whenever it looks. Never more than `LIMIT` (the
+    // memory a queue that does not hold them back would take).
+    const LIMIT: u64 = 200_000;
+    let flood = flyover_packets_owned_by(&chain, 0, 64);
+    let queue = owner.peers[0].handed.clone();
+    let (stop, sent) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)));
+    let (stopped, counted) = (stop.clone(), sent.clone());
+    let injector = std::thread::spawn(move || {
+        for p in flood.iter().cycle() {
+            if stopped.load(Ordering::Relaxed) || counted.load(Ordering::Relaxed) == LIMIT {
+                return;
+            }
+            queue.send(Handed { k: 1, buf: p.clone() }).unwrap();
+            counted.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    while sent.load(Ordering::Relaxed) < HANDOFF_CAPACITY as u64 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    // One round's turn of the queue takes what it held, a few batches, not what keeps coming.
+    owner.process_handed(unix_ns());
+    owner.publish();
+    let each = r.board.each();
+    let taken = counter(&each[0], "flyover_reserved_packets") + counter(&each[0], "flyover_over_rate_packets");
+    assert!((1..=HANDOFF_CAPACITY as u64).contains(&taken), "took {taken} packets in one turn");
+    // Running, with the queue refilled all the time, the owner still serves its own socket and
+    // the management commands.
+    std::thread::spawn(move || owner.run());
+    host.send_to(&hello, r.internal).unwrap();
+    let mut buf = [0u8; 2048];
+    let delivered = host.recv(&mut buf);
+    let (tx, rx) = mpsc::channel();
+    r.commands.send((Command::Link { id: IF_NEXT, capacity_bps: None, delay_ms: Some(0.0) }, tx)).unwrap();
+    let answered = rx.recv_timeout(Duration::from_secs(1));
+    let still_flooding = sent.load(Ordering::Relaxed) < LIMIT;
+    stop.store(true, Ordering::Relaxed);
+    injector.join().unwrap();
+    assert!(delivered.is_ok(), "the owner's own socket was served within a second: {delivered:?}");
+    assert!(matches!(answered, Ok(Ok(()))), "a management command was answered within a second: {answered:?}");
+    assert!(still_flooding, "the queue was full all along");
 }
