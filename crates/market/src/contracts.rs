@@ -320,6 +320,16 @@ impl Deployment {
         transact(l, from, self.assets, &BandwidthAssets::setApprovalForAllCall { operator, approved }, U256::ZERO)
     }
 
+    /// Whether `operator` may act on all of `owner`'s assets.
+    pub fn is_approved_for_all<L: Ledger + ?Sized>(
+        &self,
+        l: &L,
+        owner: Address,
+        operator: Address,
+    ) -> Result<bool, LedgerError> {
+        view(l, self.assets, &BandwidthAssets::isApprovedForAllCall { owner, operator })
+    }
+
     /// Split `id` at `time`; returns the id of the later part.
     pub fn split_time<L: Ledger + ?Sized>(
         &self,

@@ -80,6 +80,24 @@ fn an_unreadable_state_file_is_an_error_not_a_fresh_start() {
     s.service();
 }
 
+/// A service that stopped between becoming a seller and approving the market gets the
+/// approval at its next start, and lists what it issues.
+#[test]
+fn a_seller_left_unapproved_by_a_crash_approves_the_market_at_start() {
+    let s = Setup::new("unapproved");
+    let svc = s.service();
+    let d = svc.deployment.deployment();
+    let me = svc.account.address();
+    let mut ledger = s.ledger();
+    d.register_seller(&mut ledger, &svc.account, svc.deployment.marketplace).unwrap();
+    assert!(!d.is_approved_for_all(&ledger, me, d.market).unwrap());
+    drop(svc);
+    let mut svc = s.service();
+    svc.register().unwrap();
+    assert!(d.is_approved_for_all(&ledger, me, d.market).unwrap());
+    assert!(svc.issue_due(unix_s()).unwrap() > 0, "nothing listed");
+}
+
 fn sample(text: &str, name_and_labels: &str) -> Option<u64> {
     text.lines().find_map(|l| l.strip_prefix(name_and_labels)?.strip_prefix(' ')?.parse().ok())
 }

@@ -393,8 +393,12 @@ impl AsService {
         }
         if !d.is_seller(&*self.ledger, self.deployment.marketplace, me)? {
             d.register_seller(&mut *self.ledger, &self.account, self.deployment.marketplace)?;
-            d.set_approval_for_all(&mut *self.ledger, &self.account, d.market, true)?;
             self.count(|s| *s.registrations.entry("seller").or_default() += 1);
+        }
+        // Asked apart from the seller's registration: a crash between the two transactions
+        // left a seller whose every listing reverted (MarketNotApproved), for good.
+        if !d.is_approved_for_all(&*self.ledger, me, d.market)? {
+            d.set_approval_for_all(&mut *self.ledger, &self.account, d.market, true)?;
         }
         self.count(|s| s.registered = true);
         Ok(())
